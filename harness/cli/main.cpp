@@ -1,0 +1,74 @@
+// `kvb`: the command line of kvbuffer-bench. Subcommands info, check-golden, sweep (harness/cli/commands.h).
+// Exit codes: 0 success, 1 a check or sweep point failed (or a runtime error), 2 bad input.
+#include <CLI/CLI.hpp>
+
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "harness/cli/commands.h"
+#include "harness/sweep/experiment_kind.h"
+#include "kernels/cuda_check.h"
+
+int main(int argc, char** argv) {
+  using namespace kvb::cli;
+  CLI::App app{"kvb: measures Gated DeltaNet decode kernels, recurrent and KVBuffer"};
+  app.require_subcommand(1);
+
+  InfoOptions info;
+  CLI::App* info_cmd = app.add_subcommand("info", "GPU, driver and CUDA versions; measured copy and read bandwidth");
+  info_cmd->add_option("--device", info.device, "CUDA device whose bandwidth is measured")
+      ->check(CLI::Range(0, 1023));
+  info_cmd->add_option("--buffer-mib", info.buffer_mib, "size of each bandwidth buffer in MiB (>= 64)")
+      ->check(CLI::Range(64.0, 1.0e7));
+  info_cmd->add_flag("--gpu-present", info.gpu_present_only,
+                     "print nothing; exit 0 when a CUDA device is present, 1 otherwise");
+
+  CheckGoldenOptions golden;
+  CLI::App* golden_cmd = app.add_subcommand(
+      "check-golden", "check the float64 reference (and the kernels when a GPU is present) against gdn-case files");
+  golden_cmd->add_option("files", golden.files, "gdn-case v1 files (tests/data/golden/*.gdn)")->required();
+
+  SweepCommandOptions sweep;
+  int min_samples = 0;
+  double max_seconds = 0;
+  CLI::App* sweep_cmd = app.add_subcommand("sweep", "run the Cartesian product of a config's axes; one CSV row each");
+  sweep_cmd->add_option("--config", sweep.config, "sweep config, experiments/NAME.toml")->required();
+  sweep_cmd->add_option("--out", sweep.out, "result CSV (default results/<experiment name>.csv)");
+  sweep_cmd->add_option("--set", sweep.sets, "override an axis: AXIS=V1,V2,... (repeatable)");
+  sweep_cmd->add_flag("--dry-run", sweep.dry_run, "print the points and exit (works without a GPU)");
+  sweep_cmd->add_option("--l2", sweep.l2, "L2 state between samples: cold (flushed) or hot")
+      ->check(CLI::IsMember({"cold", "hot"}));
+  sweep_cmd->add_flag("--no-cupti", sweep.no_cupti, "skip the CUPTI DRAM byte counts");
+  CLI::Option* min_opt = sweep_cmd->add_option("--min-samples", min_samples, "fewest timed samples per point")
+                             ->check(CLI::Range(1, 1000000));
+  CLI::Option* max_opt = sweep_cmd->add_option("--max-seconds", max_seconds, "time budget per point, seconds")
+                             ->check(CLI::PositiveNumber);
+  sweep_cmd->add_option("--device", sweep.device, "CUDA device index")->check(CLI::Range(0, 1023));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    fmt::print(stderr, "kvb: {} (see kvb --help)\n", e.what());
+    return 2;
+  }
+  if (min_opt->count()) sweep.min_samples = min_samples;
+  if (max_opt->count()) sweep.max_seconds = max_seconds;
+
+  try {
+    if (info_cmd->parsed()) return run_info(info);
+    if (golden_cmd->parsed()) return run_check_golden(golden);
+    if (sweep_cmd->parsed()) return run_sweep_command(sweep);
+  } catch (const kvb::UsageError& e) {
+    fmt::print(stderr, "kvb: {}\n", e.what());
+    return 2;
+  } catch (const kvb::CudaError& e) {
+    fmt::print(stderr, "kvb: CUDA error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "kvb: error: {}\n", e.what());
+    return 1;
+  }
+  return 2;
+}

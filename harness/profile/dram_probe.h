@@ -1,0 +1,25 @@
+// Kernels that move a known number of DRAM bytes: the L2 flush and the checks of the CUPTI range profiler.
+// Launchers return the launch's cudaError_t (never throw, never synchronise).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kvb {
+
+/// Writes `value` to every 32-bit word of dst[0, bytes). Moves `bytes` bytes of writes.
+/// `dst` must be 16-byte aligned and `bytes` a multiple of 16 (cudaErrorInvalidValue otherwise).
+cudaError_t launch_fill_probe(void* dst, size_t bytes, uint32_t value, cudaStream_t stream);
+
+/// Copies src[0, bytes) to dst[0, bytes) (device to device, no overlap). Moves `bytes` of reads and `bytes` of writes.
+/// Both pointers 16-byte aligned, `bytes` a multiple of 16 (cudaErrorInvalidValue otherwise).
+cudaError_t launch_copy_probe(const void* src, void* dst, size_t bytes, cudaStream_t stream);
+
+/// Reads src[0, bytes) and writes nothing but, when the xor of all 32-bit words equals `never` (chosen by the caller
+/// as a value the data cannot produce), one word to *sink; this keeps the loads alive. Moves `bytes` of reads.
+/// `src` 16-byte aligned, `bytes` a multiple of 16, `sink` a device pointer to one uint32_t.
+cudaError_t launch_read_probe(const void* src, size_t bytes, uint32_t never, uint32_t* sink, cudaStream_t stream);
+
+}  // namespace kvb

@@ -1,0 +1,28 @@
+// Checks one decode launch of a DecodeProblem against the float64 reference before it is timed (DESIGN.md section 4).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "harness/runners/decode_problem.h"
+
+namespace kvb {
+
+/// Result of a check. Errors are per head relative to the head's largest reference magnitude.
+struct DecodeCheck {
+  double state_err = 0;      ///< states (recurrent), checkpoints after a flush and appended deltas (kvbuffer)
+  double o_err = 0;          ///< outputs of the checked rows
+  bool outputs_written = true;  ///< every output element of the launch was written (poisoned with NaN before)
+  int rows = 0;              ///< rows compared
+  std::string detail;        ///< why it failed ("" when it passed)
+  bool pass() const { return detail.empty(); }
+};
+
+/// Launches the decode of layer-set 0 once (no advance) on poisoned outputs and compares up to three rows (the first,
+/// the last and, for kvbuffer, one that flushes on this step) with the reference: o (tolerance by output dtype),
+/// state or checkpoint or appended entry (fp32: 2e-5). Leaves set 0 one token further on (harmless for timing).
+/// Throws CudaError on CUDA failures.
+DecodeCheck check_decode_step(const DecodeProblem& p, cudaStream_t stream);
+
+}  // namespace kvb

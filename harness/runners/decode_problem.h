@@ -1,0 +1,105 @@
+// A decode workload on the GPU: every layer's pools, inputs and outputs for one sweep point, filled with Qwen3-Next
+// distributions, and the launches of one model step (DESIGN.md section 4: one kernel per layer, each layer with its
+// own pools; KVBuffer positions advanced once per step).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/byte_model.h"
+#include "kernels/cuda_check.h"
+#include "kernels/gdn_params.h"
+
+namespace kvb {
+
+enum class DecodeVariant { recurrent, kvbuffer };
+
+/// What to build. `groups` > 1 replicates the whole model (its own pools, inputs and buffer positions per group) so
+/// that a step's working set exceeds L2 (cold-L2 rotation); `share_pools` makes every layer of every group use one
+/// set of pools and inputs (hot L2).
+struct DecodeConfig {
+  DecodeVariant variant = DecodeVariant::recurrent;
+  GdnShape shape;
+  int batch = 1;
+  int buffer_size = 1;      ///< B (kvbuffer only)
+  bool staggered = true;    ///< row i starts at buffer position i mod B; else every row at 0 (aligned)
+  int layers = 36;
+  int groups = 1;
+  bool share_pools = false;
+  uint64_t seed = 0;
+  OutputDtype o_dtype = OutputDtype::bf16;
+  StateLayout layout = StateLayout::kv;
+};
+
+/// Device memory and launch parameters of one decode workload. Move-only; frees everything on destruction.
+/// Layer-steps of one enqueue_step: groups * layers. Throws CudaError when an allocation or a fill fails.
+class DecodeProblem {
+ public:
+  explicit DecodeProblem(const DecodeConfig& cfg);
+
+  const DecodeConfig& config() const { return cfg_; }
+  /// Pool/input sets allocated (1 when share_pools, else groups * layers).
+  int sets() const { return sets_; }
+  /// Kernel launches (layer-steps) per enqueue_step.
+  int layer_steps() const { return cfg_.groups * cfg_.layers; }
+  /// Steps in one whole flush cycle: B for kvbuffer, 1 for recurrent.
+  int cycle_steps() const { return cfg_.variant == DecodeVariant::kvbuffer ? cfg_.buffer_size : 1; }
+
+  /// Enqueues one model step for every group: one decode launch per layer, then (kvbuffer) the advance of that
+  /// group's buffer positions. Throws CudaError on a launch failure (also during graph capture).
+  void enqueue_step(cudaStream_t stream) const;
+  /// Enqueues the decode of one layer-step (set index) without advancing positions (used by the checks).
+  void enqueue_layer(int set, cudaStream_t stream) const;
+
+  /// Parameters of the launch for one set (pointers into this problem's memory).
+  RecurrentDecodeParams recurrent_params(int set) const;
+  KVBufferDecodeParams kvbuffer_params(int set) const;
+  /// Buffer positions of `group` [batch] (device).
+  int32_t* fill(int group) const { return fill_.get() + size_t(group) * cfg_.batch; }
+  const int32_t* slots() const { return slot_.get(); }
+  /// Host copy of the slot index of each row.
+  const std::vector<int32_t>& host_slots() const { return host_slot_; }
+  /// Host copy of the buffer positions each group started with.
+  const std::vector<int32_t>& initial_fill() const { return initial_fill_; }
+  /// Resets every group's buffer positions to their initial values (so that a replay repeats identical work).
+  void restore_fill(cudaStream_t stream) const;
+
+  /// Model bytes per layer-step (kernel plus the advance's share), averaged over a whole flush cycle.
+  ByteCount model_bytes_per_layer_step() const;
+  /// Bytes of device memory this problem holds.
+  size_t device_bytes() const { return device_bytes_; }
+
+  // Per-set tensors (device), for checks.
+  const bf16* q(int set) const { return q_.get() + size_t(set) * cfg_.batch * tok_qk(); }
+  const bf16* k(int set) const { return k_.get() + size_t(set) * cfg_.batch * tok_qk(); }
+  const bf16* v(int set) const { return v_.get() + size_t(set) * cfg_.batch * tok_v(); }
+  const bf16* a(int set) const { return a_.get() + size_t(set) * cfg_.batch * cfg_.shape.heads_v; }
+  const bf16* b(int set) const { return b_.get() + size_t(set) * cfg_.batch * cfg_.shape.heads_v; }
+  const float* A_log(int set) const { return A_log_.get() + size_t(set) * cfg_.shape.heads_v; }
+  const float* dt_bias(int set) const { return dt_bias_.get() + size_t(set) * cfg_.shape.heads_v; }
+  void* o(int set) const;
+  size_t o_bytes_per_set() const;
+
+ private:
+  size_t tok_qk() const { return size_t(cfg_.shape.heads_qk) * cfg_.shape.head_dim_k; }
+  size_t tok_v() const { return size_t(cfg_.shape.heads_v) * cfg_.shape.head_dim_v; }
+  int capacity() const { return cfg_.buffer_size; }
+  template <typename T>
+  DeviceBuffer<T> alloc(size_t n);
+
+  DecodeConfig cfg_;
+  int sets_ = 1;
+  size_t device_bytes_ = 0;
+  DeviceBuffer<bf16> q_, k_, v_, a_, b_;
+  DeviceBuffer<float> A_log_, dt_bias_;
+  DeviceBuffer<float> state_;   // recurrent state pool, or KVBuffer checkpoints
+  DeviceBuffer<bf16> keys_;
+  DeviceBuffer<float> deltas_, log_decay_;
+  DeviceBuffer<int32_t> fill_, initial_fill_dev_, slot_;
+  DeviceBuffer<unsigned char> o_;
+  std::vector<int32_t> host_slot_, initial_fill_;
+};
+
+}  // namespace kvb

@@ -1,0 +1,184 @@
+// TOML config loading, --set overrides and axis resolution (config.h).
+#include "harness/sweep/config.h"
+
+#include <toml++/toml.h>
+
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace kvb {
+namespace {
+
+std::string join(const std::vector<std::string>& items, const char* sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+/// One axis value as a string: integers and strings as written, floats in shortest form, booleans as true/false.
+std::string value_to_string(const toml::node& node, const std::string& origin, const std::string& axis) {
+  if (auto s = node.as_string()) return s->get();
+  if (auto i = node.as_integer()) return std::to_string(i->get());
+  if (auto f = node.as_floating_point()) return fmt::format("{}", f->get());
+  if (auto b = node.as_boolean()) return b->get() ? "true" : "false";
+  throw UsageError(fmt::format("{}: axes.{}: values must be integers or strings", origin, axis));
+}
+
+void check_keys(const toml::table& table, const std::string& origin, const std::string& where,
+                const std::vector<std::string>& allowed) {
+  for (const auto& [key, node] : table) {
+    const std::string k(key.str());
+    bool known = false;
+    for (const auto& a : allowed) known = known || a == k;
+    if (!known)
+      throw UsageError(fmt::format("{}: unknown key '{}{}' (allowed: {})", origin, where, k, join(allowed)));
+  }
+}
+
+std::string require_string(const toml::table& t, const char* key, const std::string& origin, bool required,
+                           const std::string& fallback) {
+  const toml::node* node = t.get(key);
+  if (!node) {
+    if (required) throw UsageError(fmt::format("{}: missing experiment.{} (a string)", origin, key));
+    return fallback;
+  }
+  auto s = node->as_string();
+  if (!s) throw UsageError(fmt::format("{}: experiment.{} must be a string", origin, key));
+  if (required && s->get().empty()) throw UsageError(fmt::format("{}: experiment.{} must not be empty", origin, key));
+  return s->get();
+}
+
+double positive_number(const toml::node& node, const std::string& origin, const char* key) {
+  double v = 0;
+  if (auto i = node.as_integer()) v = double(i->get());
+  else if (auto f = node.as_floating_point()) v = f->get();
+  else throw UsageError(fmt::format("{}: timing.{} must be a number > 0", origin, key));
+  if (!(v > 0)) throw UsageError(fmt::format("{}: timing.{} = {} must be > 0", origin, key, v));
+  return v;
+}
+
+}  // namespace
+
+SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& origin) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, origin);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    throw UsageError(fmt::format("{}:{}:{}: malformed TOML: {}", origin, where.line, where.column, e.description()));
+  }
+  check_keys(root, origin, "", {"experiment", "axes", "timing"});
+
+  SweepConfig config;
+  config.path = origin;
+  const toml::table* exp = root["experiment"].as_table();
+  if (!exp) throw UsageError(fmt::format("{}: missing [experiment] table with name = \"...\"", origin));
+  check_keys(*exp, origin, "experiment.", {"name", "kind", "description"});
+  config.name = require_string(*exp, "name", origin, true, "");
+  for (char c : config.name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+      throw UsageError(fmt::format("{}: experiment.name = '{}' (allowed: letters, digits, '_', '-', '.')", origin,
+                                   config.name));
+  config.kind = require_string(*exp, "kind", origin, false, "decode");
+  config.description = require_string(*exp, "description", origin, false, "");
+
+  if (root.contains("axes")) {
+    const toml::table* axes = root["axes"].as_table();
+    if (!axes) throw UsageError(fmt::format("{}: axes must be a table of AXIS = [values]", origin));
+    for (const auto& [key, node] : *axes) {
+      const std::string axis(key.str());
+      std::vector<std::string> values;
+      if (const toml::array* arr = node.as_array()) {
+        for (const auto& item : *arr) values.push_back(value_to_string(item, origin, axis));
+      } else {
+        values.push_back(value_to_string(node, origin, axis));
+      }
+      if (values.empty()) throw UsageError(fmt::format("{}: axes.{} is empty (give at least one value)", origin, axis));
+      config.axes.emplace_back(axis, std::move(values));
+    }
+  }
+
+  if (root.contains("timing")) {
+    const toml::table* timing = root["timing"].as_table();
+    if (!timing) throw UsageError(fmt::format("{}: timing must be a table", origin));
+    check_keys(*timing, origin, "timing.", {"min_samples", "max_seconds_per_point", "target_noise_pct"});
+    if (const toml::node* n = timing->get("min_samples")) {
+      auto i = n->as_integer();
+      if (!i || i->get() < 1 || i->get() > 1000000)
+        throw UsageError(fmt::format("{}: timing.min_samples must be an integer in [1, 1000000]", origin));
+      config.timing.min_samples = int(i->get());
+    }
+    if (const toml::node* n = timing->get("max_seconds_per_point"))
+      config.timing.max_seconds_per_point = positive_number(*n, origin, "max_seconds_per_point");
+    if (const toml::node* n = timing->get("target_noise_pct"))
+      config.timing.target_noise_pct = positive_number(*n, origin, "target_noise_pct");
+  }
+  return config;
+}
+
+SweepConfig load_sweep_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("--config {}: cannot read the file (does it exist?)", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw UsageError(fmt::format("--config {}: cannot read the file", path));
+  return parse_sweep_config(text.str(), path);
+}
+
+AxisValues parse_axis_override(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError(fmt::format("--set '{}': expected AXIS=V1,V2,...", text));
+  AxisValues out{text.substr(0, eq), {}};
+  const std::string list = text.substr(eq + 1);
+  size_t start = 0;
+  while (true) {
+    const auto comma = list.find(',', start);
+    std::string value = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const auto first = value.find_first_not_of(" \t");
+    const auto last = value.find_last_not_of(" \t");
+    value = first == std::string::npos ? "" : value.substr(first, last - first + 1);
+    if (value.empty()) throw UsageError(fmt::format("--set '{}': empty value for axis {}", text, out.first));
+    out.second.push_back(value);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConfig& config,
+                                     const std::vector<AxisValues>& overrides) {
+  std::vector<std::string> known;
+  for (const auto& spec : kind.axes) known.push_back(spec.name);
+  auto index_of = [&](const std::string& axis, const std::string& where) {
+    for (size_t i = 0; i < known.size(); ++i)
+      if (known[i] == axis) return i;
+    throw UsageError(fmt::format("{}: unknown axis '{}' for experiment kind {} (known axes: {})", where, axis,
+                                 kind.name, join(known)));
+  };
+
+  std::vector<AxisValues> axes;
+  for (const auto& spec : kind.axes) axes.emplace_back(spec.name, spec.defaults);
+  for (const auto& [axis, values] : config.axes) axes[index_of(axis, config.path)].second = values;
+  for (const auto& [axis, values] : overrides) axes[index_of(axis, "--set")].second = values;
+
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const auto& [axis, values] = axes[i];
+    if (values.empty())
+      throw UsageError(fmt::format("{}: axis {} has no values (give it in [axes] or with --set {}=...)", config.path,
+                                   axis, axis));
+    if (!kind.axes[i].check) continue;
+    for (const auto& value : values) {
+      const std::string reason = kind.axes[i].check(value);
+      if (reason.empty()) continue;
+      throw UsageError(reason.find(axis) != std::string::npos ? reason
+                                                               : fmt::format("axis {} = '{}': {}", axis, value, reason));
+    }
+  }
+  return axes;
+}
+
+}  // namespace kvb

@@ -1,0 +1,53 @@
+// Sweep configuration: the TOML file (experiments/NAME.toml), command-line axis overrides, and the resolved axes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "harness/sweep/experiment_kind.h"
+
+namespace kvb {
+
+/// Axis name and its values (as strings, in the order given).
+using AxisValues = std::pair<std::string, std::vector<std::string>>;
+
+/// Timing options of a config's optional [timing] table; absent keys stay unset (the SweepContext defaults hold).
+struct TimingConfig {
+  std::optional<int> min_samples;                 ///< fewest timed samples per point, >= 1
+  std::optional<double> max_seconds_per_point;    ///< time budget per point in seconds, > 0
+  std::optional<double> target_noise_pct;         ///< stop sampling once the median's noise is below this (%), > 0
+};
+
+/// A parsed config file, before it meets its experiment kind.
+/// Layout: [experiment] name (string, required), kind (string, default "decode"), description (string, optional);
+/// [axes] AXIS = [values] (integers or strings, or one scalar); [timing] min_samples, max_seconds_per_point,
+/// target_noise_pct (optional).
+struct SweepConfig {
+  std::string path;
+  std::string name;
+  std::string kind = "decode";
+  std::string description;
+  std::vector<AxisValues> axes;  ///< as written in [axes] (sorted by axis name; resolve_axes puts them in kind order)
+  TimingConfig timing;
+};
+
+/// Reads and parses a config file. Throws UsageError naming the file and the field on a missing or unreadable file,
+/// malformed TOML, a missing or mistyped field, an unknown table or key, or an empty axis.
+SweepConfig load_sweep_config(const std::string& path);
+
+/// Parses the same content from a string (`origin` names it in errors). Same errors as load_sweep_config.
+SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& origin);
+
+/// Parses one `--set AXIS=V1,V2,...` override. Throws UsageError naming --set when the form is wrong or a value is
+/// empty.
+AxisValues parse_axis_override(const std::string& text);
+
+/// The kind's axes, in the kind's order, each with its values: the kind's defaults, replaced by the config's list,
+/// replaced by the last override naming it. Every value is checked with AxisSpec::check. Throws UsageError naming an
+/// unknown axis (listing the known ones) or the first bad value (with the check's reason).
+std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConfig& config,
+                                     const std::vector<AxisValues>& overrides);
+
+}  // namespace kvb

@@ -1,0 +1,173 @@
+// CSV quoting, parsing and atomic writes (csv.h).
+#include "harness/sweep/csv.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace kvb {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> csv_columns(const ExperimentKind& kind) {
+  std::vector<std::string> cols{"experiment"};
+  for (const auto& axis : kind.axes) cols.push_back(axis.name);
+  for (const auto& c : kind.result_columns) cols.push_back(c);
+  for (const auto& c : csv_metadata_columns()) cols.push_back(c);
+  return cols;
+}
+
+std::string csv_quote(const std::string& field) {
+  if (field.find_first_of(",\"\r\n") == std::string::npos) return field;
+  std::string out = "\"";
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + '"';
+}
+
+std::string csv_line(const std::vector<std::string>& fields) {
+  std::string out;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i) out += ',';
+    out += csv_quote(fields[i]);
+  }
+  return out + '\n';
+}
+
+CsvTable parse_csv(const std::string& text, const std::string& origin) {
+  std::vector<std::vector<std::string>> records;
+  std::vector<std::string> record;
+  std::string field;
+  bool quoted = false;       // inside a quoted field
+  bool field_started = false;
+  size_t line = 1, record_line = 1;
+  auto end_record = [&] {
+    record.push_back(std::move(field));
+    field.clear();
+    records.push_back(std::move(record));
+    record.clear();
+    field_started = false;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          quoted = false;
+          if (i + 1 < text.size() && text[i + 1] != ',' && text[i + 1] != '\n' && text[i + 1] != '\r')
+            throw UsageError(fmt::format("{}:{}: malformed CSV: text after a closing quote", origin, line));
+        }
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      if (field_started)
+        throw UsageError(fmt::format("{}:{}: malformed CSV: quote inside an unquoted field", origin, line));
+      quoted = true;
+      field_started = true;
+    } else if (c == ',') {
+      record.push_back(std::move(field));
+      field.clear();
+      field_started = false;
+    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+      // CRLF: the LF ends the record.
+    } else if (c == '\n') {
+      end_record();
+      record_line = ++line;
+    } else {
+      field += c;
+      field_started = true;
+    }
+  }
+  if (quoted) throw UsageError(fmt::format("{}:{}: malformed CSV: unterminated quoted field", origin, record_line));
+  if (field_started || !record.empty()) end_record();
+
+  CsvTable table;
+  if (records.empty()) return table;
+  table.header = std::move(records.front());
+  for (size_t r = 1; r < records.size(); ++r) {
+    if (records[r].size() == 1 && records[r][0].empty()) continue;  // blank line
+    if (records[r].size() != table.header.size())
+      throw UsageError(fmt::format("{}: malformed CSV: record {} has {} fields, the header has {}", origin, r + 1,
+                                   records[r].size(), table.header.size()));
+    table.rows.push_back(std::move(records[r]));
+  }
+  return table;
+}
+
+std::string format_csv(const CsvTable& table) {
+  std::string out = csv_line(table.header);
+  for (const auto& row : table.rows) out += csv_line(row);
+  return out;
+}
+
+CsvTable read_csv_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return {};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("--out {}: cannot read the existing file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_csv(text.str(), path);
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw std::runtime_error(fmt::format("{}: cannot create {}: {}", path, tmp, std::strerror(errno)));
+  bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
+  ok = std::fflush(f) == 0 && ok;
+  ok = ::fsync(fileno(f)) == 0 && ok;
+  const int saved = errno;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(fmt::format("{}: cannot write {}: {}", path, tmp, std::strerror(saved)));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    throw std::runtime_error(fmt::format("{}: cannot rename {} over it: {}", path, tmp, std::strerror(err)));
+  }
+}
+
+void check_output_writable(const std::string& path, const std::string& flag) {
+  if (path.empty()) throw UsageError(flag + ": empty path (give a file path such as results/NAME.csv)");
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec))
+    throw UsageError(fmt::format("{} {}: is a directory (give a file path such as results/NAME.csv)", flag, path));
+  fs::path dir = p.parent_path();
+  if (dir.empty()) dir = ".";
+  while (!fs::exists(dir, ec)) {
+    if (!dir.has_parent_path() || dir.parent_path() == dir) {
+      dir = ".";
+      break;
+    }
+    dir = dir.parent_path();
+  }
+  if (!fs::is_directory(dir, ec))
+    throw UsageError(fmt::format("{} {}: '{}' is not a directory", flag, path, dir.string()));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw UsageError(fmt::format("{} {}: directory '{}' is not writable", flag, path, dir.string()));
+  if (fs::exists(p, ec) && ::access(p.c_str(), R_OK) != 0)
+    throw UsageError(fmt::format("{} {}: the existing file is not readable (needed to resume)", flag, path));
+}
+
+}  // namespace kvb

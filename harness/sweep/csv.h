@@ -1,0 +1,52 @@
+// Result CSV: columns, RFC 4180 quoting, atomic whole-file writes, and reading a previous file back for resume.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/sweep/experiment_kind.h"
+
+namespace kvb {
+
+/// Metadata columns written after a kind's result columns, in this order.
+inline const std::vector<std::string>& csv_metadata_columns() {
+  static const std::vector<std::string> cols{"status", "gpu", "driver", "cuda", "git_sha", "timestamp"};
+  return cols;
+}
+
+/// The header of a kind's CSV: "experiment", the kind's axes, its result_columns, then csv_metadata_columns().
+std::vector<std::string> csv_columns(const ExperimentKind& kind);
+
+/// One field, quoted when it holds a comma, a double quote, CR or LF (quotes doubled; RFC 4180).
+std::string csv_quote(const std::string& field);
+
+/// One record: quoted fields joined by commas, ending in "\n".
+std::string csv_line(const std::vector<std::string>& fields);
+
+/// A whole CSV text: header row then data rows.
+struct CsvTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
+/// Parses RFC 4180 text (quoted fields may hold commas, quotes and newlines; CRLF accepted). Every row must have as
+/// many fields as the header. Throws UsageError naming `origin` and the line on malformed input.
+CsvTable parse_csv(const std::string& text, const std::string& origin);
+
+/// Serialises a table (header first).
+std::string format_csv(const CsvTable& table);
+
+/// Reads `path` when it exists (empty table otherwise). Throws UsageError naming the file when it cannot be read or
+/// is malformed.
+CsvTable read_csv_file(const std::string& path);
+
+/// Replaces `path` with `content` atomically: writes and fsyncs "PATH.tmp", then renames it over PATH. On any failure
+/// the temporary file is removed, PATH is left as it was, and std::runtime_error naming the file is thrown.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+/// Checks, without creating anything, that the output file `path` can be written: it is not a directory, and its
+/// nearest existing ancestor folder is a writable directory (missing folders are created later). Throws UsageError
+/// naming `flag` (for example "--out") and the path.
+void check_output_writable(const std::string& path, const std::string& flag = "--out");
+
+}  // namespace kvb

@@ -1,0 +1,74 @@
+// What a kind of experiment (decode, spec_verify, ...) tells the sweep engine: its axes, which axes each variant
+// uses, its result columns, and how to run one point. The engine (sweep.h) does the rest: config, grid, CSV, resume.
+#pragma once
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kvb {
+
+/// A bad value for a named field: the message names the field and the allowed values. Maps to exit code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// One sweep point: (axis, value) in the experiment's axis order, values as written in the config.
+/// An axis that does not apply to the point's variant holds "" (and is written empty in the CSV).
+struct Point {
+  std::vector<std::pair<std::string, std::string>> axes;
+
+  /// Value of `axis`; throws std::out_of_range naming it when absent.
+  const std::string& get(const std::string& axis) const;
+  /// Value parsed as an integer; throws UsageError naming the axis when it is not one.
+  long long get_int(const std::string& axis) const;
+  /// "axis=value,axis=value" of the non-empty axes (for progress lines and NVTX range names).
+  std::string label() const;
+};
+
+/// Result columns of one row, in the kind's result_columns order (missing ones are written empty; a column the kind
+/// does not declare fails the point). A row may also carry a "status" entry (for example "failed: outputs above
+/// tolerance" with the measured values kept); without one the engine writes "ok". Only "ok" rows are skipped on resume.
+using Row = std::vector<std::pair<std::string, std::string>>;
+
+/// Device facts and run options the engine measures or parses once per sweep and hands to every point.
+struct SweepContext {
+  std::string gpu, driver, cuda, git_sha;
+  int device = 0;
+  double copy_gbps = 0;  ///< measured device copy bandwidth, bytes read + written per second / 1e9
+  double read_gbps = 0;  ///< measured device read bandwidth, GB/s
+  std::string l2_mode = "cold";  ///< "cold" | "hot"
+  bool cupti = true;             ///< profile DRAM bytes after timing
+  double max_seconds_per_point = 3.0;
+  int min_samples = 10;
+  double target_noise_pct = 1.0;
+};
+
+/// An axis: its name, the values used when the config does not list it, and a validator returning "" or the reason
+/// (naming the axis and the allowed values) for one value.
+struct AxisSpec {
+  std::string name;
+  std::vector<std::string> defaults;
+  std::function<std::string(const std::string& value)> check;
+};
+
+/// A kind of experiment. `applies(variant, axis)` says whether an axis matters for a variant: axes that do not are
+/// emptied and their duplicate points dropped (a recurrent point has no buffer_size).
+struct ExperimentKind {
+  std::string name;
+  std::vector<AxisSpec> axes;
+  std::vector<std::string> result_columns;
+  std::function<bool(const std::string& variant, const std::string& axis)> applies;
+  /// Whole-point check (combinations, e.g. heads_v a multiple of heads_qk): "" or the reason.
+  std::function<std::string(const Point&)> validate;
+  /// Runs one point on the GPU; throws on failure (the engine records the row as failed and goes on).
+  std::function<Row(const Point&, SweepContext&)> run;
+};
+
+/// Registry of the kinds the `kvb` binary knows (decode, and more as experiments are added).
+const std::vector<ExperimentKind>& experiment_kinds();
+const ExperimentKind& find_experiment_kind(const std::string& name);  ///< throws UsageError listing the known kinds
+
+}  // namespace kvb

@@ -1,0 +1,49 @@
+// Cartesian product, non-applying axes and duplicate removal (grid.h).
+#include "harness/sweep/grid.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+namespace kvb {
+
+std::vector<Point> make_grid(const ExperimentKind& kind, const std::vector<AxisValues>& axes) {
+  std::vector<Point> points;
+  for (const auto& axis : axes)
+    if (axis.second.empty()) return points;
+
+  std::set<std::vector<std::pair<std::string, std::string>>> seen;
+  std::vector<size_t> index(axes.size(), 0);
+  while (true) {
+    Point p;
+    std::string variant;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      p.axes.emplace_back(axes[a].first, axes[a].second[index[a]]);
+      if (axes[a].first == "variant") variant = axes[a].second[index[a]];
+    }
+    if (kind.applies)
+      for (auto& [name, value] : p.axes)
+        if (name != "variant" && !kind.applies(variant, name)) value.clear();
+    if (seen.insert(p.axes).second) points.push_back(std::move(p));
+
+    // Odometer step: the last axis varies fastest.
+    size_t a = axes.size();
+    while (a > 0) {
+      --a;
+      if (++index[a] < axes[a].second.size()) break;
+      index[a] = 0;
+      if (a == 0) return points;
+    }
+    if (axes.empty()) return points;
+  }
+}
+
+void validate_points(const ExperimentKind& kind, const std::vector<Point>& points) {
+  if (!kind.validate) return;
+  for (const auto& p : points) {
+    const std::string reason = kind.validate(p);
+    if (!reason.empty()) throw UsageError(fmt::format("point {}: {}", p.label(), reason));
+  }
+}
+
+}  // namespace kvb

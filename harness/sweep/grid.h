@@ -1,0 +1,20 @@
+// The sweep grid: the Cartesian product of the resolved axes, as a plain list of points.
+#pragma once
+
+#include <vector>
+
+#include "harness/sweep/config.h"
+#include "harness/sweep/experiment_kind.h"
+
+namespace kvb {
+
+/// Cartesian product of `axes` in their order (the first axis varies slowest). For each point, axes that do not
+/// apply to its variant (ExperimentKind::applies with the point's "variant" value, "" when the kind has no variant
+/// axis) hold "", and points that thereby repeat an earlier one are dropped; the order of first appearance is kept.
+std::vector<Point> make_grid(const ExperimentKind& kind, const std::vector<AxisValues>& axes);
+
+/// Runs ExperimentKind::validate on every point before anything runs. Throws UsageError with the point's label and
+/// the reason for the first invalid point.
+void validate_points(const ExperimentKind& kind, const std::vector<Point>& points);
+
+}  // namespace kvb

@@ -1,0 +1,48 @@
+// The sweep engine: runs every point of a grid through its experiment kind, appends each finished point to the CSV
+// (atomically, whole file), resumes from a previous file, reports progress with an ETA, and prints a summary table.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "harness/sweep/csv.h"
+#include "harness/sweep/experiment_kind.h"
+
+namespace kvb {
+
+/// Where a sweep writes and reports.
+struct SweepOptions {
+  std::string experiment;          ///< written in the "experiment" column
+  std::string out_path;            ///< result CSV; its missing folders are created
+  std::FILE* progress = stderr;    ///< one line per point with an ETA; nullptr: silent
+  std::FILE* summary = stdout;     ///< final table; nullptr: silent
+};
+
+/// What a sweep did. `rows` holds the CSV row of every point of the grid (in grid order, columns as csv_columns),
+/// including points skipped because an earlier run finished them.
+struct SweepSummary {
+  size_t points = 0, skipped = 0, ok = 0, failed = 0;
+  std::vector<std::vector<std::string>> rows;
+};
+
+/// Reads the CSV at `path` for resuming: an empty table when absent. Throws UsageError naming the file when it is
+/// malformed or its header is not csv_columns(kind).
+CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path);
+
+/// For each point: true when `table` holds an "ok" row for it (same experiment and axis values).
+std::vector<bool> finished_points(const ExperimentKind& kind, const std::string& experiment,
+                                  const std::vector<Point>& points, const CsvTable& table);
+
+/// Runs the sweep. Points with an "ok" row in the existing file are skipped; failed rows are run again and replaced
+/// in place; new rows are appended; rows of other points are kept. After each point the whole file is rewritten
+/// atomically (write_file_atomic), so an interrupted sweep leaves a complete file and re-running resumes it.
+/// An exception from ExperimentKind::run is caught and recorded as status "failed: <what()>" (one line); the sweep
+/// goes on. Throws UsageError for a bad existing file or output folder, std::runtime_error when writing fails.
+SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& points, SweepContext& ctx,
+                       const SweepOptions& options);
+
+/// "1h02m", "3m05s", "12s": a duration in seconds for progress lines.
+std::string format_duration(double seconds);
+
+}  // namespace kvb

@@ -1,0 +1,60 @@
+// Byte model: the fewest bytes each kernel family must move through device memory, and the floor they imply.
+// One place for every family; the sweep's model_bytes and floor_us come from here (DESIGN.md section 4).
+//
+// Counted, per layer and decode step, for rows that are not padding:
+//   recurrent decode   state read + state write (fp32, HV*K*V*4 each), q, k (H*K bf16 each), v (HV*V bf16),
+//                      a, b (HV bf16 each), slot index (4), output o (HV*V in the output dtype); A_log and dt_bias
+//                      once per launch (HV*4 each).
+//   kvbuffer decode    checkpoint read (HV*K*V*4); the n buffered entries read, each H*K*2 (raw bf16 keys, per key
+//                      head) + HV*V*4 (fp32 corrected deltas) + HV*4 (fp32 log-decay); then either the new entry
+//                      written (same size) or, on the flush step (n + 1 = B), the checkpoint written; inputs, output,
+//                      slot as above, plus fill (4).
+//   kvbuffer advance   once per model step: slot (4) + fill read and write (8) per row; a per-layer figure divides it
+//                      by the layer count.
+// Cycle means: over a whole flush cycle a row sees n = 0 .. B-1 once each: mean entries read (B-1)/2, one checkpoint
+// write and B-1 appends per B steps. This holds for staggered and aligned phases alike.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/gdn_shape.h"
+
+namespace kvb {
+
+/// Bytes read and written through device memory.
+struct ByteCount {
+  double read = 0;
+  double write = 0;
+  double total() const { return read + write; }
+  ByteCount& operator+=(const ByteCount& o) {
+    read += o.read;
+    write += o.write;
+    return *this;
+  }
+};
+
+/// Bytes of one buffered entry of one request in one layer (delta form): H*K*2 + HV*V*4 + HV*4.
+double kvbuffer_entry_bytes(const GdnShape& s);
+
+/// Inputs, output and slot index of `rows` decode rows, plus the per-launch gate parameters.
+ByteCount decode_io_bytes(const GdnShape& s, int rows, OutputDtype o_dtype);
+
+/// Recurrent decode of `rows` rows (one layer, one step).
+ByteCount recurrent_decode_bytes(const GdnShape& s, int rows, OutputDtype o_dtype);
+
+/// KVBuffer decode of `rows` rows that all hold `fill` entries before the step (one layer, one step).
+ByteCount kvbuffer_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, OutputDtype o_dtype);
+
+/// KVBuffer decode averaged over a whole flush cycle (one layer, per step), any phase arrangement.
+ByteCount kvbuffer_decode_cycle_bytes(const GdnShape& s, int rows, int buffer_size, OutputDtype o_dtype);
+
+/// The once-per-model-step advance of buffer positions for `rows` rows.
+ByteCount kvbuffer_advance_bytes(int rows);
+
+/// Floor in microseconds for a kernel moving `b` bytes: each written byte is paired with one read byte at the
+/// measured copy bandwidth (which counts read + write bytes), the remaining reads go at the measured read bandwidth:
+///   floor = 2 * min(R, W) / copy + (R - min(R, W)) / read + (W - min(R, W)) / copy.
+/// Bandwidths in GB/s (1e9 bytes per second). For the recurrent kernel (R ~ W) this is (R + W) / copy.
+double floor_us(const ByteCount& b, double copy_gbps, double read_gbps);
+
+}  // namespace kvb

@@ -1,0 +1,336 @@
+// Device building blocks shared by the GDN kernels: vector loads, gate preparation, warp norms, the register tile
+// of a state slice and its column reductions. DESIGN.md section 2 gives the formulas.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/gdn_params.h"
+
+namespace kvb::dev {
+
+constexpr int kThreads = 128;             ///< threads per block of every decode/flush kernel
+constexpr int kWarps = kThreads / 32;
+constexpr float kL2NormEps = 1e-6f;       ///< Qwen3-Next's l2-norm epsilon
+
+// ---------------------------------------------------------------------------------------------------------------
+// Loads and stores.
+
+/// Loads N consecutive bf16 (N in {1, 2, 4, 8, 16}) as floats with the widest aligned vector loads.
+template <int N>
+__device__ __forceinline__ void load_bf16(const bf16* __restrict__ p, float (&out)[N]) {
+  if constexpr (N % 8 == 0) {
+#pragma unroll
+    for (int c = 0; c < N / 8; ++c) {
+      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p) + c);
+      const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __bfloat1622float2(h[i]);
+        out[c * 8 + 2 * i] = f.x;
+        out[c * 8 + 2 * i + 1] = f.y;
+      }
+    }
+  } else if constexpr (N == 4) {
+    const uint2 raw = __ldg(reinterpret_cast<const uint2*>(p));
+    const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+    const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
+    out[0] = a.x; out[1] = a.y; out[2] = b.x; out[3] = b.y;
+  } else if constexpr (N == 2) {
+    const float2 a = __bfloat1622float2(__ldg(reinterpret_cast<const __nv_bfloat162*>(p)));
+    out[0] = a.x; out[1] = a.y;
+  } else {
+    static_assert(N == 1, "load_bf16: N must be 1, 2, 4, 8 or 16");
+    out[0] = __bfloat162float(p[0]);
+  }
+}
+
+/// Writes 4 consecutive output values (bf16 or fp32) at element offset `off` of o.
+__device__ __forceinline__ void store_output4(void* o, OutputDtype dt, int64_t off, const float (&x)[4]) {
+  if (dt == OutputDtype::fp32) {
+    *reinterpret_cast<float4*>(static_cast<float*>(o) + off) = make_float4(x[0], x[1], x[2], x[3]);
+  } else {
+    __nv_bfloat162 h[2] = {__floats2bfloat162_rn(x[0], x[1]), __floats2bfloat162_rn(x[2], x[3])};
+    *reinterpret_cast<uint2*>(static_cast<bf16*>(o) + off) = *reinterpret_cast<const uint2*>(h);
+  }
+}
+
+/// Writes one output value.
+__device__ __forceinline__ void store_output1(void* o, OutputDtype dt, int64_t off, float x) {
+  if (dt == OutputDtype::fp32) static_cast<float*>(o)[off] = x;
+  else static_cast<bf16*>(o)[off] = __float2bfloat16_rn(x);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Gates and norms (DESIGN.md section 2, all fp32).
+
+__device__ __forceinline__ float softplus(float x) { return x > 20.f ? x : log1pf(expf(x)); }
+
+struct Gate {
+  float g;     ///< log-decay, <= 0
+  float beta;  ///< in (0, 1), kept in fp32
+};
+
+/// Gate of token `tok` (= row * T + t) and value head h: prepared values when given, else
+/// g = -exp(A_log[h]) softplus(a + dt_bias[h]), beta = sigmoid(b).
+__device__ __forceinline__ Gate prepare_gate(const TokenInputs& in, int64_t tok, int h, int HV) {
+  Gate r;
+  const int64_t i = tok * HV + h;
+  if (in.g) r.g = in.g[i];
+  else r.g = -expf(in.A_log[h]) * softplus(__bfloat162float(in.a[i]) + in.dt_bias[h]);
+  if (in.beta) r.beta = in.beta[i];
+  else r.beta = 1.f / (1.f + expf(-__bfloat162float(in.b[i])));
+  return r;
+}
+
+__device__ __forceinline__ float warp_sum(float x) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
+  return x;
+}
+
+/// A K-vector spread over one warp: lane l holds elements [l * K/32, (l + 1) * K/32).
+template <int K>
+struct WarpVec {
+  static constexpr int N = K / 32;
+  float x[N];
+  __device__ __forceinline__ void load(const bf16* __restrict__ p, int lane) { load_bf16<N>(p + lane * N, x); }
+  __device__ __forceinline__ float dot(const WarpVec& o) const {
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < N; ++i) s = fmaf(x[i], o.x[i], s);
+    return s;
+  }
+};
+
+/// A raw bf16 K-vector spread over one warp like WarpVec, kept packed (half the registers) until used.
+template <int K>
+struct WarpVecBf16 {
+  static constexpr int N = K / 32;
+  bf16 x[N];
+  __device__ __forceinline__ void load(const bf16* __restrict__ p, int lane) {
+    const bf16* src = p + lane * N;
+    if constexpr (N == 8) *reinterpret_cast<uint4*>(x) = __ldg(reinterpret_cast<const uint4*>(src));
+    else if constexpr (N == 4) *reinterpret_cast<uint2*>(x) = __ldg(reinterpret_cast<const uint2*>(src));
+    else if constexpr (N == 2) *reinterpret_cast<unsigned*>(x) = __ldg(reinterpret_cast<const unsigned*>(src));
+    else x[0] = src[0];
+  }
+  /// Sum over this lane's elements of x[i] * o[i] (and of x[i]^2 into sq).
+  __device__ __forceinline__ float dot(const WarpVec<K>& o) const {
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < N; ++i) s = fmaf(__bfloat162float(x[i]), o.x[i], s);
+    return s;
+  }
+  __device__ __forceinline__ float norm2() const {
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const float f = __bfloat162float(x[i]);
+      s = fmaf(f, f, s);
+    }
+    return s;
+  }
+};
+
+/// Normalisation factors of one token for one key head, computed by every warp on its own (no block barrier):
+/// k^ = k * rk, q^ = q * rq (rq includes the query scale), and k^ . q^.
+struct QKNorm {
+  float rk, rq, kq;
+};
+
+template <int K>
+__device__ __forceinline__ QKNorm warp_qk_norm(const WarpVec<K>& q, const WarpVec<K>& k, float scale) {
+  const float qq = warp_sum(q.dot(q)), kk = warp_sum(k.dot(k)), kq = warp_sum(k.dot(q));
+  QKNorm n;
+  n.rk = rsqrtf(kk + kL2NormEps);
+  n.rq = scale * rsqrtf(qq + kL2NormEps);
+  n.kq = kq * n.rk * n.rq;
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Asynchronous copies into shared memory (cp.async, 16 bytes, L2 only): the state streams into shared memory
+// without holding registers while in flight, so many blocks per SM keep many bytes in flight.
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int src_bytes = valid ? 16 : 0;  // 0: zero-fill, nothing read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Shared-memory tile of a K x VB slice of a kv-layout state ([K][V], V contiguous), plus `extra` rows of V-vectors
+// (buffered deltas) below it: rows [0, K) hold the state, rows [K, K + extra) the extra vectors.
+//
+// Thread t owns column group cg = t % CG (4 consecutive columns) and row group rg = t / CG: the ROWS consecutive
+// state rows [rg * ROWS, (rg + 1) * ROWS) and the extra rows rg, rg + RG, ... A warp's copy covers 32 / CG rows x
+// 16 * CG bytes: whole 128-byte lines for VB = 32; its shared-memory reads are conflict-free for the same reason.
+
+template <int K, int VB>
+struct SmemTile {
+  static constexpr int CG = VB / 4;
+  static constexpr int RG = kThreads / CG;
+  static constexpr int ROWS = K / RG;
+  static_assert(VB % 4 == 0 && kThreads % CG == 0 && K % RG == 0 && ROWS >= 1, "SmemTile: unsupported K x VB");
+  static_assert(CG <= 32 && 32 % CG == 0, "SmemTile: column groups must tile a warp");
+  /// Shared-memory bytes for the state slice plus `extra` rows.
+  static constexpr size_t bytes(int extra) { return size_t(K + extra) * VB * sizeof(float); }
+
+  float4* sm;       ///< [K + extra][CG] float4
+  int cg, rg, col;  ///< col: first column of this thread inside the whole V (may be >= V: masked)
+  bool active;      ///< col < V
+
+  __device__ __forceinline__ void setup(float4* smem, int v0, int V) {
+    sm = smem;
+    cg = threadIdx.x % CG;
+    rg = threadIdx.x / CG;
+    col = v0 + 4 * cg;
+    active = col < V;
+  }
+  __device__ __forceinline__ int row(int i) const { return rg * ROWS + i; }
+  __device__ __forceinline__ float4& at(int r) const { return sm[r * CG + cg]; }
+
+  /// Starts copying this thread's state rows of matrix m ([K][V]) into the tile (zeros for masked columns).
+  __device__ __forceinline__ void load_state_async(const float* __restrict__ m, int V) const {
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+      const float* src = m + int64_t(row(i)) * V + (active ? col : 0);
+      cp_async16(&at(row(i)), src, active);
+    }
+  }
+  /// Starts copying extra rows j = rg, rg + RG, ... < n from rows of `base` spaced `stride` floats apart.
+  __device__ __forceinline__ void load_extra_async(const float* __restrict__ base, int64_t stride, int n) const {
+    for (int j = rg; j < n; j += RG) cp_async16(&at(K + j), base + j * stride + (active ? col : 0), active);
+  }
+  /// acc[c] += sum_i S[row(i)][c] * w[i] over this thread's state rows.
+  __device__ __forceinline__ void accumulate(const float (&w)[ROWS], float (&acc)[4]) const {
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+      const float4 s = at(row(i));
+      acc[0] = fmaf(s.x, w[i], acc[0]);
+      acc[1] = fmaf(s.y, w[i], acc[1]);
+      acc[2] = fmaf(s.z, w[i], acc[2]);
+      acc[3] = fmaf(s.w, w[i], acc[3]);
+    }
+  }
+  /// Two state-row accumulations in one pass over the tile.
+  __device__ __forceinline__ void accumulate2(const float (&w1)[ROWS], float (&acc1)[4], const float (&w2)[ROWS],
+                                              float (&acc2)[4]) const {
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+      const float4 s = at(row(i));
+      acc1[0] = fmaf(s.x, w1[i], acc1[0]);
+      acc1[1] = fmaf(s.y, w1[i], acc1[1]);
+      acc1[2] = fmaf(s.z, w1[i], acc1[2]);
+      acc1[3] = fmaf(s.w, w1[i], acc1[3]);
+      acc2[0] = fmaf(s.x, w2[i], acc2[0]);
+      acc2[1] = fmaf(s.y, w2[i], acc2[1]);
+      acc2[2] = fmaf(s.z, w2[i], acc2[2]);
+      acc2[3] = fmaf(s.w, w2[i], acc2[3]);
+    }
+  }
+  /// In the tile: S = decay * S + kcol u^T on this thread's rows and columns.
+  __device__ __forceinline__ void decay_rank1(float decay, const float (&kcol)[ROWS], const float (&u)[4]) const {
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+      float4& s = at(row(i));
+      s.x = fmaf(kcol[i], u[0], decay * s.x);
+      s.y = fmaf(kcol[i], u[1], decay * s.y);
+      s.z = fmaf(kcol[i], u[2], decay * s.z);
+      s.w = fmaf(kcol[i], u[3], decay * s.w);
+    }
+  }
+  /// In the tile: S += kcol u^T on this thread's rows and columns.
+  __device__ __forceinline__ void rank1(const float (&kcol)[ROWS], const float4 u) const {
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+      float4& s = at(row(i));
+      s.x = fmaf(kcol[i], u.x, s.x);
+      s.y = fmaf(kcol[i], u.y, s.y);
+      s.z = fmaf(kcol[i], u.z, s.z);
+      s.w = fmaf(kcol[i], u.w, s.w);
+    }
+  }
+  /// Writes decay * S + kcol u^T for this thread's rows to m ([K][V]), streaming (evict-first); the tile keeps S.
+  __device__ __forceinline__ void store_decay_rank1(float* __restrict__ m, int V, float decay,
+                                                    const float (&kcol)[ROWS], const float (&u)[4]) const {
+    if (!active) return;
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+      const float4 s = at(row(i));
+      const float4 y = make_float4(fmaf(kcol[i], u[0], decay * s.x), fmaf(kcol[i], u[1], decay * s.y),
+                                   fmaf(kcol[i], u[2], decay * s.z), fmaf(kcol[i], u[3], decay * s.w));
+      __stcs(reinterpret_cast<float4*>(m + int64_t(row(i)) * V + col), y);
+    }
+  }
+  /// Writes this thread's state rows of the tile to m ([K][V]), streaming (evict-first).
+  __device__ __forceinline__ void store_state(float* __restrict__ m, int V) const {
+    if (!active) return;
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) __stcs(reinterpret_cast<float4*>(m + int64_t(row(i)) * V + col), at(row(i)));
+  }
+
+  /// Sums two 4-column partials over all row groups of the block; every thread gets the totals for its columns.
+  /// red: shared [2][kWarps][VB]. Contains a __syncthreads (all threads must call).
+  __device__ __forceinline__ void reduce_rows(float (&a)[4], float (&b)[4], float* red) const {
+#pragma unroll
+    for (int off = CG; off < 32; off <<= 1) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        a[c] += __shfl_xor_sync(0xffffffffu, a[c], off);
+        b[c] += __shfl_xor_sync(0xffffffffu, b[c], off);
+      }
+    }
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane < CG) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        red[warp * VB + 4 * lane + c] = a[c];
+        red[(kWarps + warp) * VB + 4 * lane + c] = b[c];
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      float sa = 0.f, sb = 0.f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        sa += red[w * VB + 4 * cg + c];
+        sb += red[(kWarps + w) * VB + 4 * cg + c];
+      }
+      a[c] = sa;
+      b[c] = sb;
+    }
+  }
+};
+
+/// Loads 4 consecutive floats of a V-vector at column col (zeros when inactive).
+__device__ __forceinline__ void load4(const float* __restrict__ p, bool active, float (&x)[4]) {
+  if (active) {
+    const float4 f = __ldg(reinterpret_cast<const float4*>(p));
+    x[0] = f.x; x[1] = f.y; x[2] = f.z; x[3] = f.w;
+  } else {
+    x[0] = x[1] = x[2] = x[3] = 0.f;
+  }
+}
+
+/// Loads 4 consecutive bf16 of a V-vector as floats (zeros when inactive).
+__device__ __forceinline__ void load4(const bf16* __restrict__ p, bool active, float (&x)[4]) {
+  if (active) {
+    float t[4];
+    load_bf16<4>(p, t);
+    x[0] = t[0]; x[1] = t[1]; x[2] = t[2]; x[3] = t[3];
+  } else {
+    x[0] = x[1] = x[2] = x[3] = 0.f;
+  }
+}
+
+/// Number of VB-wide column slices covering V.
+__host__ __device__ constexpr int num_slices(int V, int VB) { return (V + VB - 1) / VB; }
+
+}  // namespace kvb::dev

@@ -1,0 +1,102 @@
+// Parameter structs and launchers of the Gated DeltaNet kernel families (DESIGN.md sections 2 and 3).
+// One params struct per family; launchers validate, launch, check the launch, and return a cudaError_t (never exit).
+// validate_*() give the reason for cudaErrorInvalidValue as one line naming the field and the allowed values.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/gdn_shape.h"
+
+namespace kvb {
+
+using bf16 = __nv_bfloat16;
+
+/// Inputs of a batch of N rows with T tokens each (decode: T = 1; verify: T = draft tokens m), exactly as a
+/// Qwen3-Next layer hands them over. Gate preparation (l2-norm, softplus gate, sigmoid beta) happens in the kernel
+/// in fp32 (DESIGN.md section 2), unless prepared gates are given.
+struct TokenInputs {
+  const bf16* q = nullptr;        ///< [N, T, H, K]
+  const bf16* k = nullptr;        ///< [N, T, H, K]
+  const bf16* v = nullptr;        ///< [N, T, HV, V]
+  const bf16* a = nullptr;        ///< [N, T, HV] raw gate input: g = -exp(A_log) * softplus(a + dt_bias)
+  const bf16* b = nullptr;        ///< [N, T, HV] raw beta input: beta = sigmoid(b), kept in fp32
+  const float* A_log = nullptr;   ///< [HV]
+  const float* dt_bias = nullptr; ///< [HV]
+  const float* g = nullptr;       ///< optional [N, T, HV] prepared log-decay; when set, a/A_log/dt_bias are unused
+  const float* beta = nullptr;    ///< optional [N, T, HV] prepared beta; when set, b is unused
+  float scale = 0.f;              ///< query scale, usually K^-1/2
+  int tokens = 1;                 ///< T
+};
+
+/// Recurrent decode (today's serving path): per row, S <- e^g S; u = beta (v - S^T k^); S += k^ u^T; o = S^T q^.
+/// Reads and writes the whole fp32 state once per token: 2 * HV * K * V * 4 bytes per row.
+struct RecurrentDecodeParams {
+  GdnShape shape;
+  int batch = 0;                   ///< N rows (one token each)
+  TokenInputs in;                  ///< tokens must be 1
+  float* state = nullptr;          ///< pool [num_slots, HV, K, V] (kv) or [num_slots, HV, V, K] (vk), fp32, in place
+  int num_slots = 0;
+  StateLayout layout = StateLayout::kv;
+  const int32_t* slot = nullptr;   ///< [N] pool slot of each row; -1 = padding: no state read or write, o row zeroed
+  void* o = nullptr;               ///< [N, HV, V] in o_dtype
+  OutputDtype o_dtype = OutputDtype::bf16;
+};
+
+/// Per-request KVBuffer in delta form (DESIGN.md section 3): a checkpoint S0 and up to `capacity` buffered entries
+/// (k_j, u_j, g_j). Keys are stored raw (bf16, the exact inputs; l2-normalised in fp32 on use), corrected deltas u_j in
+/// fp32, and the per-step log-decay g_j in fp32 (cumulative sums G_t - G_j are formed in the kernel from the g_j,
+/// which keeps e^(G_t - G_j) accurate however long the buffer). Layout kv only.
+/// fill[slot] is request metadata shared by all layers: kernels only read it; launch_kvbuffer_advance (once per model
+/// step, after every layer) and launch_kvbuffer_clear write it.
+struct KVBufferPool {
+  float* checkpoint = nullptr;   ///< [num_slots, HV, K, V] fp32 S0
+  bf16* keys = nullptr;          ///< [num_slots, capacity, H, K] raw keys
+  float* deltas = nullptr;       ///< [num_slots, capacity, HV, V] u_j
+  float* log_decay = nullptr;    ///< [num_slots, capacity, HV] g_j
+  int32_t* fill = nullptr;       ///< [num_slots] entries held, 0 <= fill < buffer_size
+  int num_slots = 0;
+  int capacity = 0;              ///< entries per slot, >= buffer_size
+  int buffer_size = 1;           ///< B: the decode step that brings a slot to B entries flushes it (B = 1: recurrent)
+};
+
+/// KVBuffer decode: o_t from S0 plus the buffer; appends (k_t, u_t, g_t) at position fill[slot]; when that makes B
+/// entries, writes S0 <- e^{G_B} S0 + sum_j e^{G_B - G_j} k^_j u_j^T instead (the flush) and appends nothing.
+/// Bytes per row, not flushing: S0 once + the n buffered entries; flushing: S0 read and written + the entries.
+struct KVBufferDecodeParams {
+  GdnShape shape;
+  int batch = 0;
+  TokenInputs in;                ///< tokens must be 1
+  KVBufferPool pool;
+  const int32_t* slot = nullptr; ///< [N], -1 = padding: pool untouched, o row zeroed
+  void* o = nullptr;             ///< [N, HV, V]
+  OutputDtype o_dtype = OutputDtype::bf16;
+};
+
+/// Standalone flush: folds the fill[slot] buffered entries of each listed slot into its checkpoint
+/// (S0 <- e^{G_n} S0 + sum_j e^{G_n - G_j} k^_j u_j^T). Leaves fill as it is: follow with launch_kvbuffer_clear.
+struct KVBufferFlushParams {
+  GdnShape shape;
+  int count = 0;                 ///< slots listed
+  const int32_t* slot = nullptr; ///< [count], -1 entries are skipped
+  KVBufferPool pool;
+};
+
+std::string validate(const RecurrentDecodeParams& p);
+std::string validate(const KVBufferDecodeParams& p);
+std::string validate(const KVBufferFlushParams& p);
+
+cudaError_t launch_recurrent_decode(const RecurrentDecodeParams& p, cudaStream_t stream);
+cudaError_t launch_kvbuffer_decode(const KVBufferDecodeParams& p, cudaStream_t stream);
+cudaError_t launch_kvbuffer_flush(const KVBufferFlushParams& p, cudaStream_t stream);
+
+/// After every layer of one model step: fill[slot[i]] = (fill[slot[i]] + 1) % buffer_size for rows with slot >= 0.
+cudaError_t launch_kvbuffer_advance(int32_t* fill, const int32_t* slot, int batch, int buffer_size,
+                                    cudaStream_t stream);
+/// fill[slot[i]] = 0 for listed slots >= 0 (after a standalone flush).
+cudaError_t launch_kvbuffer_clear(int32_t* fill, const int32_t* slot, int count, cudaStream_t stream);
+
+}  // namespace kvb

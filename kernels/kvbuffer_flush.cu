@@ -1,0 +1,79 @@
+// Standalone KVBuffer flush (DESIGN.md section 3): S0 <- e^{G_n} S0 + sum_j e^{G_n - G_j} k^_j u_j^T for the listed
+// slots, n = fill[slot]. Slots with n = 0 are left untouched. fill is not changed (launch_kvbuffer_clear does that).
+// Grid: (V slices, HV, count).
+#include <string>
+
+#include "kernels/gdn_params.h"
+#include "kernels/kvbuffer_device.cuh"
+#include "kernels/launch_util.h"
+
+namespace kvb {
+namespace {
+
+using namespace dev;
+
+template <int K, int VB>
+__global__ void __launch_bounds__(kThreads) kvbuffer_flush_kernel(const KVBufferFlushParams p) {
+  using Tile = SmemTile<K, VB>;
+  extern __shared__ float4 dyn_smem[];  // [K + capacity][VB] tile, then the BufferCoefs arrays
+  const int v0 = blockIdx.x * VB, h = blockIdx.y;
+  const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
+  const KVBufferPool& pool = p.pool;
+  const int slot = p.slot[blockIdx.z];
+  if (slot < 0 || slot >= pool.num_slots) return;
+  const int n = min(max(pool.fill[slot], 0), pool.capacity);
+  if (n == 0) return;
+  float* s0 = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
+  const int64_t e0 = int64_t(slot) * pool.capacity;
+  Tile tile;
+  tile.setup(dyn_smem, v0, V);
+  tile.load_state_async(s0, V);
+  tile.load_extra_async(pool.deltas + (e0 * HV + h) * V, int64_t(HV) * V, n);
+  cp_async_commit();
+  BufferCoefs bc;
+  bc.setup(reinterpret_cast<float*>(dyn_smem + (K + pool.capacity) * Tile::CG), pool.capacity);
+  buffer_key_products<K>(pool, H, HV, slot, h, hk, n, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bc);
+  cp_async_wait_all();
+  __syncthreads();
+  const float decay0 = checkpoint_decay(bc, n, 0.f);  // e^{G_n}
+  float none[Tile::ROWS] = {};
+  const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+  tile.decay_rank1(decay0, none, zero);
+  fold_buffer<K>(pool, H, slot, hk, n, 0.f, bc, tile);
+  tile.store_state(s0, V);
+}
+
+template <int K, int VB>
+cudaError_t launch_tile(const KVBufferFlushParams& p, cudaStream_t stream) {
+  const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.count);
+  const size_t smem = SmemTile<K, VB>::bytes(p.pool.capacity) + BufferCoefs::bytes(p.pool.capacity);
+  if (smem > 48 * 1024) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(kvbuffer_flush_kernel<K, VB>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    if (e != cudaSuccess) return e;
+  }
+  kvbuffer_flush_kernel<K, VB><<<grid, kThreads, smem, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+std::string validate(const KVBufferFlushParams& p) {
+  if (auto e = validate_shape(p.shape); !e.empty()) return e;
+  if (p.count < 1) return "count = " + std::to_string(p.count) + " must be >= 1";
+  if (!p.slot) return "slot must be set";
+  return validate_pool(p.pool);
+}
+
+cudaError_t launch_kvbuffer_flush(const KVBufferFlushParams& p, cudaStream_t stream) {
+  if (!validate(p).empty()) return cudaErrorInvalidValue;
+  switch (p.shape.head_dim_k) {
+    case 32: return launch_tile<32, 32>(p, stream);
+    case 64: return launch_tile<64, 32>(p, stream);
+    case 128: return launch_tile<128, 32>(p, stream);
+    case 256: return launch_tile<256, 16>(p, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace kvb

@@ -1,0 +1,32 @@
+#include "kernels/launch_util.h"
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <string>
+
+namespace kvb {
+
+std::string validate_inputs(const TokenInputs& in, int batch) {
+  if (batch < 1) return "batch = " + std::to_string(batch) + " must be >= 1";
+  if (in.tokens < 1) return "tokens = " + std::to_string(in.tokens) + " must be >= 1";
+  if (!in.q || !in.k || !in.v) return "q, k and v must be set";
+  if (!in.g && (!in.a || !in.A_log || !in.dt_bias)) return "gates: set either g, or a, A_log and dt_bias";
+  if (!in.beta && !in.b) return "gates: set either beta or b";
+  if (!(in.scale > 0.f)) return "scale must be > 0";
+  return "";
+}
+
+int sm_count() {
+  static std::atomic<int> cached[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
+  int n = cached[dev].load();
+  if (n == 0) {
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
+    cached[dev].store(n);
+  }
+  return n;
+}
+
+}  // namespace kvb

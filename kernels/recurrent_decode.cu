@@ -1,0 +1,178 @@
+// Recurrent decode (today's serving path, DESIGN.md section 2): one token per row, the whole fp32 state read and
+// written once. Grid: (V slices, HV, N); block: kThreads threads owning a K x VB slice of one value head's state.
+#include <string>
+
+#include "kernels/gdn_device.cuh"
+#include "kernels/gdn_params.h"
+#include "kernels/launch_util.h"
+
+namespace kvb {
+namespace {
+
+using namespace dev;
+
+/// Zeroes the output slice of a padding row (every output element is written).
+__device__ __forceinline__ void zero_output_slice(const RecurrentDecodeParams& p, int row, int h, int v0, int VB) {
+  const int V = p.shape.head_dim_v;
+  for (int c = threadIdx.x; c < VB && v0 + c < V; c += blockDim.x)
+    store_output1(p.o, p.o_dtype, (int64_t(row) * p.shape.heads_v + h) * V + v0 + c, 0.f);
+}
+
+template <int K, int VB>
+__global__ void __launch_bounds__(kThreads) recurrent_decode_kv_kernel(const RecurrentDecodeParams p) {
+  using Tile = SmemTile<K, VB>;
+  __shared__ float4 tile_smem[K * VB / 4];
+  __shared__ float red[2 * kWarps * VB];
+  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
+  const int HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
+  const int slot = p.slot[row];
+  if (slot < 0 || slot >= p.num_slots) {
+    zero_output_slice(p, row, h, v0, VB);
+    return;
+  }
+  float* state = p.state + (int64_t(slot) * HV + h) * K * V;
+
+  Tile tile;
+  tile.setup(tile_smem, v0, V);
+  tile.load_state_async(state, V);  // in flight while the token is prepared
+  cp_async_commit();
+
+  const int lane = threadIdx.x % 32;
+  const bf16* qp = p.in.q + (int64_t(row) * p.shape.heads_qk + hk) * K;
+  const bf16* kp = p.in.k + (int64_t(row) * p.shape.heads_qk + hk) * K;
+  WarpVec<K> qv, kv;
+  qv.load(qp, lane);
+  kv.load(kp, lane);
+  const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
+  const Gate gate = prepare_gate(p.in, row, h, HV);
+  const float decay = expf(gate.g);
+  float kr[Tile::ROWS], qr[Tile::ROWS], vv[4];
+  load_bf16<Tile::ROWS>(kp + tile.row(0), kr);
+  load_bf16<Tile::ROWS>(qp + tile.row(0), qr);
+#pragma unroll
+  for (int i = 0; i < Tile::ROWS; ++i) {
+    kr[i] *= nrm.rk;
+    qr[i] *= nrm.rq;
+  }
+  const int64_t vo = (int64_t(row) * HV + h) * V + tile.col;
+  load4(p.in.v + vo, tile.active, vv);
+
+  cp_async_wait_all();
+  __syncthreads();
+  // S_old^T k^ and S_old^T q^ in one pass over the tile.
+  float sk[4] = {0.f, 0.f, 0.f, 0.f}, sq[4] = {0.f, 0.f, 0.f, 0.f};
+  tile.accumulate2(kr, sk, qr, sq);
+  tile.reduce_rows(sk, sq, red);
+  float u[4], o[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    u[c] = gate.beta * (vv[c] - decay * sk[c]);  // u = beta (v - (e^g S)^T k^)
+    o[c] = decay * sq[c] + nrm.kq * u[c];         // o = e^g S^T q^ + (k^ . q^) u
+  }
+  tile.store_decay_rank1(state, V, decay, kr, u);  // S <- e^g S + k^ u^T
+  if (tile.rg == 0 && tile.active) store_output4(p.o, p.o_dtype, vo, o);
+}
+
+// vk layout ([V][K], K contiguous). Thread t owns k group kg = t % KG (4 consecutive k) of the rows
+// v = v0 + t / KG + r * RPB. The K-reduction for a row stays inside KG lanes of one warp (K <= 128).
+template <int K, int VB>
+__global__ void __launch_bounds__(kThreads) recurrent_decode_vk_kernel(const RecurrentDecodeParams p) {
+  constexpr int KG = K / 4;
+  constexpr int RPB = kThreads / KG;  // rows per block pass
+  constexpr int R = VB / RPB;         // rows per thread
+  static_assert(KG <= 32 && VB % RPB == 0 && R >= 1, "vk tile: unsupported K x VB");
+  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
+  const int HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
+  const int slot = p.slot[row];
+  if (slot < 0 || slot >= p.num_slots) {
+    zero_output_slice(p, row, h, v0, VB);
+    return;
+  }
+  float* state = p.state + (int64_t(slot) * HV + h) * V * K;
+  const int kg = threadIdx.x % KG, vr = threadIdx.x / KG;
+
+  float4 s[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int v = v0 + vr + r * RPB;
+    s[r] = v < V ? __ldcs(reinterpret_cast<const float4*>(state + int64_t(v) * K + 4 * kg))
+                 : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  const int lane = threadIdx.x % 32;
+  const bf16* qp = p.in.q + (int64_t(row) * p.shape.heads_qk + hk) * K;
+  const bf16* kp = p.in.k + (int64_t(row) * p.shape.heads_qk + hk) * K;
+  WarpVec<K> qv, kv;
+  qv.load(qp, lane);
+  kv.load(kp, lane);
+  const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
+  const Gate gate = prepare_gate(p.in, row, h, HV);
+  const float decay = expf(gate.g);
+  float kr[4], qr[4];
+  load_bf16<4>(kp + 4 * kg, kr);
+  load_bf16<4>(qp + 4 * kg, qr);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    kr[i] *= nrm.rk;
+    qr[i] *= nrm.rq;
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float sk = s[r].x * kr[0] + s[r].y * kr[1] + s[r].z * kr[2] + s[r].w * kr[3];
+    float sq = s[r].x * qr[0] + s[r].y * qr[1] + s[r].z * qr[2] + s[r].w * qr[3];
+#pragma unroll
+    for (int off = 1; off < KG; off <<= 1) {
+      sk += __shfl_xor_sync(0xffffffffu, sk, off);
+      sq += __shfl_xor_sync(0xffffffffu, sq, off);
+    }
+    const int v = v0 + vr + r * RPB;
+    if (v >= V) continue;
+    const int64_t vo = (int64_t(row) * HV + h) * V + v;
+    const float u = gate.beta * (__bfloat162float(p.in.v[vo]) - decay * sk);
+    const float o = decay * sq + nrm.kq * u;
+    const float4 n = make_float4(fmaf(decay, s[r].x, kr[0] * u), fmaf(decay, s[r].y, kr[1] * u),
+                                 fmaf(decay, s[r].z, kr[2] * u), fmaf(decay, s[r].w, kr[3] * u));
+    __stcs(reinterpret_cast<float4*>(state + int64_t(v) * K + 4 * kg), n);
+    if (kg == 0) store_output1(p.o, p.o_dtype, vo, o);
+  }
+}
+
+template <int K, int VB>
+cudaError_t launch_tile(const RecurrentDecodeParams& p, cudaStream_t stream) {
+  const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
+  if (p.layout == StateLayout::kv) {
+    recurrent_decode_kv_kernel<K, VB><<<grid, kThreads, 0, stream>>>(p);
+  } else if constexpr (K <= 128) {
+    recurrent_decode_vk_kernel<K, VB><<<grid, kThreads, 0, stream>>>(p);
+  } else {
+    return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+std::string validate(const RecurrentDecodeParams& p) {
+  if (auto e = validate_shape(p.shape); !e.empty()) return e;
+  if (auto e = validate_inputs(p.in, p.batch); !e.empty()) return e;
+  if (p.in.tokens != 1) return "tokens = " + std::to_string(p.in.tokens) + ": recurrent decode takes 1 token per row";
+  if (!p.state || !p.slot || !p.o) return "state, slot and o must be set";
+  if (p.num_slots < 1) return "num_slots must be >= 1";
+  if (p.layout == StateLayout::vk && p.shape.head_dim_k > 128)
+    return "head_dim_k = " + std::to_string(p.shape.head_dim_k) + " with layout vk is not supported (allowed: 32, 64, 128)";
+  return "";
+}
+
+cudaError_t launch_recurrent_decode(const RecurrentDecodeParams& p, cudaStream_t stream) {
+  if (!validate(p).empty()) return cudaErrorInvalidValue;
+  // Narrow slices when the batch alone does not fill the GPU.
+  const bool narrow = int64_t(p.batch) * p.shape.heads_v * num_slices(p.shape.head_dim_v, 32) < 4 * sm_count();
+  switch (p.shape.head_dim_k) {
+    case 32: return narrow ? launch_tile<32, 16>(p, stream) : launch_tile<32, 32>(p, stream);
+    case 64: return narrow ? launch_tile<64, 16>(p, stream) : launch_tile<64, 32>(p, stream);
+    case 128: return narrow ? launch_tile<128, 16>(p, stream) : launch_tile<128, 32>(p, stream);
+    case 256: return launch_tile<256, 16>(p, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace kvb

@@ -1,0 +1,186 @@
+// The `kvb` binary end to end: exit codes, one-line errors, no partial output (harness/cli).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "harness/device/device_info.h"
+#include "harness/sweep/experiment_kind.h"
+#include "test_sweep_support.h"
+
+#ifndef KVB_BINARY_PATH
+#error "KVB_BINARY_PATH (the built kvb executable) must be defined by tests/CMakeLists.txt"
+#endif
+
+namespace kvb {
+namespace {
+
+using test::read_text;
+using test::TempDir;
+using test::write_text;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+/// Runs kvb with `args` (already shell-quoted where needed) from the repository root.
+Result run_kvb(const TempDir& dir, const std::string& args) {
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  const std::string cmd = std::string("cd '") + KVB_SOURCE_DIR + "' && '" + KVB_BINARY_PATH + "' " + args + " >'" +
+                          out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_text(out);
+  r.err = read_text(err);
+  return r;
+}
+
+bool decode_kind_registered() {
+  try {
+    find_experiment_kind("decode");
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+size_t count_lines(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+TEST(Cli, NoSubcommandOrUnknownOptionExits2) {
+  TempDir dir;
+  EXPECT_EQ(run_kvb(dir, "").code, 2);
+  EXPECT_EQ(run_kvb(dir, "frobnicate").code, 2);
+  const Result r = run_kvb(dir, "sweep --config x.toml --bogus");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_EQ(run_kvb(dir, "sweep --config x.toml --l2 lukewarm").code, 2);
+  EXPECT_EQ(run_kvb(dir, "sweep --config x.toml --min-samples 0").code, 2);
+  EXPECT_EQ(run_kvb(dir, "--help").code, 0);
+}
+
+TEST(Cli, SweepMissingConfigExits2) {
+  TempDir dir;
+  Result r = run_kvb(dir, "sweep");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--config"), std::string::npos) << r.err;
+  r = run_kvb(dir, "sweep --config '" + dir.file("absent.toml") + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("absent.toml"), std::string::npos) << r.err;
+}
+
+TEST(Cli, SweepMalformedConfigExits2WithoutCsv) {
+  TempDir dir;
+  write_text(dir.file("bad.toml"), "[experiment\nname = \"bad\"\n");
+  const std::string csv = dir.file("results/bad.csv");
+  const Result r = run_kvb(dir, "sweep --config '" + dir.file("bad.toml") + "' --out '" + csv + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("malformed TOML"), std::string::npos) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("results")));
+}
+
+TEST(Cli, CheckGoldenMalformedFileExits2) {
+  TempDir dir;
+  write_text(dir.file("broken.gdn"), "# not a gdn-case\nN: two\ntensor q 4 1 1\n");
+  Result r = run_kvb(dir, "check-golden '" + dir.file("broken.gdn") + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("broken.gdn"), std::string::npos) << r.err;
+  r = run_kvb(dir, "check-golden '" + dir.file("absent.gdn") + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(run_kvb(dir, "check-golden").code, 2);  // FILE is required
+}
+
+TEST(Cli, CheckGoldenPassesOnTheGoldenCases) {
+  TempDir dir;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(KVB_TEST_DATA_DIR) + "/golden"))
+    if (e.path().extension() == ".gdn") files.push_back(e.path().string());
+  ASSERT_FALSE(files.empty());
+  std::string args = "check-golden";
+  for (const auto& f : files) args += " '" + f + "'";
+  const Result r = run_kvb(dir, args);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  for (const auto& f : files) {
+    EXPECT_NE(r.out.find(f), std::string::npos) << f;
+  }
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  if (!cuda_device_present()) {
+    EXPECT_EQ(r.out.find("gpu"), std::string::npos) << r.out;
+  }
+}
+
+TEST(Cli, InfoWorksWithOrWithoutGpu) {
+  TempDir dir;
+  const Result r = run_kvb(dir, "info");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("CUDA runtime"), std::string::npos) << r.out;
+  if (!cuda_device_present()) {
+    EXPECT_NE(r.out.find("CUDA devices: none"), std::string::npos) << r.out;
+    EXPECT_EQ(run_kvb(dir, "info --gpu-present").code, 1);
+  } else {
+    EXPECT_NE(r.out.find("copy (bytes read + written)"), std::string::npos) << r.out;
+    EXPECT_EQ(run_kvb(dir, "info --gpu-present").code, 0);
+  }
+}
+
+class CliDecode : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!decode_kind_registered()) GTEST_SKIP() << "the decode experiment kind is not registered in this build";
+  }
+  TempDir dir;
+  std::string config = std::string(KVB_SOURCE_DIR) + "/experiments/decode_latency.toml";
+};
+
+TEST_F(CliDecode, DryRunListsPointsWithoutGpu) {
+  const std::string csv = dir.file("dry.csv");
+  const Result r = run_kvb(dir, "sweep --config '" + config + "' --out '" + csv + "' --dry-run --set batch=1,2");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("variant=kvbuffer,batch=2,buffer_size=64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("variant=recurrent,batch=1"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(csv));
+}
+
+TEST_F(CliDecode, BadValuesExit2NamingTheField) {
+  const std::string csv = dir.file("bad.csv");
+  const std::string base = "sweep --config '" + config + "' --out '" + csv + "' --dry-run ";
+  struct Case {
+    std::string set, needle;
+  };
+  for (const Case& c : {Case{"batch=0", "batch"}, Case{"batch=-1", "batch"}, Case{"buffer_size=0", "buffer_size"},
+                        Case{"head_dim_k=48", "head_dim_k"}, Case{"heads_v=24", "heads_v"},
+                        Case{"phase=sideways", "phase"}, Case{"flavour=1", "unknown axis 'flavour'"}}) {
+    const Result r = run_kvb(dir, base + "--set " + c.set);
+    EXPECT_EQ(r.code, 2) << c.set << ": " << r.err;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << c.set << ": " << r.err;
+    EXPECT_EQ(count_lines(r.err), 1u) << c.set << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(csv));
+}
+
+TEST_F(CliDecode, UnwritableOutputExits2) {
+  write_text(dir.file("plainfile"), "x");
+  const Result r = run_kvb(dir, "sweep --config '" + config + "' --out '" + dir.file("plainfile/r.csv") + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+}
+
+TEST_F(CliDecode, SweepWithoutGpuExits2AndWritesNothing) {
+  if (cuda_device_present()) GTEST_SKIP() << "a CUDA device is present";
+  const std::string csv = dir.file("results/none.csv");
+  const Result r = run_kvb(dir, "sweep --config '" + config + "' --out '" + csv + "' --set batch=1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no CUDA device found; the sweep needs a GPU"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("results")));
+}
+
+}  // namespace
+}  // namespace kvb

@@ -1,0 +1,179 @@
+// Config loading, --set overrides and axis resolution (harness/sweep/config.h).
+#include <gtest/gtest.h>
+
+#include "harness/sweep/config.h"
+#include "harness/sweep/grid.h"
+#include "test_sweep_support.h"
+
+namespace kvb {
+namespace {
+
+using test::FakeKind;
+using test::TempDir;
+using test::write_text;
+
+const char* kGood = R"(
+[experiment]
+name = "decode_small"
+description = "two batches"
+
+[axes]
+variant = ["recurrent", "kvbuffer"]
+batch = [1, 8]
+buffer_size = 4
+
+[timing]
+min_samples = 25
+max_seconds_per_point = 1.5
+target_noise_pct = 2
+)";
+
+/// Expects `fn` to throw UsageError whose message contains every one of `needles`.
+template <typename Fn>
+void expect_usage_error(Fn fn, std::initializer_list<std::string> needles) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected UsageError";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    for (const auto& n : needles) EXPECT_NE(what.find(n), std::string::npos) << "'" << n << "' not in: " << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << "message is not one line: " << what;
+  }
+}
+
+TEST(Config, LoadsGoodFile) {
+  TempDir dir;
+  write_text(dir.file("good.toml"), kGood);
+  const SweepConfig c = load_sweep_config(dir.file("good.toml"));
+  EXPECT_EQ(c.name, "decode_small");
+  EXPECT_EQ(c.kind, "decode");  // default
+  EXPECT_EQ(c.description, "two batches");
+  ASSERT_EQ(c.axes.size(), 3u);
+  auto axis = [&](const std::string& name) {
+    for (const auto& a : c.axes)
+      if (a.first == name) return a.second;
+    return std::vector<std::string>{};
+  };
+  EXPECT_EQ(axis("variant"), (std::vector<std::string>{"recurrent", "kvbuffer"}));
+  EXPECT_EQ(axis("batch"), (std::vector<std::string>{"1", "8"}));
+  EXPECT_EQ(axis("buffer_size"), (std::vector<std::string>{"4"}));  // a scalar is a one-value axis
+  EXPECT_EQ(c.timing.min_samples.value(), 25);
+  EXPECT_DOUBLE_EQ(c.timing.max_seconds_per_point.value(), 1.5);
+  EXPECT_DOUBLE_EQ(c.timing.target_noise_pct.value(), 2.0);
+}
+
+TEST(Config, ResolvesDefaultsInKindOrder) {
+  FakeKind fake;
+  const ExperimentKind kind = fake.kind();
+  const SweepConfig c = parse_sweep_config(kGood, "good.toml");
+  const auto axes = resolve_axes(kind, c, {});
+  ASSERT_EQ(axes.size(), kind.axes.size());
+  for (size_t i = 0; i < axes.size(); ++i) EXPECT_EQ(axes[i].first, kind.axes[i].name);
+  EXPECT_EQ(axes[1].second, (std::vector<std::string>{"1", "8"}));
+  EXPECT_EQ(axes[3].second, kind.axes[3].defaults);  // heads_qk not in the file
+  EXPECT_EQ(axes[6].second, kind.axes[6].defaults);  // seed
+}
+
+TEST(Config, OverridesReplaceAxisValues) {
+  FakeKind fake;
+  const ExperimentKind kind = fake.kind();
+  const SweepConfig c = parse_sweep_config(kGood, "good.toml");
+  const AxisValues o = parse_axis_override("batch=2, 16 ,32");
+  EXPECT_EQ(o, (AxisValues{"batch", {"2", "16", "32"}}));
+  const auto axes = resolve_axes(kind, c, {o, parse_axis_override("seed=7"), parse_axis_override("batch=64")});
+  EXPECT_EQ(axes[1].second, (std::vector<std::string>{"64"}));  // the last override of an axis wins
+  EXPECT_EQ(axes[6].second, (std::vector<std::string>{"7"}));
+}
+
+TEST(Config, BadOverrideForms) {
+  expect_usage_error([] { parse_axis_override("batch"); }, {"--set", "AXIS=V1,V2"});
+  expect_usage_error([] { parse_axis_override("=4"); }, {"--set"});
+  expect_usage_error([] { parse_axis_override("batch=1,,2"); }, {"--set", "batch"});
+  expect_usage_error([] { parse_axis_override("batch="); }, {"--set", "batch"});
+  FakeKind fake;
+  const ExperimentKind kind = fake.kind();
+  const SweepConfig c = parse_sweep_config(kGood, "good.toml");
+  expect_usage_error([&] { resolve_axes(kind, c, {parse_axis_override("bacth=4")}); },
+                     {"--set", "unknown axis 'bacth'", "batch", "buffer_size", "seed"});
+  expect_usage_error([&] { resolve_axes(kind, c, {parse_axis_override("batch=0")}); }, {"batch", ">= 1"});
+}
+
+TEST(Config, UnknownAxisNamesItAndTheKnownOnes) {
+  FakeKind fake;
+  const ExperimentKind kind = fake.kind();
+  const SweepConfig c =
+      parse_sweep_config("[experiment]\nname = \"x\"\n[axes]\nbatch = [1]\nlayer = [36]\n", "x.toml");
+  expect_usage_error([&] { resolve_axes(kind, c, {}); },
+                     {"x.toml", "unknown axis 'layer'", "variant, batch, buffer_size, heads_qk"});
+}
+
+TEST(Config, MalformedTomlNamesTheFile) {
+  TempDir dir;
+  write_text(dir.file("bad.toml"), "[experiment]\nname = \"x\nbatch = [1,\n");
+  expect_usage_error([&] { load_sweep_config(dir.file("bad.toml")); }, {dir.file("bad.toml"), "malformed TOML"});
+}
+
+TEST(Config, MissingFile) {
+  TempDir dir;
+  expect_usage_error([&] { load_sweep_config(dir.file("absent.toml")); }, {"--config", dir.file("absent.toml")});
+}
+
+TEST(Config, StructuralErrors) {
+  expect_usage_error([] { parse_sweep_config("[axes]\nbatch = [1]\n", "c.toml"); }, {"c.toml", "[experiment]"});
+  expect_usage_error([] { parse_sweep_config("[experiment]\nkind = \"decode\"\n", "c.toml"); },
+                     {"experiment.name"});
+  expect_usage_error([] { parse_sweep_config("[experiment]\nname = 3\n", "c.toml"); }, {"experiment.name", "string"});
+  expect_usage_error([] { parse_sweep_config("[experiment]\nname = \"a b\"\n", "c.toml"); }, {"experiment.name"});
+  expect_usage_error([] { parse_sweep_config("[experiment]\nname = \"x\"\nnmae = \"y\"\n", "c.toml"); },
+                     {"experiment.nmae", "name, kind, description"});
+  expect_usage_error([] { parse_sweep_config("[experiment]\nname = \"x\"\n[axis]\nbatch = [1]\n", "c.toml"); },
+                     {"'axis'", "experiment, axes, timing"});
+  expect_usage_error([] { parse_sweep_config("[experiment]\nname = \"x\"\n[axes]\nbatch = []\n", "c.toml"); },
+                     {"axes.batch", "empty"});
+  expect_usage_error(
+      [] { parse_sweep_config("[experiment]\nname = \"x\"\n[axes]\nbatch = [[1, 2]]\n", "c.toml"); },
+      {"axes.batch", "integers or strings"});
+  expect_usage_error([] { parse_sweep_config("[experiment]\nname = \"x\"\n[timing]\nmin_samples = 0\n", "c.toml"); },
+                     {"timing.min_samples"});
+  expect_usage_error(
+      [] { parse_sweep_config("[experiment]\nname = \"x\"\n[timing]\nmax_seconds_per_point = -1\n", "c.toml"); },
+      {"timing.max_seconds_per_point", "> 0"});
+}
+
+struct BadValue {
+  const char* axis;
+  const char* value;
+  const char* reason;
+};
+
+class ConfigBadValue : public ::testing::TestWithParam<BadValue> {};
+
+TEST_P(ConfigBadValue, IsRejectedNamingTheAxis) {
+  const BadValue& bad = GetParam();
+  FakeKind fake;
+  const ExperimentKind kind = fake.kind();
+  const std::string text = std::string("[experiment]\nname = \"x\"\n[axes]\n") + bad.axis + " = [" + bad.value + "]\n";
+  const SweepConfig c = parse_sweep_config(text, "x.toml");
+  expect_usage_error([&] { resolve_axes(kind, c, {}); }, {bad.axis, bad.reason});
+}
+
+INSTANTIATE_TEST_SUITE_P(Axes, ConfigBadValue,
+                         ::testing::Values(BadValue{"batch", "0", ">= 1"}, BadValue{"batch", "-1", ">= 1"},
+                                           BadValue{"batch", "\"two\"", ">= 1"},
+                                           BadValue{"buffer_size", "0", ">= 1"},
+                                           BadValue{"head_dim_k", "48", "32, 64, 128, 256"},
+                                           BadValue{"variant", "\"chunked\"", "recurrent, kvbuffer"}));
+
+TEST(Config, HeadsVNotAMultipleOfHeadsQkFailsValidation) {
+  FakeKind fake;
+  const ExperimentKind kind = fake.kind();
+  const SweepConfig c = parse_sweep_config(
+      "[experiment]\nname = \"x\"\n[axes]\nvariant = \"kvbuffer\"\nheads_qk = [16]\nheads_v = [32, 24]\n", "x.toml");
+  const auto points = make_grid(kind, resolve_axes(kind, c, {}));
+  ASSERT_EQ(points.size(), 2u);
+  expect_usage_error([&] { validate_points(kind, points); }, {"heads_v=24", "multiple of heads_qk"});
+  EXPECT_NO_THROW(validate_points(kind, {points[0]}));
+}
+
+}  // namespace
+}  // namespace kvb

@@ -1,0 +1,245 @@
+// Grid product and the sweep engine with a fake experiment kind (harness/sweep/grid.h, sweep.h).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "harness/sweep/config.h"
+#include "harness/sweep/grid.h"
+#include "harness/sweep/sweep.h"
+#include "test_sweep_support.h"
+
+namespace kvb {
+namespace {
+
+using test::FakeKind;
+using test::read_text;
+using test::TempDir;
+using test::write_text;
+
+std::vector<AxisValues> small_axes(const ExperimentKind& kind, const std::string& batches) {
+  const SweepConfig c = parse_sweep_config(
+      "[experiment]\nname = \"fake_small\"\n[axes]\nvariant = [\"recurrent\", \"kvbuffer\"]\nbatch = [" + batches +
+          "]\nbuffer_size = [4, 8]\n",
+      "small.toml");
+  return resolve_axes(kind, c, {});
+}
+
+TEST(Grid, ProductFirstAxisSlowest) {
+  ExperimentKind kind;
+  kind.name = "plain";
+  const std::vector<AxisValues> axes{{"a", {"1", "2"}}, {"b", {"x", "y", "z"}}};
+  const auto points = make_grid(kind, axes);
+  ASSERT_EQ(points.size(), 6u);
+  size_t i = 0;
+  for (const auto& a : axes[0].second)
+    for (const auto& b : axes[1].second) {
+      EXPECT_EQ(points[i].get("a"), a);
+      EXPECT_EQ(points[i].get("b"), b);
+      ++i;
+    }
+  EXPECT_EQ(points[4].label(), "a=2,b=y");
+}
+
+TEST(Grid, NonApplyingAxesEmptiedAndDeduplicated) {
+  FakeKind fake;
+  const ExperimentKind kind = fake.kind();
+  const auto points = make_grid(kind, small_axes(kind, "1, 2"));
+  // recurrent: one point per batch (buffer_size does not apply); kvbuffer: batch x buffer_size.
+  std::vector<std::string> labels;
+  for (const auto& p : points) labels.push_back(p.label());
+  const std::vector<std::string> expected{
+      "variant=recurrent,batch=1,heads_qk=16,heads_v=32,head_dim_k=128,seed=0",
+      "variant=recurrent,batch=2,heads_qk=16,heads_v=32,head_dim_k=128,seed=0",
+      "variant=kvbuffer,batch=1,buffer_size=4,heads_qk=16,heads_v=32,head_dim_k=128,seed=0",
+      "variant=kvbuffer,batch=1,buffer_size=8,heads_qk=16,heads_v=32,head_dim_k=128,seed=0",
+      "variant=kvbuffer,batch=2,buffer_size=4,heads_qk=16,heads_v=32,head_dim_k=128,seed=0",
+      "variant=kvbuffer,batch=2,buffer_size=8,heads_qk=16,heads_v=32,head_dim_k=128,seed=0"};
+  EXPECT_EQ(labels, expected);
+  EXPECT_EQ(points[0].get("buffer_size"), "");
+  EXPECT_EQ(points[0].axes.size(), kind.axes.size());  // every axis present, in kind order
+  EXPECT_THROW(points[0].get("layers"), std::out_of_range);
+  EXPECT_THROW(points[0].get_int("variant"), UsageError);
+}
+
+struct SweepRun : ::testing::Test {
+  TempDir dir;
+  FakeKind fake;
+  SweepContext ctx;
+  SweepOptions options;
+  void SetUp() override {
+    ctx.gpu = "Fake GPU";
+    ctx.driver = "1.2.3";
+    ctx.cuda = "13.0";
+    ctx.git_sha = "abc123";
+    ctx.copy_gbps = 4100.5;
+    options.experiment = "fake_small";
+    options.out_path = dir.file("out/fake_small.csv");
+    options.progress = nullptr;
+    options.summary = nullptr;
+  }
+  std::vector<Point> points(const ExperimentKind& kind, const std::string& batches) {
+    auto p = make_grid(kind, small_axes(kind, batches));
+    validate_points(kind, p);
+    return p;
+  }
+  CsvTable table() { return parse_csv(read_text(options.out_path), options.out_path); }
+};
+
+size_t col(const CsvTable& t, const std::string& name) {
+  for (size_t i = 0; i < t.header.size(); ++i)
+    if (t.header[i] == name) return i;
+  throw std::out_of_range(name);
+}
+
+TEST_F(SweepRun, FailedPointIsRecordedAndSweepGoesOn) {
+  const ExperimentKind kind = fake.kind();
+  const auto pts = points(kind, "1, 3, 4");
+  const SweepSummary s = run_sweep(kind, pts, ctx, options);
+  EXPECT_EQ(s.points, pts.size());
+  EXPECT_EQ(fake.calls, int(pts.size()));
+  EXPECT_EQ(s.failed, 3u);  // batch 3: recurrent + two buffer sizes
+  EXPECT_EQ(s.ok, pts.size() - 3);
+
+  const CsvTable t = table();
+  EXPECT_EQ(t.header, csv_columns(kind));
+  ASSERT_EQ(t.rows.size(), pts.size());
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const auto& row = t.rows[i];
+    EXPECT_EQ(row[col(t, "experiment")], "fake_small");
+    for (const auto& [axis, value] : pts[i].axes) EXPECT_EQ(row[col(t, axis)], value);
+    EXPECT_EQ(row[col(t, "gpu")], "Fake GPU");
+    EXPECT_EQ(row[col(t, "git_sha")], "abc123");
+    EXPECT_EQ(row[col(t, "timestamp")].size(), 20u);  // 2026-01-01T00:00:00Z
+    if (pts[i].get("batch") == "3") {
+      EXPECT_EQ(row[col(t, "status")], "failed: out of memory, \"batch\" 3 second line");
+      EXPECT_EQ(row[col(t, "latency_us_median")], "");
+    } else {
+      EXPECT_EQ(row[col(t, "status")], "ok");
+      EXPECT_DOUBLE_EQ(std::stod(row[col(t, "latency_us_median")]), std::stod(std::to_string(test::fake_latency_us(pts[i]))));
+      EXPECT_EQ(row[col(t, "note")], "copy " + std::to_string(ctx.copy_gbps));
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(options.out_path + ".tmp"));
+}
+
+TEST_F(SweepRun, ResumeSkipsOkRowsAndRerunsFailedOnes) {
+  const ExperimentKind kind = fake.kind();
+  const auto pts = points(kind, "1, 3");
+  run_sweep(kind, pts, ctx, options);
+  const CsvTable first = table();
+  ASSERT_EQ(first.rows.size(), pts.size());
+
+  // Second run: the failure is gone; only the 3 failed points run again, replaced in place.
+  fake.calls = 0;
+  fake.fail_batch = -1;
+  const SweepSummary s = run_sweep(kind, pts, ctx, options);
+  EXPECT_EQ(fake.calls, 3);
+  EXPECT_EQ(s.skipped, pts.size() - 3);
+  EXPECT_EQ(s.failed, 0u);
+  const CsvTable second = table();
+  ASSERT_EQ(second.rows.size(), first.rows.size());
+  for (size_t i = 0; i < pts.size(); ++i) {
+    EXPECT_EQ(second.rows[i][col(second, "status")], "ok");
+    if (pts[i].get("batch") == "1") {
+      EXPECT_EQ(second.rows[i], first.rows[i]);  // untouched
+    }
+  }
+
+  // Third run: everything is done; nothing runs and the file does not change.
+  fake.calls = 0;
+  const std::string before = read_text(options.out_path);
+  run_sweep(kind, pts, ctx, options);
+  EXPECT_EQ(fake.calls, 0);
+  EXPECT_EQ(read_text(options.out_path), before);
+
+  // A wider grid appends the new points and keeps the old rows.
+  const auto wider = points(kind, "1, 3, 5");
+  run_sweep(kind, wider, ctx, options);
+  EXPECT_EQ(fake.calls, 3);
+  EXPECT_EQ(table().rows.size(), wider.size());
+}
+
+TEST_F(SweepRun, ResumeWithMismatchedHeaderIsUsageError) {
+  const ExperimentKind kind = fake.kind();
+  std::filesystem::create_directories(dir.file("out"));
+  write_text(options.out_path, "experiment,variant,batch\nx,recurrent,1\n");
+  try {
+    run_sweep(kind, points(kind, "1"), ctx, options);
+    ADD_FAILURE() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(options.out_path), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(fake.calls, 0);
+  EXPECT_EQ(read_text(options.out_path), "experiment,variant,batch\nx,recurrent,1\n");
+}
+
+TEST_F(SweepRun, UnwritableOutputIsUsageErrorBeforeRunning) {
+  const ExperimentKind kind = fake.kind();
+  write_text(dir.file("afile"), "x");
+  options.out_path = dir.file("afile/sub/r.csv");
+  EXPECT_THROW(check_output_writable(options.out_path), UsageError);
+  EXPECT_THROW(run_sweep(kind, points(kind, "1"), ctx, options), UsageError);
+  EXPECT_EQ(fake.calls, 0);
+}
+
+TEST_F(SweepRun, UndeclaredColumnFailsThePoint) {
+  ExperimentKind kind = fake.kind();
+  kind.run = [](const Point&, SweepContext&) -> Row { return {{"latency_us_median", "1.0"}, {"bogus", "2"}}; };
+  const SweepSummary s = run_sweep(kind, points(kind, "1"), ctx, options);
+  EXPECT_EQ(s.failed, s.points);
+  const CsvTable t = table();
+  EXPECT_NE(t.rows[0][col(t, "status")].find("bogus"), std::string::npos);
+}
+
+TEST_F(SweepRun, RowStatusFromTheRunnerIsKept) {
+  ExperimentKind kind = fake.kind();
+  kind.run = [](const Point& p, SweepContext&) -> Row {
+    return {{"latency_us_median", std::to_string(test::fake_latency_us(p))},
+            {"status", "failed: max_rel_err above tolerance"}};
+  };
+  const auto pts = points(kind, "2");
+  const SweepSummary s = run_sweep(kind, pts, ctx, options);
+  EXPECT_EQ(s.failed, pts.size());
+  const CsvTable t = table();
+  EXPECT_EQ(t.rows[0][col(t, "status")], "failed: max_rel_err above tolerance");
+  EXPECT_FALSE(t.rows[0][col(t, "latency_us_median")].empty());
+}
+
+TEST_F(SweepRun, ProgressAndSummaryAreReported) {
+  const ExperimentKind kind = fake.kind();
+  std::FILE* progress = std::tmpfile();
+  std::FILE* summary = std::tmpfile();
+  ASSERT_TRUE(progress && summary);
+  options.progress = progress;
+  options.summary = summary;
+  const auto pts = points(kind, "1, 3");
+  run_sweep(kind, pts, ctx, options);
+  auto slurp = [](std::FILE* f) {
+    std::rewind(f);
+    std::string s;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
+    std::fclose(f);
+    return s;
+  };
+  const std::string p = slurp(progress), s = slurp(summary);
+  EXPECT_NE(p.find("[1/" + std::to_string(pts.size()) + "] " + pts[0].label()), std::string::npos) << p;
+  EXPECT_NE(p.find("ETA"), std::string::npos) << p;
+  EXPECT_NE(p.find("failed: out of memory"), std::string::npos) << p;
+  EXPECT_NE(s.find("latency_us_median"), std::string::npos) << s;
+  EXPECT_NE(s.find("buffer_size"), std::string::npos) << s;  // varies, so shown
+  EXPECT_EQ(s.find("head_dim_k"), std::string::npos) << s;   // fixed, so not shown
+  EXPECT_NE(s.find("3 failed"), std::string::npos) << s;
+}
+
+TEST(Sweep, FormatDuration) {
+  EXPECT_EQ(format_duration(0), "0s");
+  EXPECT_EQ(format_duration(59.4), "59s");
+  EXPECT_EQ(format_duration(185), "3m05s");
+  EXPECT_EQ(format_duration(3725), "1h02m");
+}
+
+}  // namespace
+}  // namespace kvb

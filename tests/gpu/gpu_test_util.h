@@ -1,0 +1,105 @@
+// Shared pieces of the GPU tests: skipping without a device, batches of reference tokens on the device, downloads.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <vector>
+
+#include "harness/device/device_info.h"
+#include "kernels/cuda_check.h"
+#include "kernels/gdn_params.h"
+#include "reference/gdn_reference.h"
+
+namespace kvb::test {
+
+/// Skips the current test (with the reason) when no CUDA device is present.
+#define KVB_REQUIRE_GPU()                                                     \
+  do {                                                                        \
+    if (!::kvb::cuda_device_present()) GTEST_SKIP() << "no CUDA device present"; \
+  } while (0)
+
+template <typename T>
+inline DeviceBuffer<T> upload(const std::vector<T>& h) {
+  DeviceBuffer<T> d(h.size());
+  if (!h.empty()) KVB_CUDA_CHECK(cudaMemcpy(d.get(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+template <typename T>
+inline std::vector<T> download(const T* p, size_t n) {
+  std::vector<T> h(n);
+  if (n) KVB_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+inline std::vector<double> to_double(const std::vector<float>& x) { return {x.begin(), x.end()}; }
+inline std::vector<bf16> to_bf16(const std::vector<double>& x) {
+  std::vector<bf16> r(x.size());
+  for (size_t i = 0; i < x.size(); ++i) r[i] = __float2bfloat16_rn(float(x[i]));
+  return r;
+}
+inline std::vector<float> to_float(const std::vector<double>& x) { return {x.begin(), x.end()}; }
+
+/// One decode token per row on the device ([N, H, K] etc.), from reference tokens (exact bf16 values) and gate
+/// parameters of the layer.
+struct DeviceTokens {
+  DeviceBuffer<bf16> q, k, v, a, b;
+  DeviceBuffer<float> A_log, dt_bias;
+  float scale = 0;
+
+  DeviceTokens(const std::vector<ref::TokenRaw>& rows, const ref::GateParams& gp) {
+    std::vector<double> Q, K, Vv, A, B;
+    for (const auto& t : rows) {
+      Q.insert(Q.end(), t.q.begin(), t.q.end());
+      K.insert(K.end(), t.k.begin(), t.k.end());
+      Vv.insert(Vv.end(), t.v.begin(), t.v.end());
+      A.insert(A.end(), t.a.begin(), t.a.end());
+      B.insert(B.end(), t.b.begin(), t.b.end());
+    }
+    q = upload(to_bf16(Q));
+    k = upload(to_bf16(K));
+    v = upload(to_bf16(Vv));
+    a = upload(to_bf16(A));
+    b = upload(to_bf16(B));
+    A_log = upload(to_float(gp.A_log));
+    dt_bias = upload(to_float(gp.dt_bias));
+    scale = float(gp.scale);
+  }
+  TokenInputs inputs() const {
+    TokenInputs in;
+    in.q = q.get();
+    in.k = k.get();
+    in.v = v.get();
+    in.a = a.get();
+    in.b = b.get();
+    in.A_log = A_log.get();
+    in.dt_bias = dt_bias.get();
+    in.scale = scale;
+    return in;
+  }
+};
+
+/// Output rows [N][HV][V] as double; NaN marks unwritten poison.
+inline std::vector<double> outputs(const void* o, size_t n, OutputDtype dt) {
+  std::vector<double> r(n);
+  if (dt == OutputDtype::fp32) {
+    const auto h = download(static_cast<const float*>(o), n);
+    for (size_t i = 0; i < n; ++i) r[i] = h[i];
+  } else {
+    const auto h = download(static_cast<const bf16*>(o), n);
+    for (size_t i = 0; i < n; ++i) r[i] = __bfloat162float(h[i]);
+  }
+  return r;
+}
+
+inline bool all_finite(const std::vector<double>& x) {
+  for (double v : x)
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+}  // namespace kvb::test
