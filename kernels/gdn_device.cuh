@@ -11,20 +11,21 @@
 
 namespace kvb::dev {
 
-constexpr int kThreads = 128;             ///< threads per block of every decode/flush kernel
+constexpr int kThreads = 128;             ///< default threads per block of the decode/flush kernels
 constexpr int kWarps = kThreads / 32;
 constexpr float kL2NormEps = 1e-6f;       ///< Qwen3-Next's l2-norm epsilon
 
 // ---------------------------------------------------------------------------------------------------------------
 // Loads and stores.
 
-/// Loads N consecutive bf16 (N in {1, 2, 4, 8, 16}) as floats with the widest aligned vector loads.
+/// Loads N consecutive bf16 (N in {1, 2, 4, 8, 16}) as floats with the widest aligned vector loads (generic
+/// addressing: global or shared memory).
 template <int N>
 __device__ __forceinline__ void load_bf16(const bf16* __restrict__ p, float (&out)[N]) {
   if constexpr (N % 8 == 0) {
 #pragma unroll
     for (int c = 0; c < N / 8; ++c) {
-      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(p) + c);
+      const uint4 raw = reinterpret_cast<const uint4*>(p)[c];
       const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -34,12 +35,12 @@ __device__ __forceinline__ void load_bf16(const bf16* __restrict__ p, float (&ou
       }
     }
   } else if constexpr (N == 4) {
-    const uint2 raw = __ldg(reinterpret_cast<const uint2*>(p));
+    const uint2 raw = *reinterpret_cast<const uint2*>(p);
     const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
     const float2 a = __bfloat1622float2(h[0]), b = __bfloat1622float2(h[1]);
     out[0] = a.x; out[1] = a.y; out[2] = b.x; out[3] = b.y;
   } else if constexpr (N == 2) {
-    const float2 a = __bfloat1622float2(__ldg(reinterpret_cast<const __nv_bfloat162*>(p)));
+    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
     out[0] = a.x; out[1] = a.y;
   } else {
     static_assert(N == 1, "load_bf16: N must be 1, 2, 4, 8 or 16");
@@ -110,11 +111,12 @@ template <int K>
 struct WarpVecBf16 {
   static constexpr int N = K / 32;
   bf16 x[N];
+  /// Loads from global or shared memory (generic addressing).
   __device__ __forceinline__ void load(const bf16* __restrict__ p, int lane) {
     const bf16* src = p + lane * N;
-    if constexpr (N == 8) *reinterpret_cast<uint4*>(x) = __ldg(reinterpret_cast<const uint4*>(src));
-    else if constexpr (N == 4) *reinterpret_cast<uint2*>(x) = __ldg(reinterpret_cast<const uint2*>(src));
-    else if constexpr (N == 2) *reinterpret_cast<unsigned*>(x) = __ldg(reinterpret_cast<const unsigned*>(src));
+    if constexpr (N == 8) *reinterpret_cast<uint4*>(x) = *reinterpret_cast<const uint4*>(src);
+    else if constexpr (N == 4) *reinterpret_cast<uint2*>(x) = *reinterpret_cast<const uint2*>(src);
+    else if constexpr (N == 2) *reinterpret_cast<unsigned*>(x) = *reinterpret_cast<const unsigned*>(src);
     else x[0] = src[0];
   }
   /// Sum over this lane's elements of x[i] * o[i] (and of x[i]^2 into sq).
@@ -160,8 +162,14 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
   const int src_bytes = valid ? 16 : 0;  // 0: zero-fill, nothing read
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
 }
+/// 4-byte asynchronous copy (cp.async.ca), for scalars.
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
 
 // ---------------------------------------------------------------------------------------------------------------
 // Shared-memory tile of a K x VB slice of a kv-layout state ([K][V], V contiguous), plus `extra` rows of V-vectors
@@ -171,12 +179,13 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 // state rows [rg * ROWS, (rg + 1) * ROWS) and the extra rows rg, rg + RG, ... A warp's copy covers 32 / CG rows x
 // 16 * CG bytes: whole 128-byte lines for VB = 32; its shared-memory reads are conflict-free for the same reason.
 
-template <int K, int VB>
+template <int K, int VB, int THREADS = kThreads>
 struct SmemTile {
+  static constexpr int WARPS = THREADS / 32;
   static constexpr int CG = VB / 4;
-  static constexpr int RG = kThreads / CG;
+  static constexpr int RG = THREADS / CG;
   static constexpr int ROWS = K / RG;
-  static_assert(VB % 4 == 0 && kThreads % CG == 0 && K % RG == 0 && ROWS >= 1, "SmemTile: unsupported K x VB");
+  static_assert(VB % 4 == 0 && THREADS % CG == 0 && K % RG == 0 && ROWS >= 1, "SmemTile: unsupported K x VB");
   static_assert(CG <= 32 && 32 % CG == 0, "SmemTile: column groups must tile a warp");
   /// Shared-memory bytes for the state slice plus `extra` rows.
   static constexpr size_t bytes(int extra) { return size_t(K + extra) * VB * sizeof(float); }
@@ -276,7 +285,7 @@ struct SmemTile {
   }
 
   /// Sums two 4-column partials over all row groups of the block; every thread gets the totals for its columns.
-  /// red: shared [2][kWarps][VB]. Contains a __syncthreads (all threads must call).
+  /// red: shared [2][WARPS][VB]. Contains a __syncthreads (all threads must call).
   __device__ __forceinline__ void reduce_rows(float (&a)[4], float (&b)[4], float* red) const {
 #pragma unroll
     for (int off = CG; off < 32; off <<= 1) {
@@ -291,7 +300,7 @@ struct SmemTile {
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         red[warp * VB + 4 * lane + c] = a[c];
-        red[(kWarps + warp) * VB + 4 * lane + c] = b[c];
+        red[(WARPS + warp) * VB + 4 * lane + c] = b[c];
       }
     }
     __syncthreads();
@@ -299,9 +308,9 @@ struct SmemTile {
     for (int c = 0; c < 4; ++c) {
       float sa = 0.f, sb = 0.f;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
+      for (int w = 0; w < WARPS; ++w) {
         sa += red[w * VB + 4 * cg + c];
-        sb += red[(kWarps + w) * VB + 4 * cg + c];
+        sb += red[(WARPS + w) * VB + 4 * cg + c];
       }
       a[c] = sa;
       b[c] = sb;

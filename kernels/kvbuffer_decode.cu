@@ -15,34 +15,41 @@ namespace {
 
 using namespace dev;
 
+/// Dynamic shared memory of one block: the K x VB checkpoint slice and `capacity` delta rows, then the buffer's keys
+/// and per-entry values (BufferSmem).
 template <int K, int VB>
-__global__ void __launch_bounds__(kThreads, 6) kvbuffer_decode_kernel(const KVBufferDecodeParams p) {
-  using Tile = SmemTile<K, VB>;
-  extern __shared__ float4 dyn_smem[];  // [K + capacity][VB] tile, then the BufferCoefs arrays
-  __shared__ float red[2 * kWarps * VB];
+constexpr size_t smem_bytes(int capacity) {
+  return SmemTile<K, VB>::bytes(capacity) + BufferSmem<K>::bytes(capacity);
+}
+
+template <int K, int VB, int THREADS>
+__global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBufferDecodeParams p) {
+  using Tile = SmemTile<K, VB, THREADS>;
+  extern __shared__ __align__(16) char dyn_smem[];  // smem_bytes<K, VB>(capacity)
+  __shared__ float red[2 * Tile::WARPS * VB];
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const KVBufferPool& pool = p.pool;
+  const int cap = pool.capacity;
   const int slot = p.slot[row];
   const int64_t vo = (int64_t(row) * HV + h) * V;
   if (slot < 0 || slot >= pool.num_slots) {  // padding row: pool untouched, output zeroed
     for (int c = threadIdx.x; c < VB && v0 + c < V; c += blockDim.x) store_output1(p.o, p.o_dtype, vo + v0 + c, 0.f);
     return;
   }
-  const int B = pool.buffer_size;
-  const int n = min(max(pool.fill[slot], 0), B - 1);  // precondition 0 <= fill < B; clamped against corruption
-  const bool flush = n + 1 == B;
+  const int n = min(max(pool.fill[slot], 0), pool.buffer_size - 1);  // precondition 0 <= fill < B; clamped
+  const bool flush = n + 1 == pool.buffer_size;
   float* s0 = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
-  const int64_t e0 = int64_t(slot) * pool.capacity;
 
-  // Checkpoint slice and buffered deltas stream into shared memory while the token and the key products are formed.
+  // Checkpoint slice, deltas, keys and log-decays stream into shared memory while the token is prepared.
   Tile tile;
-  tile.setup(dyn_smem, v0, V);
+  tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
+  BufferSmem<K> bs;
+  bs.setup(dyn_smem + Tile::bytes(cap), cap);
   tile.load_state_async(s0, V);
-  tile.load_extra_async(pool.deltas + (e0 * HV + h) * V, int64_t(HV) * V, n);
+  tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
+  bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
-  BufferCoefs bc;
-  bc.setup(reinterpret_cast<float*>(dyn_smem + (K + pool.capacity) * Tile::CG), pool.capacity);
 
   const int lane = threadIdx.x % 32;
   const bf16* qp = p.in.q + (int64_t(row) * H + hk) * K;
@@ -50,31 +57,32 @@ __global__ void __launch_bounds__(kThreads, 6) kvbuffer_decode_kernel(const KVBu
   WarpVec<K> qv, kv;
   qv.load(qp, lane);
   kv.load(kp, lane);
-  const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
-  const Gate gate = prepare_gate(p.in, row, h, HV);
   float kr[Tile::ROWS], qr[Tile::ROWS], vv[4];
   load_bf16<Tile::ROWS>(kp + tile.row(0), kr);
   load_bf16<Tile::ROWS>(qp + tile.row(0), qr);
-#pragma unroll
-  for (int i = 0; i < Tile::ROWS; ++i) {
-    kr[i] *= nrm.rk;
-    qr[i] *= nrm.rq;
-  }
   load4(p.in.v + vo + tile.col, tile.active, vv);
-  buffer_key_products<K>(pool, H, HV, slot, h, hk, n, &kv, &qv, nrm, bc);
+  const Gate gate = prepare_gate(p.in, row, h, HV);
+  const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
+#pragma unroll
+  for (int r = 0; r < Tile::ROWS; ++r) {
+    kr[r] *= nrm.rk;
+    qr[r] *= nrm.rq;
+  }
 
   cp_async_wait_all();
   __syncthreads();
+  buffer_coefficients<K>(n, gate.g, &kv, &qv, nrm, bs);
   // [S0; u_1..u_n]^T [e^{G_t} k^; w_j (k^_j . k^_t)] and the same with q^: one pass over checkpoint and buffer.
   float sk[4] = {0.f, 0.f, 0.f, 0.f}, sq[4] = {0.f, 0.f, 0.f, 0.f};
   tile.accumulate2(kr, sk, qr, sq);
-  const float decay0 = checkpoint_decay(bc, n, gate.g);
+  __syncthreads();  // buffer coefficients in shared memory
+  const float decay0 = bs.decay0[0];
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
     sk[c] *= decay0;
     sq[c] *= decay0;
   }
-  accumulate_buffer<Tile, K>(tile, bc, n, gate.g, sk, sq);
+  accumulate_buffer<Tile, K>(tile, bs, n, sk, sq);
   tile.reduce_rows(sk, sq, red);
 
   float u[4], o[4];
@@ -87,12 +95,12 @@ __global__ void __launch_bounds__(kThreads, 6) kvbuffer_decode_kernel(const KVBu
 
   if (flush) {  // S0 <- e^{G_t} S0 + k^_t u_t^T + sum_j w_j k^_j u_j^T, written once
     tile.decay_rank1(decay0, kr, u);
-    fold_buffer<K>(pool, H, slot, hk, n, gate.g, bc, tile);
+    fold_buffer<K>(n, bs, tile);
     tile.store_state(s0, V);
     return;
   }
   // Append entry n: u_t (this slice), g_t (one thread per head), the raw key (one block per key head).
-  const int64_t e = e0 + n;
+  const int64_t e = int64_t(slot) * cap + n;
   if (tile.rg == 0 && tile.active)
     *reinterpret_cast<float4*>(pool.deltas + (e * HV + h) * V + tile.col) = make_float4(u[0], u[1], u[2], u[3]);
   if (blockIdx.x == 0) {
@@ -100,21 +108,21 @@ __global__ void __launch_bounds__(kThreads, 6) kvbuffer_decode_kernel(const KVBu
     if (h % p.shape.group() == 0) {
       const uint4* src = reinterpret_cast<const uint4*>(kp);
       uint4* dst = reinterpret_cast<uint4*>(pool.keys + (e * H + hk) * K);
-      for (int c = threadIdx.x; c < K / 8; c += blockDim.x) dst[c] = __ldg(src + c);
+      for (int c = threadIdx.x; c < K / 8; c += blockDim.x) dst[c] = src[c];
     }
   }
 }
 
-template <int K, int VB>
+template <int K, int VB, int THREADS = kThreads>
 cudaError_t launch_tile(const KVBufferDecodeParams& p, cudaStream_t stream) {
-  const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  const size_t smem = SmemTile<K, VB>::bytes(p.pool.capacity) + BufferCoefs::bytes(p.pool.capacity);
+  const size_t smem = smem_bytes<K, VB>(p.pool.capacity);
   if (smem > 48 * 1024) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(kvbuffer_decode_kernel<K, VB>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    const cudaError_t e = cudaFuncSetAttribute(kvbuffer_decode_kernel<K, VB, THREADS>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
     if (e != cudaSuccess) return e;
   }
-  kvbuffer_decode_kernel<K, VB><<<grid, kThreads, smem, stream>>>(p);
+  const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
+  kvbuffer_decode_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -148,7 +156,15 @@ cudaError_t launch_kvbuffer_decode(const KVBufferDecodeParams& p, cudaStream_t s
   switch (p.shape.head_dim_k) {
     case 32: return narrow ? launch_tile<32, 16>(p, stream) : launch_tile<32, 32>(p, stream);
     case 64: return narrow ? launch_tile<64, 16>(p, stream) : launch_tile<64, 32>(p, stream);
-    case 128: return narrow ? launch_tile<128, 16>(p, stream) : launch_tile<128, 32>(p, stream);
+    case 128:
+      if (narrow) return launch_tile<128, 16>(p, stream);
+      // Two slices per head, 128 threads measured fastest on the H200 at batch >= 64.
+      switch (tile_override()) {
+        case 32128: return launch_tile<128, 32>(p, stream);
+        case 64256: return launch_tile<128, 64, 256>(p, stream);
+        case 128256: return launch_tile<128, 128, 256>(p, stream);
+        default: return launch_tile<128, 64, 128>(p, stream);
+      }
     case 256: return launch_tile<256, 16>(p, stream);
   }
   return cudaErrorInvalidValue;

@@ -1,5 +1,6 @@
-// Device building blocks of the KVBuffer kernels (delta form, DESIGN.md section 3): per-entry key products, the
-// buffer's share of S^T k^ and S^T q^, and the fold of the buffer into a checkpoint tile.
+// Device building blocks of the KVBuffer kernels (delta form, DESIGN.md section 3): the buffer's entries streamed into
+// shared memory, per-entry key products, the buffer's share of S^T k^ and S^T q^, and the fold of the buffer into a
+// checkpoint tile.
 //
 // Decay weights w_j = e^{G_t - G_j} = exp(g_t + sum_{i=j+1}^{n-1} g_i) are formed from the stored per-entry g by a
 // running sum from the newest entry down (never as a difference of large cumulative sums, which loses fp32 precision
@@ -11,114 +12,121 @@
 namespace kvb::dev {
 
 constexpr int kMaxBuffer = 256;  ///< largest buffer capacity the kernels accept (entries per slot)
-constexpr int kEntriesPerWarp = 4;  ///< buffered keys a warp loads at once
 
-/// Per-entry values of one (slot, value head) in shared memory, for entries j < n:
-/// g[j] (log-decay), rk[j] = 1 / sqrt(|k_j|^2 + eps), ck[j] = k^_j . k^_t, cq[j] = k^_j . q^_t (no decay applied).
-struct BufferCoefs {
+/// One (slot, value head)'s buffer in shared memory, for entries j < n: the raw keys of its key head [capacity][K]
+/// (bf16), and per entry g[j] (log-decay), w[j] = e^{G_t - G_j}, rk[j] = 1 / sqrt(|k_j|^2 + eps),
+/// ck[j] = k^_j . k^_t and cq[j] = k^_j . q^_t (no decay applied); decay0[0] = e^{G_t}, the checkpoint's decay.
+/// The deltas u_j live in the state tile's extra rows.
+template <int K>
+struct BufferSmem {
+  bf16* keys;
   float* g;
+  float* w;
   float* rk;
   float* ck;
   float* cq;
-  /// Carves the four arrays of `capacity` floats out of shared memory at `base`.
-  __device__ __forceinline__ void setup(float* base, int capacity) {
-    g = base;
-    rk = base + capacity;
-    ck = base + 2 * capacity;
-    cq = base + 3 * capacity;
+  float* decay0;
+  /// Carves the arrays for `capacity` entries out of shared memory at `base` (16-byte aligned).
+  __device__ __forceinline__ void setup(void* base, int capacity) {
+    keys = static_cast<bf16*>(base);
+    g = reinterpret_cast<float*>(keys + size_t(capacity) * K);
+    w = g + capacity;
+    rk = w + capacity;
+    ck = rk + capacity;
+    cq = ck + capacity;
+    decay0 = cq + capacity;
   }
-  static constexpr size_t bytes(int capacity) { return size_t(4) * capacity * sizeof(float); }
+  static constexpr size_t bytes(int capacity) {
+    return size_t(capacity) * (K * sizeof(bf16) + 5 * sizeof(float)) + sizeof(float);
+  }
+
+  /// Starts copying the n entries' raw keys (key head hk) and log-decays (value head h) of `slot` into shared memory.
+  __device__ __forceinline__ void load_async(const KVBufferPool& pool, int H, int HV, int slot, int h, int hk,
+                                             int n) const {
+    const int64_t e0 = int64_t(slot) * pool.capacity;
+    constexpr int kChunks = K / 8;  // 16-byte chunks per key
+    for (int c = threadIdx.x; c < n * kChunks; c += blockDim.x) {
+      const int j = c / kChunks, part = c % kChunks;
+      cp_async16(keys + j * K + part * 8, pool.keys + ((e0 + j) * H + hk) * K + part * 8, true);
+    }
+    for (int j = threadIdx.x; j < n; j += blockDim.x) cp_async4(g + j, pool.log_decay + (e0 + j) * HV + h);
+  }
 };
 
-/// Fills `bc` for the n buffered entries of (slot, value head h, key head hk): warp w handles entries w, w + 4, ...,
-/// kEntriesPerWarp at a time, its lanes holding K/32 elements of each key. kt/qt: the current token's raw key and
-/// query as warp vectors, with its norms (nullptr for a flush with no current token: ck/cq are left unset).
+/// Fills the per-entry values from the buffer in shared memory (cp.async complete and synchronised): warp 0 forms
+/// the decay weights w[j] and decay0 by a suffix sum of g, 32 entries per round from the newest down; every warp
+/// forms rk, ck, cq for entries w, w + 4, ... kt/qt: the current token's raw key and query as warp vectors, with
+/// its norms and log-decay gt (nullptr and gt = 0 for a flush with no current token: ck/cq are then unset).
 /// Writes shared memory only: the caller synchronises before reading.
 template <int K>
-__device__ __forceinline__ void buffer_key_products(const KVBufferPool& pool, int H, int HV, int slot, int h, int hk,
-                                                    int n, const WarpVec<K>* kt, const WarpVec<K>* qt,
-                                                    const QKNorm& nrm, BufferCoefs& bc) {
+__device__ __forceinline__ void buffer_coefficients(int n, float gt, const WarpVec<K>* kt, const WarpVec<K>* qt,
+                                                    const QKNorm& nrm, const BufferSmem<K>& bs) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t e0 = int64_t(slot) * pool.capacity;
-  for (int j0 = warp; j0 < n; j0 += kWarps * kEntriesPerWarp) {
-    WarpVecBf16<K> kj[kEntriesPerWarp];
-    float gj[kEntriesPerWarp];
+  if (warp == 0) {
+    float carry = 0.f;  // sum of g over the entries above the current round
+    for (int c = (n + 31) / 32 - 1; c >= 0; --c) {
+      const int j = c * 32 + lane;
+      const float gj = j < n ? bs.g[j] : 0.f;
+      float incl = gj;  // sum of g over entries j .. end of round
 #pragma unroll
-    for (int e = 0; e < kEntriesPerWarp; ++e) {
-      const int j = j0 + e * kWarps;
-      if (j < n) {
-        kj[e].load(pool.keys + ((e0 + j) * H + hk) * K, lane);
-        gj[e] = lane == 0 ? pool.log_decay[(e0 + j) * HV + h] : 0.f;
+      for (int off = 1; off < 32; off <<= 1) {
+        const float y = __shfl_down_sync(0xffffffffu, incl, off);
+        if (lane + off < 32) incl += y;
       }
+      const float above = __shfl_down_sync(0xffffffffu, incl, 1);
+      if (j < n) bs.w[j] = expf(gt + (lane < 31 ? above : 0.f) + carry);
+      carry += __shfl_sync(0xffffffffu, incl, 0);
     }
-#pragma unroll
-    for (int e = 0; e < kEntriesPerWarp; ++e) {
-      const int j = j0 + e * kWarps;
-      if (j >= n) break;
-      const float rkj = rsqrtf(warp_sum(kj[e].norm2()) + kL2NormEps);
-      float kd = 0.f, qd = 0.f;
-      if (kt) {
-        kd = warp_sum(kj[e].dot(*kt));
-        qd = warp_sum(kj[e].dot(*qt));
-      }
-      if (lane == 0) {
-        bc.g[j] = gj[e];
-        bc.rk[j] = rkj;
-        bc.ck[j] = kd * rkj * nrm.rk;
-        bc.cq[j] = qd * rkj * nrm.rq;
-      }
+    if (lane == 0) bs.decay0[0] = expf(gt + carry);
+  }
+  for (int j = warp; j < n; j += int(blockDim.x / 32)) {
+    WarpVecBf16<K> kj;
+    kj.load(bs.keys + j * K, lane);
+    const float rkj = rsqrtf(warp_sum(kj.norm2()) + kL2NormEps);
+    float kd = 0.f, qd = 0.f;
+    if (kt) {
+      kd = warp_sum(kj.dot(*kt));
+      qd = warp_sum(kj.dot(*qt));
+    }
+    if (lane == 0) {
+      bs.rk[j] = rkj;
+      bs.ck[j] = kd * rkj * nrm.rk;
+      bs.cq[j] = qd * rkj * nrm.rq;
     }
   }
-}
-
-/// e^{G_t} = exp(g_t + sum_{j<n} g_j), the checkpoint's decay (every thread reads the n values of g).
-__device__ __forceinline__ float checkpoint_decay(const BufferCoefs& bc, int n, float gt) {
-  float total = 0.f;
-  for (int j = n - 1; j >= 0; --j) total += bc.g[j];
-  return expf(gt + total);
 }
 
 /// Adds the buffer's share to this thread's partial S^T k^ and S^T q^ columns, from the extra rows of the tile
 /// (u_j at row K + j): for j = rg, rg + RG, ... < n: acc_k += w_j ck[j] u_j, acc_q += w_j cq[j] u_j.
 template <class Tile, int K>
-__device__ __forceinline__ void accumulate_buffer(const Tile& tile, const BufferCoefs& bc, int n, float gt,
+__device__ __forceinline__ void accumulate_buffer(const Tile& tile, const BufferSmem<K>& bs, int n,
                                                   float (&acc_k)[4], float (&acc_q)[4]) {
-  float above = 0.f;  // sum of g over entries after j
-  for (int j = n - 1; j >= 0; --j) {
-    if (j % Tile::RG == tile.rg) {
-      const float w = expf(gt + above);
-      const float a = w * bc.ck[j], b = w * bc.cq[j];
-      const float4 u = tile.at(K + j);
-      acc_k[0] = fmaf(a, u.x, acc_k[0]);
-      acc_k[1] = fmaf(a, u.y, acc_k[1]);
-      acc_k[2] = fmaf(a, u.z, acc_k[2]);
-      acc_k[3] = fmaf(a, u.w, acc_k[3]);
-      acc_q[0] = fmaf(b, u.x, acc_q[0]);
-      acc_q[1] = fmaf(b, u.y, acc_q[1]);
-      acc_q[2] = fmaf(b, u.z, acc_q[2]);
-      acc_q[3] = fmaf(b, u.w, acc_q[3]);
-    }
-    above += bc.g[j];
+  for (int j = tile.rg; j < n; j += Tile::RG) {
+    const float a = bs.w[j] * bs.ck[j], b = bs.w[j] * bs.cq[j];
+    const float4 u = tile.at(K + j);
+    acc_k[0] = fmaf(a, u.x, acc_k[0]);
+    acc_k[1] = fmaf(a, u.y, acc_k[1]);
+    acc_k[2] = fmaf(a, u.z, acc_k[2]);
+    acc_k[3] = fmaf(a, u.w, acc_k[3]);
+    acc_q[0] = fmaf(b, u.x, acc_q[0]);
+    acc_q[1] = fmaf(b, u.y, acc_q[1]);
+    acc_q[2] = fmaf(b, u.z, acc_q[2]);
+    acc_q[3] = fmaf(b, u.w, acc_q[3]);
   }
 }
 
-/// Folds the n buffered entries into the tile's state rows: S += sum_j w_j k^_j[rows] u_j[cols], with u_j from the
-/// tile's extra rows and the raw keys [slot][capacity][H][K] from memory (the tile must already hold e^{G_t} S0 and
-/// the current token's entry, if any).
+/// Folds the n buffered entries into the tile's state rows: S += sum_j w_j k^_j[rows] u_j[cols], all from shared
+/// memory (the tile must already hold e^{G_t} S0 and the current token's entry, if any).
 template <int K, class Tile>
-__device__ __forceinline__ void fold_buffer(const KVBufferPool& pool, int H, int slot, int hk, int n, float gt,
-                                            const BufferCoefs& bc, const Tile& tile) {
-  const int64_t e0 = int64_t(slot) * pool.capacity;
-  float above = 0.f;
+__device__ __forceinline__ void fold_buffer(int n, const BufferSmem<K>& bs, const Tile& tile) {
 #pragma unroll 2
-  for (int j = n - 1; j >= 0; --j) {
+  for (int j = 0; j < n; ++j) {
     float kr[Tile::ROWS];
-    load_bf16<Tile::ROWS>(pool.keys + ((e0 + j) * H + hk) * K + tile.row(0), kr);
-    const float w = expf(gt + above) * bc.rk[j];
+    load_bf16<Tile::ROWS>(bs.keys + j * K + tile.row(0), kr);
+    const float wj = bs.w[j] * bs.rk[j];
 #pragma unroll
-    for (int i = 0; i < Tile::ROWS; ++i) kr[i] *= w;
+    for (int i = 0; i < Tile::ROWS; ++i) kr[i] *= wj;
     tile.rank1(kr, tile.at(K + j));
-    above += bc.g[j];
   }
 }
 

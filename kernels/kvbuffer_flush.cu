@@ -15,7 +15,7 @@ using namespace dev;
 template <int K, int VB>
 __global__ void __launch_bounds__(kThreads) kvbuffer_flush_kernel(const KVBufferFlushParams p) {
   using Tile = SmemTile<K, VB>;
-  extern __shared__ float4 dyn_smem[];  // [K + capacity][VB] tile, then the BufferCoefs arrays
+  extern __shared__ float4 dyn_smem[];  // [K + capacity][VB] tile, then the BufferSmem arrays
   const int v0 = blockIdx.x * VB, h = blockIdx.y;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const KVBufferPool& pool = p.pool;
@@ -29,24 +29,26 @@ __global__ void __launch_bounds__(kThreads) kvbuffer_flush_kernel(const KVBuffer
   tile.setup(dyn_smem, v0, V);
   tile.load_state_async(s0, V);
   tile.load_extra_async(pool.deltas + (e0 * HV + h) * V, int64_t(HV) * V, n);
+  BufferSmem<K> bs;
+  bs.setup(dyn_smem + (K + pool.capacity) * Tile::CG, pool.capacity);
+  bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
-  BufferCoefs bc;
-  bc.setup(reinterpret_cast<float*>(dyn_smem + (K + pool.capacity) * Tile::CG), pool.capacity);
-  buffer_key_products<K>(pool, H, HV, slot, h, hk, n, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bc);
   cp_async_wait_all();
   __syncthreads();
-  const float decay0 = checkpoint_decay(bc, n, 0.f);  // e^{G_n}
+  buffer_coefficients<K>(n, 0.f, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bs);
+  __syncthreads();
+  const float decay0 = bs.decay0[0];  // e^{G_n}
   float none[Tile::ROWS] = {};
   const float zero[4] = {0.f, 0.f, 0.f, 0.f};
   tile.decay_rank1(decay0, none, zero);
-  fold_buffer<K>(pool, H, slot, hk, n, 0.f, bc, tile);
+  fold_buffer<K>(n, bs, tile);
   tile.store_state(s0, V);
 }
 
 template <int K, int VB>
 cudaError_t launch_tile(const KVBufferFlushParams& p, cudaStream_t stream) {
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.count);
-  const size_t smem = SmemTile<K, VB>::bytes(p.pool.capacity) + BufferCoefs::bytes(p.pool.capacity);
+  const size_t smem = SmemTile<K, VB>::bytes(p.pool.capacity) + BufferSmem<K>::bytes(p.pool.capacity);
   if (smem > 48 * 1024) {
     const cudaError_t e =
         cudaFuncSetAttribute(kvbuffer_flush_kernel<K, VB>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));

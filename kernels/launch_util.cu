@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace kvb {
@@ -15,6 +17,16 @@ std::string validate_inputs(const TokenInputs& in, int batch) {
   if (!in.beta && !in.b) return "gates: set either beta or b";
   if (!(in.scale > 0.f)) return "scale must be > 0";
   return "";
+}
+
+int tile_override() {
+  static const int value = [] {
+    const char* s = std::getenv("KVB_TILE");
+    int vb = 0, threads = 0;
+    if (!s || std::sscanf(s, "%d,%d", &vb, &threads) != 2) return 0;
+    return vb * 1000 + threads;
+  }();
+  return value;
 }
 
 int sm_count() {

@@ -13,6 +13,10 @@ std::string validate_inputs(const TokenInputs& in, int batch);
 /// "" when a KVBuffer pool is usable (pointers set, 1 <= buffer_size <= capacity <= kMaxBuffer), else the reason.
 std::string validate_pool(const KVBufferPool& pool);
 
+/// Tile shape forced through the environment variable KVB_TILE ("VB,THREADS", e.g. "64,256": a tuning override for
+/// A/B measurements), as VB * 1000 + THREADS; 0 when unset or malformed. Read once per process.
+int tile_override();
+
 /// Streaming multiprocessors of the current device (cached per device; 132 when it cannot be read).
 int sm_count();
 

@@ -18,11 +18,11 @@ __device__ __forceinline__ void zero_output_slice(const RecurrentDecodeParams& p
     store_output1(p.o, p.o_dtype, (int64_t(row) * p.shape.heads_v + h) * V + v0 + c, 0.f);
 }
 
-template <int K, int VB>
-__global__ void __launch_bounds__(kThreads) recurrent_decode_kv_kernel(const RecurrentDecodeParams p) {
-  using Tile = SmemTile<K, VB>;
-  __shared__ float4 tile_smem[K * VB / 4];
-  __shared__ float red[2 * kWarps * VB];
+template <int K, int VB, int THREADS>
+__global__ void __launch_bounds__(THREADS) recurrent_decode_kv_kernel(const RecurrentDecodeParams p) {
+  using Tile = SmemTile<K, VB, THREADS>;
+  extern __shared__ __align__(16) float4 tile_smem[];  // K x VB floats
+  __shared__ float red[2 * Tile::WARPS * VB];
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const int slot = p.slot[row];
@@ -43,19 +43,19 @@ __global__ void __launch_bounds__(kThreads) recurrent_decode_kv_kernel(const Rec
   WarpVec<K> qv, kv;
   qv.load(qp, lane);
   kv.load(kp, lane);
-  const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
-  const Gate gate = prepare_gate(p.in, row, h, HV);
-  const float decay = expf(gate.g);
   float kr[Tile::ROWS], qr[Tile::ROWS], vv[4];
   load_bf16<Tile::ROWS>(kp + tile.row(0), kr);
   load_bf16<Tile::ROWS>(qp + tile.row(0), qr);
+  const int64_t vo = (int64_t(row) * HV + h) * V + tile.col;
+  load4(p.in.v + vo, tile.active, vv);
+  const Gate gate = prepare_gate(p.in, row, h, HV);
+  const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
+  const float decay = expf(gate.g);
 #pragma unroll
   for (int i = 0; i < Tile::ROWS; ++i) {
     kr[i] *= nrm.rk;
     qr[i] *= nrm.rq;
   }
-  const int64_t vo = (int64_t(row) * HV + h) * V + tile.col;
-  load4(p.in.v + vo, tile.active, vv);
 
   cp_async_wait_all();
   __syncthreads();
@@ -136,11 +136,17 @@ __global__ void __launch_bounds__(kThreads) recurrent_decode_vk_kernel(const Rec
   }
 }
 
-template <int K, int VB>
+template <int K, int VB, int THREADS = kThreads>
 cudaError_t launch_tile(const RecurrentDecodeParams& p, cudaStream_t stream) {
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   if (p.layout == StateLayout::kv) {
-    recurrent_decode_kv_kernel<K, VB><<<grid, kThreads, 0, stream>>>(p);
+    const size_t smem = SmemTile<K, VB, THREADS>::bytes(0);
+    if (smem > 48 * 1024) {
+      const cudaError_t e = cudaFuncSetAttribute(recurrent_decode_kv_kernel<K, VB, THREADS>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+      if (e != cudaSuccess) return e;
+    }
+    recurrent_decode_kv_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
   } else if constexpr (K <= 128) {
     recurrent_decode_vk_kernel<K, VB><<<grid, kThreads, 0, stream>>>(p);
   } else {
@@ -169,7 +175,17 @@ cudaError_t launch_recurrent_decode(const RecurrentDecodeParams& p, cudaStream_t
   switch (p.shape.head_dim_k) {
     case 32: return narrow ? launch_tile<32, 16>(p, stream) : launch_tile<32, 32>(p, stream);
     case 64: return narrow ? launch_tile<64, 16>(p, stream) : launch_tile<64, 32>(p, stream);
-    case 128: return narrow ? launch_tile<128, 16>(p, stream) : launch_tile<128, 32>(p, stream);
+    case 128:
+      if (narrow) return launch_tile<128, 16>(p, stream);
+      if (p.layout == StateLayout::vk || int64_t(p.batch) * p.shape.heads_v < 8 * sm_count())
+        return launch_tile<128, 32>(p, stream);
+      // Whole rows per block (contiguous 64 KiB tiles) measured fastest on the H200 at batch >= 64.
+      switch (tile_override()) {
+        case 32128: return launch_tile<128, 32>(p, stream);
+        case 64256: return launch_tile<128, 64, 256>(p, stream);
+        case 128512: return launch_tile<128, 128, 512>(p, stream);
+        default: return launch_tile<128, 128, 256>(p, stream);
+      }
     case 256: return launch_tile<256, 16>(p, stream);
   }
   return cudaErrorInvalidValue;

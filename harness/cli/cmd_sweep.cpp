@@ -1,8 +1,11 @@
 // `kvb sweep`: validate everything, check for a GPU, measure the device, run the grid (commands.h).
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "harness/cli/build_info.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/sweep_setup.h"
 #include "harness/device/bandwidth.h"
 #include "harness/device/device_info.h"
 #include "harness/sweep/config.h"
@@ -11,48 +14,90 @@
 
 namespace kvb::cli {
 
-int run_sweep_command(const SweepCommandOptions& options) {
-  // 1. Config, overrides, grid and output: every check before anything runs or is written.
-  const SweepConfig config = load_sweep_config(options.config);
-  const ExperimentKind* kind = nullptr;
+SweepSetup prepare_sweep(const SweepCommandOptions& options) {
+  SweepSetup s;
+  s.config = load_sweep_config(options.config);
   try {
-    kind = &find_experiment_kind(config.kind);
+    s.kind = &find_experiment_kind(s.config.kind);
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("{}: experiment.kind: {}", options.config, e.what()));
   }
   std::vector<AxisValues> overrides;
-  for (const auto& s : options.sets) overrides.push_back(parse_axis_override(s));
-  const auto axes = resolve_axes(*kind, config, overrides);
-  const std::vector<Point> points = make_grid(*kind, axes);
-  validate_points(*kind, points);
-  if (points.empty()) throw UsageError(fmt::format("{}: the grid has no points", options.config));
+  for (const auto& set : options.sets) overrides.push_back(parse_axis_override(set));
+  const auto axes = resolve_axes(*s.kind, s.config, overrides);
+  s.grid = make_grid(*s.kind, axes);
+  validate_points(*s.kind, s.grid);
+  if (s.grid.empty()) throw UsageError(fmt::format("{}: the grid has no points", options.config));
+  if (!options.shard.empty()) s.shard = parse_shard(options.shard);
+  s.points = shard_points(s.grid, s.shard);
+  if (!options.devices.empty() && options.dry_run)
+    throw UsageError(
+        "--devices: cannot be combined with --dry-run (list one worker's points with --dry-run --shard K/N)");
+  if (!options.devices.empty() && options.device_given)
+    throw UsageError("--devices: cannot be combined with --device (give the devices as --devices 0,1,... or all)");
 
-  const std::string out = options.out.empty() ? "results/" + config.name + ".csv" : options.out;
-  check_output_writable(out);
-  const CsvTable existing = load_resume_table(*kind, out);
+  if (!options.out.empty()) s.out = options.out;
+  else if (options.shard.empty()) s.out = "results/" + s.config.name + ".csv";
+  else s.out = "results/" + s.config.name + ".shard" + s.shard.tag() + ".csv";
+  check_output_writable(s.out);
+  load_resume_table(*s.kind, s.out);
+  return s;
+}
 
-  if (options.dry_run) {
-    const std::vector<bool> done = finished_points(*kind, config.name, points, existing);
-    size_t n_done = 0;
-    for (bool d : done) n_done += d;
-    fmt::print("kvb sweep --dry-run: experiment {} (kind {}), {} points, {} already in {}\n", config.name,
-               kind->name, points.size(), n_done, out);
-    for (size_t i = 0; i < points.size(); ++i)
-      fmt::print("[{}/{}] {}{}\n", i + 1, points.size(), points[i].label(), done[i] ? "  (done)" : "");
-    return 0;
+bool sweep_gpu_present() {
+  if (cuda_device_count() > 0) return true;
+  fmt::print(stderr,
+             "kvb sweep: no CUDA device found; the sweep needs a GPU (kvb info, kvb check-golden and --dry-run "
+             "work without one)\n");
+  return false;
+}
+
+namespace {
+
+int dry_run(const SweepSetup& s) {
+  const CsvTable existing = load_resume_table(*s.kind, s.out);
+  const std::vector<bool> done = finished_points(*s.kind, s.config.name, s.points, existing);
+  size_t n_done = 0;
+  for (bool d : done) n_done += d;
+  const std::string shard_note =
+      s.shard.count > 1 ? fmt::format(" (shard {}/{} of {} points)", s.shard.index, s.shard.count, s.grid.size()) : "";
+  fmt::print("kvb sweep --dry-run: experiment {} (kind {}), {} points{}, {} already in {}\n", s.config.name,
+             s.kind->name, s.points.size(), shard_note, n_done, s.out);
+  size_t k = 0;
+  for (size_t i = 0; i < s.grid.size(); ++i) {
+    if (!s.shard.holds(i)) continue;
+    fmt::print("[{}/{}] {}{}\n", i + 1, s.grid.size(), s.grid[i].label(), done[k++] ? "  (done)" : "");
   }
+  return 0;
+}
 
-  // 2. A GPU.
+/// A shard without points (more shards than points): its file holds the header only, so that merge sees every shard.
+int empty_shard(const SweepSetup& s) {
+  if (!std::filesystem::exists(s.out)) {
+    const std::filesystem::path parent = std::filesystem::path(s.out).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
+    write_file_atomic(s.out, csv_line(csv_columns(*s.kind)));
+  }
+  fmt::print(stderr, "kvb sweep: shard {}/{} of a grid of {} points holds no points; {} has the header only\n",
+             s.shard.index, s.shard.count, s.grid.size(), s.out);
+  return 0;
+}
+
+}  // namespace
+
+int run_sweep_command(const SweepCommandOptions& options) {
+  // 1. Config, overrides, grid, shard and output: every check before anything runs or is written.
+  const SweepSetup setup = prepare_sweep(options);
+  if (options.dry_run) return dry_run(setup);
+
+  // 2. A GPU (several with --devices).
+  if (!sweep_gpu_present()) return 2;
+  if (!options.devices.empty()) return run_sweep_on_devices(options, setup);
   const int count = cuda_device_count();
-  if (count == 0) {
-    fmt::print(stderr,
-               "kvb sweep: no CUDA device found; the sweep needs a GPU (kvb info, kvb check-golden and --dry-run "
-               "work without one)\n");
-    return 2;
-  }
   if (options.device < 0 || options.device >= count)
     throw UsageError(fmt::format("--device {}: there are {} CUDA devices (allowed: 0..{})", options.device, count,
                                  count - 1));
+  if (setup.points.empty()) return empty_shard(setup);
 
   // 3. Device facts, bandwidth once per sweep, run options.
   const DeviceInfo info = query_device_info(options.device);
@@ -64,9 +109,10 @@ int run_sweep_command(const SweepCommandOptions& options) {
   ctx.git_sha = build_git_sha();
   ctx.l2_mode = options.l2;
   ctx.cupti = !options.no_cupti;
-  if (config.timing.min_samples) ctx.min_samples = *config.timing.min_samples;
-  if (config.timing.max_seconds_per_point) ctx.max_seconds_per_point = *config.timing.max_seconds_per_point;
-  if (config.timing.target_noise_pct) ctx.target_noise_pct = *config.timing.target_noise_pct;
+  const TimingConfig& timing = setup.config.timing;
+  if (timing.min_samples) ctx.min_samples = *timing.min_samples;
+  if (timing.max_seconds_per_point) ctx.max_seconds_per_point = *timing.max_seconds_per_point;
+  if (timing.target_noise_pct) ctx.target_noise_pct = *timing.target_noise_pct;
   if (options.min_samples) ctx.min_samples = *options.min_samples;
   if (options.max_seconds) ctx.max_seconds_per_point = *options.max_seconds;
   fmt::print(stderr, "kvb sweep: GPU {} {} ({} SMs, L2 {:.0f} MiB, {:.1f} GiB), driver {}, CUDA {}, git {}\n",
@@ -77,13 +123,13 @@ int run_sweep_command(const SweepCommandOptions& options) {
   fmt::print(stderr,
              "kvb sweep: measured copy {:.1f} GB/s (read + write), read {:.1f} GB/s; L2 {}, CUPTI {}; {} points "
              "-> {}\n",
-             ctx.copy_gbps, ctx.read_gbps, ctx.l2_mode, ctx.cupti ? "on" : "off", points.size(), out);
+             ctx.copy_gbps, ctx.read_gbps, ctx.l2_mode, ctx.cupti ? "on" : "off", setup.points.size(), setup.out);
 
   // 4. Run.
   kvb::SweepOptions run_options;
-  run_options.experiment = config.name;
-  run_options.out_path = out;
-  const SweepSummary summary = run_sweep(*kind, points, ctx, run_options);
+  run_options.experiment = setup.config.name;
+  run_options.out_path = setup.out;
+  const SweepSummary summary = run_sweep(*setup.kind, setup.points, ctx, run_options);
   return summary.failed ? 1 : 0;
 }
 

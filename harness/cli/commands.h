@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/sweep/merge.h"
+
 namespace kvb::cli {
 
 /// `kvb info` options.
@@ -40,10 +42,43 @@ struct SweepCommandOptions {
   std::optional<int> min_samples;
   std::optional<double> max_seconds;
   int device = 0;
+  bool device_given = false;      ///< --device was on the command line
+  std::string shard;              ///< "I/N": run grid points i with i % N == I; "" the whole grid
+  std::string devices;            ///< "0,1,..." or "all": one worker process per GPU; "" one process
 };
 
-/// Validates the config, overrides and output, then (unless dry_run) checks for a GPU (exit 2 without one),
-/// measures the device, and runs the sweep. Exit 0 when every point is ok, 1 when any point failed.
+/// Validates the config, overrides, shard and output, then (unless dry_run) checks for a GPU (exit 2 without one),
+/// measures the device, and runs the sweep (or, with devices, one worker `kvb sweep` per GPU and merges their rows
+/// into the output). Exit 0 when every point is ok, 1 when any point failed.
 int run_sweep_command(const SweepCommandOptions& options);
+
+/// `kvb merge` options.
+struct MergeCommandOptions {
+  std::string out;                 ///< merged CSV, written atomically
+  std::vector<std::string> inputs; ///< shard CSVs
+  std::string config;              ///< optional: order rows as in this config's full grid and check its experiment
+  std::vector<std::string> sets;   ///< AXIS=V1,V2,... overrides of that grid
+};
+
+/// Joins shard CSVs (kvb/sweep/merge.h). Exit 0, or UsageError (exit 2, nothing written) for a missing or malformed
+/// input, a header or experiment that differs, or a point in two inputs.
+int run_merge_command(const MergeCommandOptions& options);
+
+/// Reads a result CSV that must exist (for merge and compare). Throws UsageError naming the file when it is absent,
+/// unreadable or malformed.
+CsvInput read_input_csv(const std::string& path);
+
+/// `kvb compare` options.
+struct CompareCommandOptions {
+  std::string baseline, candidate;  ///< result CSVs
+  double threshold_pct = 5.0;       ///< smallest median change that counts, percent
+  bool markdown = false;            ///< GitHub Markdown table instead of aligned text
+  bool allow_different_gpu = false;
+};
+
+/// Prints the per-point comparison (harness/sweep/compare.h) to stdout. Exit 1 when any point is slower beyond the
+/// threshold and the spread, else 0; UsageError (exit 2) for unusable input (no common points, different GPUs
+/// without allow_different_gpu, a missing or malformed file).
+int run_compare_command(const CompareCommandOptions& options);
 
 }  // namespace kvb::cli

@@ -1,4 +1,5 @@
-// `kvb`: the command line of kvbuffer-bench. Subcommands info, check-golden, sweep (harness/cli/commands.h).
+// `kvb`: the command line of kvbuffer-bench. Subcommands info, check-golden, sweep, merge, compare
+// (harness/cli/commands.h).
 // Exit codes: 0 success, 1 a check or sweep point failed (or a runtime error), 2 bad input.
 #include <CLI/CLI.hpp>
 
@@ -44,7 +45,32 @@ int main(int argc, char** argv) {
                              ->check(CLI::Range(1, 1000000));
   CLI::Option* max_opt = sweep_cmd->add_option("--max-seconds", max_seconds, "time budget per point, seconds")
                              ->check(CLI::PositiveNumber);
-  sweep_cmd->add_option("--device", sweep.device, "CUDA device index")->check(CLI::Range(0, 1023));
+  CLI::Option* device_opt =
+      sweep_cmd->add_option("--device", sweep.device, "CUDA device index")->check(CLI::Range(0, 1023));
+  sweep_cmd->add_option("--shard", sweep.shard,
+                        "run grid points i with i % N == I (I/N, 0 <= I < N); default output "
+                        "results/<name>.shardI-of-N.csv");
+  sweep_cmd->add_option("--devices", sweep.devices,
+                        "one worker process per GPU (0,1,... or all), rows merged into --out");
+
+  MergeCommandOptions merge;
+  CLI::App* merge_cmd = app.add_subcommand("merge", "join shard CSVs of one experiment into one CSV");
+  merge_cmd->add_option("out", merge.out, "merged CSV (written atomically)")->required();
+  merge_cmd->add_option("inputs", merge.inputs, "shard CSVs")->required();
+  merge_cmd->add_option("--config", merge.config, "order rows as in this config's full grid; check its experiment");
+  merge_cmd->add_option("--set", merge.sets, "axis override of that grid: AXIS=V1,V2,... (repeatable)");
+
+  CompareCommandOptions compare;
+  CLI::App* compare_cmd = app.add_subcommand(
+      "compare", "per-point latency of a candidate CSV against a baseline; exit 1 when a point got slower");
+  compare_cmd->add_option("baseline", compare.baseline, "baseline result CSV")->required();
+  compare_cmd->add_option("candidate", compare.candidate, "candidate result CSV")->required();
+  compare_cmd->add_option("--threshold", compare.threshold_pct,
+                          "smallest median change that counts, percent (default 5)")
+      ->check(CLI::Range(0.0, 1000.0));
+  compare_cmd->add_flag("--markdown", compare.markdown, "GitHub Markdown table (for a pull-request comment)");
+  compare_cmd->add_flag("--allow-different-gpu", compare.allow_different_gpu,
+                        "compare even when the two files ran on different GPUs");
 
   try {
     app.parse(argc, argv);
@@ -55,11 +81,14 @@ int main(int argc, char** argv) {
   }
   if (min_opt->count()) sweep.min_samples = min_samples;
   if (max_opt->count()) sweep.max_seconds = max_seconds;
+  sweep.device_given = device_opt->count() > 0;
 
   try {
     if (info_cmd->parsed()) return run_info(info);
     if (golden_cmd->parsed()) return run_check_golden(golden);
     if (sweep_cmd->parsed()) return run_sweep_command(sweep);
+    if (merge_cmd->parsed()) return run_merge_command(merge);
+    if (compare_cmd->parsed()) return run_compare_command(compare);
   } catch (const kvb::UsageError& e) {
     fmt::print(stderr, "kvb: {}\n", e.what());
     return 2;

@@ -6,10 +6,18 @@
 
 namespace kvb {
 
+namespace {
+std::map<int, std::unique_ptr<RangeProfilerOrStatus>>& sessions() {
+  static std::map<int, std::unique_ptr<RangeProfilerOrStatus>> s;
+  return s;
+}
+}  // namespace
+
+void release_profile_sessions() { sessions().clear(); }
+
 RangeMeasurement profile_range(int device, const std::function<void()>& work,
                                const std::function<void()>& before_pass) {
-  static std::map<int, std::unique_ptr<RangeProfilerOrStatus>> sessions;
-  auto& session = sessions[device];
+  auto& session = sessions()[device];
   if (!session) {
     RangeProfilerOptions options;
     options.cuda_device = device;

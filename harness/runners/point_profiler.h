@@ -15,4 +15,8 @@ namespace kvb {
 RangeMeasurement profile_range(int device, const std::function<void()>& work,
                                const std::function<void()>& before_pass);
 
+/// Ends every session profile_range() opened (CUPTI allows one profiler per process: call this before creating
+/// another RangeProfiler in the same process, as tests do).
+void release_profile_sessions();
+
 }  // namespace kvb

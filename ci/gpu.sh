@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# CI on a GPU runner: build, run the test suite (GPU tests included), run the smoke grid (experiments/ci_smoke.toml)
+# and compare it against the committed baseline (results/baseline/ci_smoke.csv) with kvb compare.
+#
+# Usage: ci/gpu.sh                     the CI job
+#        ci/gpu.sh --update-baseline   build, test, run the smoke grid and make it the baseline (then commit it)
+# Environment: KVB_BUILD_DIR (default build/release), OUT_DIR (default $KVB_BUILD_DIR/ci), KVB_BASELINE (default
+#   results/baseline/ci_smoke.csv), KVB_THRESHOLD (percent, default 5), KVB_CI_BENCH=1 also runs kvb_bench into
+#   $OUT_DIR/kvb_bench.json. Writes $OUT_DIR/ci_smoke.csv and $OUT_DIR/compare.md (appended to $GITHUB_STEP_SUMMARY
+#   when that is set).
+# Exit status: 0 pass; 1 a test or a smoke point failed, or a point is slower than the baseline beyond the threshold
+# and the spread; 2 no GPU, no baseline, or input kvb compare cannot use (different GPU, no common points).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+BUILD_DIR="${KVB_BUILD_DIR:-$ROOT/build/release}"
+export KVB_BUILD_DIR="$BUILD_DIR"
+OUT_DIR="${OUT_DIR:-$BUILD_DIR/ci}"
+BASELINE="${KVB_BASELINE:-$ROOT/results/baseline/ci_smoke.csv}"
+THRESHOLD="${KVB_THRESHOLD:-5}"
+KVB="$BUILD_DIR/kvb"
+
+update=0
+case "${1:-}" in
+  --update-baseline) update=1 ;;
+  "") ;;
+  *) echo "ci/gpu.sh: unknown argument '$1' (allowed: --update-baseline)" >&2; exit 2 ;;
+esac
+if ((!update)) && [[ ! -f "$BASELINE" ]]; then
+  echo "ci/gpu.sh: no baseline at $BASELINE (create it on the reference GPU with: ci/gpu.sh --update-baseline)" >&2
+  exit 2
+fi
+
+echo "== build and test (scripts/test.sh)"
+if ! "$ROOT/scripts/test.sh"; then
+  echo "ci/gpu.sh: the build or a test failed" >&2
+  exit 1
+fi
+if ! "$KVB" info --gpu-present; then
+  echo "ci/gpu.sh: no CUDA device found; this job needs a GPU runner" >&2
+  exit 2
+fi
+"$KVB" info
+
+echo "== smoke sweep (experiments/ci_smoke.toml)"
+mkdir -p "$OUT_DIR"
+rm -f "$OUT_DIR/ci_smoke.csv"  # a fresh run: an old file would be resumed, not measured again
+sweep_status=0
+"$KVB" sweep --config experiments/ci_smoke.toml --out "$OUT_DIR/ci_smoke.csv" || sweep_status=$?
+if ((sweep_status == 2)); then exit 2; fi
+
+if [[ "${KVB_CI_BENCH:-0}" == 1 ]]; then
+  echo "== kvb_bench"
+  "$BUILD_DIR/kvb_bench" --benchmark_out="$OUT_DIR/kvb_bench.json" --benchmark_out_format=json
+fi
+
+if ((update)); then
+  if ((sweep_status != 0)); then
+    echo "ci/gpu.sh: a smoke point failed; not updating the baseline" >&2
+    exit 1
+  fi
+  mkdir -p "$(dirname "$BASELINE")"
+  cp "$OUT_DIR/ci_smoke.csv" "$BASELINE"
+  echo "ci/gpu.sh: wrote the baseline $BASELINE; commit it"
+  exit 0
+fi
+
+echo "== compare against $BASELINE (threshold $THRESHOLD%)"
+compare_status=0
+"$KVB" compare "$BASELINE" "$OUT_DIR/ci_smoke.csv" --threshold "$THRESHOLD" --markdown >"$OUT_DIR/compare.md" ||
+  compare_status=$?
+cat "$OUT_DIR/compare.md"
+if [[ -n "${GITHUB_STEP_SUMMARY:-}" && -s "$OUT_DIR/compare.md" ]]; then cat "$OUT_DIR/compare.md" >>"$GITHUB_STEP_SUMMARY"; fi
+
+if ((compare_status != 0)); then exit "$compare_status"; fi
+if ((sweep_status != 0)); then
+  echo "ci/gpu.sh: a smoke point failed (see its status in $OUT_DIR/ci_smoke.csv)" >&2
+  exit 1
+fi
+echo "ci/gpu.sh: pass"

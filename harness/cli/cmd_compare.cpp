@@ -1,0 +1,24 @@
+// `kvb compare BASELINE CANDIDATE`: per-point latency ratios and a faster/same/slower verdict (commands.h,
+// harness/sweep/compare.h).
+#include <fmt/format.h>
+
+#include "harness/cli/commands.h"
+#include "harness/sweep/compare.h"
+#include "harness/sweep/compare_report.h"
+
+namespace kvb::cli {
+
+int run_compare_command(const CompareCommandOptions& options) {
+  CompareOptions compare;
+  compare.threshold_pct = options.threshold_pct;
+  compare.allow_different_gpu = options.allow_different_gpu;
+  const CsvInput baseline = read_input_csv(options.baseline);
+  const CsvInput candidate = read_input_csv(options.candidate);
+  const Comparison c = compare_tables(baseline, candidate, experiment_kinds(), compare);
+  const std::string report = options.markdown ? format_comparison_markdown(c, options.baseline, options.candidate)
+                                              : format_comparison_text(c, options.baseline, options.candidate);
+  fmt::print("{}", report);
+  return c.exit_code();
+}
+
+}  // namespace kvb::cli

@@ -1,0 +1,35 @@
+// What `kvb sweep` resolves before anything runs: config, kind, full grid, shard, output path (shared by the
+// one-process sweep in cmd_sweep.cpp and the multi-GPU sweep in cmd_sweep_devices.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/cli/commands.h"
+#include "harness/sweep/config.h"
+#include "harness/sweep/experiment_kind.h"
+#include "harness/sweep/shard.h"
+
+namespace kvb::cli {
+
+/// A validated sweep: every check done, nothing written.
+struct SweepSetup {
+  SweepConfig config;
+  const ExperimentKind* kind = nullptr;
+  std::vector<Point> grid;    ///< the full grid, in grid order
+  Shard shard;                ///< {0, 1} without --shard
+  std::vector<Point> points;  ///< the shard's points, in grid order
+  std::string out;            ///< --out, else results/NAME.csv (results/NAME.shardI-of-N.csv with --shard)
+};
+
+/// Loads and checks everything (config, kind, overrides, grid, whole-point checks, --shard, --out writable, an
+/// existing --out's header). Throws UsageError naming the flag or field.
+SweepSetup prepare_sweep(const SweepCommandOptions& options);
+
+/// Prints the "no CUDA device" message of kvb sweep and returns false when there is no GPU; true otherwise.
+bool sweep_gpu_present();
+
+/// Runs the sweep with one worker process per device of options.devices and merges their rows into setup.out.
+int run_sweep_on_devices(const SweepCommandOptions& options, const SweepSetup& setup);
+
+}  // namespace kvb::cli

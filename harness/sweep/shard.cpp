@@ -1,0 +1,72 @@
+// --shard and --devices parsing and the split of a grid (shard.h).
+#include "harness/sweep/shard.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace kvb {
+namespace {
+
+/// A non-negative decimal integer, or -1.
+long long parse_count(const std::string& s) {
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::strtoll(s.c_str(), nullptr, 10);
+}
+
+}  // namespace
+
+std::string Shard::tag() const { return fmt::format("{}-of-{}", index, count); }
+
+Shard parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  const long long i = slash == std::string::npos ? -1 : parse_count(text.substr(0, slash));
+  const long long n = slash == std::string::npos ? -1 : parse_count(text.substr(slash + 1));
+  if (i < 0 || n < 1 || n > 100000 || i >= n)
+    throw UsageError(
+        fmt::format("--shard '{}': expected I/N with integers 0 <= I < N, 1 <= N <= 100000 (for example "
+                    "0/4 ... 3/4)",
+                    text));
+  return Shard{int(i), int(n)};
+}
+
+std::vector<Point> shard_points(const std::vector<Point>& points, const Shard& shard) {
+  std::vector<Point> out;
+  for (size_t i = 0; i < points.size(); ++i)
+    if (shard.holds(i)) out.push_back(points[i]);
+  return out;
+}
+
+Shard sub_shard(const Shard& outer, int worker, int workers) {
+  return Shard{outer.index + outer.count * worker, outer.count * workers};
+}
+
+std::vector<int> parse_device_list(const std::string& text, int device_count) {
+  const std::string allowed =
+      device_count > 0 ? fmt::format("allowed: all, or distinct indices in 0..{}, comma-separated", device_count - 1)
+                       : "there is no CUDA device";
+  std::vector<int> devices;
+  if (text == "all") {
+    for (int d = 0; d < device_count; ++d) devices.push_back(d);
+  } else {
+    size_t start = 0;
+    while (true) {
+      const auto comma = text.find(',', start);
+      const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      const long long d = parse_count(item);
+      if (d < 0 || d >= device_count)
+        throw UsageError(fmt::format("--devices '{}': '{}' is not a device of this machine ({})", text, item, allowed));
+      if (std::find(devices.begin(), devices.end(), int(d)) != devices.end())
+        throw UsageError(fmt::format("--devices '{}': device {} is listed twice ({})", text, d, allowed));
+      devices.push_back(int(d));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  if (devices.empty()) throw UsageError(fmt::format("--devices '{}': no devices ({})", text, allowed));
+  return devices;
+}
+
+}  // namespace kvb

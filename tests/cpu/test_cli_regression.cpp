@@ -1,0 +1,194 @@
+// The kvb binary's compare, merge and --shard/--devices: exit codes, one-line errors, nothing written on bad input.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "harness/device/device_info.h"
+#include "test_regression_support.h"
+#include "test_sweep_support.h"
+
+#ifndef KVB_BINARY_PATH
+#error "KVB_BINARY_PATH (the built kvb executable) must be defined by tests/CMakeLists.txt"
+#endif
+
+namespace kvb {
+namespace {
+
+using test::read_text;
+using test::TempDir;
+using test::write_text;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+/// Runs kvb with `args` (shell-quoted where needed) from the repository root.
+Result kvb(const TempDir& dir, const std::string& args) {
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  const std::string cmd = std::string("cd '") + KVB_SOURCE_DIR + "' && '" + KVB_BINARY_PATH + "' " + args + " >'" +
+                          out + "' 2>'" + err + "'";
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(out), read_text(err)};
+}
+
+size_t lines(const std::string& s) { return size_t(std::count(s.begin(), s.end(), '\n')); }
+
+std::string q(const std::string& path) { return "'" + path + "'"; }
+
+/// Writes the synthetic CSVs of the decode kind: base.csv, same.csv (identical), slower.csv (one point 20% slower,
+/// tight spread), noisy_base.csv / noisy.csv (20% slower with overlapping spreads), other.csv (another experiment),
+/// h100.csv (another GPU).
+struct CliCompare : ::testing::Test {
+  TempDir dir;
+  void SetUp() override {
+    const ExperimentKind& kind = find_experiment_kind("decode");
+    const auto points = test::decode_grid(kind, "1, 64, 256", "4, 16");
+    auto save = [&](const std::string& name, const std::string& experiment,
+                    const std::function<test::SyntheticRow(size_t, const Point&)>& row) {
+      write_text(dir.file(name), format_csv(test::synthetic_table(kind, experiment, points, row)));
+    };
+    const auto tight = test::scaled(1.0, 0.01);
+    save("base.csv", "smoke", tight);
+    save("same.csv", "smoke", tight);
+    save("slower.csv", "smoke",
+         [&](size_t i, const Point& p) { return i == 5 ? test::scaled(1.2, 0.01)(i, p) : tight(i, p); });
+    save("noisy_base.csv", "smoke", test::scaled(1.0, 0.25));
+    save("noisy.csv", "smoke", test::scaled(1.2, 0.25));
+    save("other.csv", "other", tight);
+    save("h100.csv", "smoke", [&](size_t i, const Point& p) {
+      auto r = tight(i, p);
+      r.gpu = "NVIDIA H100";
+      return r;
+    });
+  }
+  Result compare(const std::string& base, const std::string& cand, const std::string& flags = "") {
+    return kvb(dir, "compare " + q(dir.file(base)) + " " + q(dir.file(cand)) + " " + flags);
+  }
+};
+
+TEST_F(CliCompare, ExitCodesFollowTheVerdicts) {
+  Result r = compare("base.csv", "same.csv");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("0 slower, 0 faster, 9 same"), std::string::npos) << r.out;
+
+  r = compare("base.csv", "slower.csv");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.out.find("1 slower"), std::string::npos) << r.out;
+  EXPECT_EQ(compare("base.csv", "slower.csv", "--threshold 30").code, 0);
+
+  r = compare("noisy_base.csv", "noisy.csv");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+
+  r = compare("base.csv", "slower.csv", "--markdown");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.out.rfind("### kvb compare", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("**slower**"), std::string::npos) << r.out;
+}
+
+TEST_F(CliCompare, UnusableInputExits2WithOneLine) {
+  struct Case {
+    std::string base, cand, flags, needle;
+  };
+  for (const Case& c : {Case{"base.csv", "other.csv", "", "no common points"},
+                        Case{"base.csv", "h100.csv", "", "--allow-different-gpu"},
+                        Case{"base.csv", "absent.csv", "", "absent.csv: no such file"},
+                        Case{"base.csv", "same.csv", "--threshold -3", "--threshold"},
+                        Case{"base.csv", "same.csv", "--threshold abc", "--threshold"}}) {
+    const Result r = compare(c.base, c.cand, c.flags);
+    EXPECT_EQ(r.code, 2) << c.cand << " " << c.flags << ": " << r.err;
+    EXPECT_NE(r.err.find(c.needle), std::string::npos) << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  EXPECT_EQ(compare("base.csv", "h100.csv", "--allow-different-gpu").code, 0);
+  EXPECT_EQ(kvb(dir, "compare " + q(dir.file("base.csv"))).code, 2);  // CANDIDATE is required
+}
+
+TEST_F(CliCompare, MergeJoinsAndRejects) {
+  // Two halves of base.csv merge back into it.
+  const CsvTable base = read_csv_file(dir.file("base.csv"));
+  CsvTable even{base.header, {}}, odd{base.header, {}};
+  for (size_t i = 0; i < base.rows.size(); ++i) (i % 2 ? odd : even).rows.push_back(base.rows[i]);
+  write_text(dir.file("even.csv"), format_csv(even));
+  write_text(dir.file("odd.csv"), format_csv(odd));
+  Result r =
+      kvb(dir, "merge " + q(dir.file("out/merged.csv")) + " " + q(dir.file("even.csv")) + " " + q(dir.file("odd.csv")));
+  EXPECT_EQ(r.code, 0) << r.err;
+  const CsvTable merged = read_csv_file(dir.file("out/merged.csv"));
+  EXPECT_EQ(merged.rows.size(), base.rows.size());
+  EXPECT_EQ(compare("base.csv", "out/merged.csv").code, 0);
+
+  for (const std::string bad : {"other.csv", "base.csv", "absent.csv"}) {
+    r = kvb(dir, "merge " + q(dir.file("bad.csv")) + " " + q(dir.file("even.csv")) + " " + q(dir.file(bad)));
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("bad.csv"))) << bad;
+  }
+  r = kvb(dir, "merge " + q(dir.file("bad.csv")) + " " + q(dir.file("even.csv")) + " --config " +
+                   q(std::string(KVB_SOURCE_DIR) + "/experiments/decode_latency.toml"));
+  EXPECT_EQ(r.code, 2);  // experiment smoke is not decode_latency
+  EXPECT_NE(r.err.find("differs from 'decode_latency'"), std::string::npos) << r.err;
+  EXPECT_EQ(kvb(dir, "merge " + q(dir.file("bad.csv"))).code, 2);  // an input is required
+}
+
+struct CliShard : ::testing::Test {
+  TempDir dir;
+  std::string config = std::string(KVB_SOURCE_DIR) + "/experiments/decode_latency.toml";
+  Result sweep(const std::string& flags) { return kvb(dir, "sweep --config " + q(config) + " " + flags); }
+};
+
+TEST_F(CliShard, BadShardExits2WithoutOutput) {
+  for (const std::string bad : {"3/3", "x", "1/0", "-1/2", "1", "1/2/3"}) {
+    const Result r = sweep("--shard " + q(bad) + " --out " + q(dir.file("r/s.csv")));
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.err.find("--shard"), std::string::npos) << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("r")));
+}
+
+TEST_F(CliShard, DryRunListsTheShardsPointsAndItsDefaultFile) {
+  const Result all = sweep("--dry-run --set batch=1,2 --out " + q(dir.file("all.csv")));
+  ASSERT_EQ(all.code, 0) << all.err;
+  const size_t total = lines(all.out) - 1;  // minus the heading
+  size_t listed = 0;
+  for (int i = 0; i < 3; ++i) {
+    const Result r = sweep("--dry-run --set batch=1,2 --shard " + std::to_string(i) + "/3");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("results/decode_latency.shard" + std::to_string(i) + "-of-3.csv"), std::string::npos) << r.out;
+    listed += lines(r.out) - 1;
+    // Grid positions i+1, i+4, ... of the full grid, numbered as in the full list.
+    EXPECT_NE(r.out.find("[" + std::to_string(i + 1) + "/" + std::to_string(total) + "]"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(listed, total);
+  EXPECT_FALSE(std::filesystem::exists(std::string(KVB_SOURCE_DIR) + "/results/decode_latency.shard0-of-3.csv"));
+}
+
+TEST_F(CliShard, DevicesIsCheckedBeforeRunning) {
+  Result r = sweep("--dry-run --devices all");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
+  r = sweep("--devices 0,1 --device 1 --out " + q(dir.file("d.csv")));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
+  if (cuda_device_present()) {
+    r = sweep("--devices 0,9999 --out " + q(dir.file("d.csv")));
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
+  } else {
+    r = sweep("--devices all --set batch=1 --out " + q(dir.file("d.csv")));
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("no CUDA device found"), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("d.csv")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("d.csv.parts")));
+}
+
+}  // namespace
+}  // namespace kvb
