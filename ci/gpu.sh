@@ -6,7 +6,8 @@
 #        ci/gpu.sh --update-baseline   build, test, run the smoke grid and make it the baseline (then commit it)
 # Environment: KVB_BUILD_DIR (default build/release), OUT_DIR (default $KVB_BUILD_DIR/ci), KVB_BASELINE (default
 #   results/baseline/ci_smoke.csv), KVB_THRESHOLD (percent, default 5), KVB_CI_BENCH=1 also runs kvb_bench into
-#   $OUT_DIR/kvb_bench.json. Writes $OUT_DIR/ci_smoke.csv and $OUT_DIR/compare.md (appended to $GITHUB_STEP_SUMMARY
+#   $OUT_DIR/kvb_bench.json, KVB_SKIP_BUILD=1 uses the binaries already in KVB_BUILD_DIR (a runner that received a
+#   build folder instead of the sources' dependencies) and runs its test binary directly. Writes $OUT_DIR/ci_smoke.csv and $OUT_DIR/compare.md (appended to $GITHUB_STEP_SUMMARY
 #   when that is set).
 # Exit status: 0 pass; 1 a test or a smoke point failed, or a point is slower than the baseline beyond the threshold
 # and the spread; 2 no GPU, no baseline, or input kvb compare cannot use (different GPU, no common points).
@@ -32,10 +33,18 @@ if ((!update)) && [[ ! -f "$BASELINE" ]]; then
   exit 2
 fi
 
-echo "== build and test (scripts/test.sh)"
-if ! "$ROOT/scripts/test.sh"; then
-  echo "ci/gpu.sh: the build or a test failed" >&2
-  exit 1
+if [[ "${KVB_SKIP_BUILD:-0}" == 1 ]]; then
+  echo "== test ($BUILD_DIR/tests/kvb_tests, prebuilt)"
+  if ! "$BUILD_DIR/tests/kvb_tests"; then
+    echo "ci/gpu.sh: a test failed" >&2
+    exit 1
+  fi
+else
+  echo "== build and test (scripts/test.sh)"
+  if ! "$ROOT/scripts/test.sh"; then
+    echo "ci/gpu.sh: the build or a test failed" >&2
+    exit 1
+  fi
 fi
 if ! "$KVB" info --gpu-present; then
   echo "ci/gpu.sh: no CUDA device found; this job needs a GPU runner" >&2
