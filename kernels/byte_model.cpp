@@ -13,14 +13,20 @@ double kvbuffer_entry_bytes(const GdnShape& s) {
   return double(s.heads_qk) * s.head_dim_k * 2 + double(s.heads_v) * s.head_dim_v * 4 + double(s.heads_v) * 4;
 }
 
-ByteCount decode_io_bytes(const GdnShape& s, int rows, OutputDtype o_dtype) {
-  const double per_row_in = 2.0 * s.heads_qk * s.head_dim_k * 2  // q, k
-                            + double(s.heads_v) * s.head_dim_v * 2  // v
-                            + 2.0 * s.heads_v * 2                   // a, b
-                            + 4;                                    // slot index
+ByteCount token_io_bytes(const GdnShape& s, int tokens, OutputDtype o_dtype) {
   ByteCount b;
-  b.read = rows * per_row_in + 2.0 * s.heads_v * 4;  // + A_log, dt_bias
-  b.write = rows * double(s.heads_v) * s.head_dim_v * out_elem_bytes(o_dtype);
+  b.read = tokens * (2.0 * s.heads_qk * s.head_dim_k * 2      // q, k
+                     + double(s.heads_v) * s.head_dim_v * 2  // v
+                     + 2.0 * s.heads_v * 2);                 // a, b
+  b.write = tokens * double(s.heads_v) * s.head_dim_v * out_elem_bytes(o_dtype);
+  return b;
+}
+
+double gate_param_bytes(const GdnShape& s) { return 2.0 * s.heads_v * 4; }
+
+ByteCount decode_io_bytes(const GdnShape& s, int rows, OutputDtype o_dtype) {
+  ByteCount b = token_io_bytes(s, rows, o_dtype);
+  b.read += rows * 4.0 + gate_param_bytes(s);  // slot index per row, A_log and dt_bias per launch
   return b;
 }
 
@@ -52,6 +58,45 @@ ByteCount kvbuffer_advance_bytes(int rows) {
   ByteCount b;
   b.read = rows * 8.0;
   b.write = rows * 4.0;
+  return b;
+}
+
+ByteCount recurrent_verify_bytes(const GdnShape& s, int rows, int draft_tokens, OutputDtype o_dtype) {
+  ByteCount b = token_io_bytes(s, rows * draft_tokens, o_dtype);
+  b.read += rows * (state_bytes(s) + 4) + gate_param_bytes(s);
+  b.write += double(rows) * draft_tokens * state_bytes(s);
+  return b;
+}
+
+ByteCount recurrent_accept_bytes(const GdnShape& s, int accepted) {
+  ByteCount b;
+  b.read = 8;  // slot, accepted
+  if (accepted > 0) {
+    b.read += state_bytes(s);
+    b.write += state_bytes(s);
+  }
+  return b;
+}
+
+ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, OutputDtype o_dtype) {
+  ByteCount b = token_io_bytes(s, draft_tokens, o_dtype);
+  b.read += state_bytes(s) + fill * kvbuffer_entry_bytes(s) + 8;  // checkpoint, entries, slot, fill
+  b.write += draft_tokens * (double(s.heads_v) * s.head_dim_v * 4 + double(s.heads_v) * 4);
+  return b;
+}
+
+ByteCount kvbuffer_accept_bytes(const GdnShape& s, int fill, int accepted, int buffer_size) {
+  ByteCount b;
+  b.read = 12;  // slot, accepted, fill
+  if (accepted == 0) return b;
+  const double entry = kvbuffer_entry_bytes(s);
+  if (fill + accepted >= buffer_size) {
+    b.read += state_bytes(s) + (fill + accepted) * entry;
+    b.write += state_bytes(s);
+  } else {
+    b.read += accepted * entry;
+    b.write += accepted * entry;
+  }
   return b;
 }
 

@@ -11,6 +11,12 @@
 //                      slot as above, plus fill (4).
 //   kvbuffer advance   once per model step: slot (4) + fill read and write (8) per row; a per-layer figure divides it
 //                      by the layer count.
+//   recurrent verify   state read once, m intermediate states written, m tokens' inputs and outputs.
+//   recurrent accept   a state read and written per row that accepted at least one draft.
+//   kvbuffer verify    checkpoint and the n entries read, m tokens' inputs and outputs, m deltas and log-decays
+//                      written (no state written).
+//   kvbuffer accept    a entries read from the draft arrays and appended; or, when n + a >= B, the checkpoint read
+//                      and written with all n + a entries read.
 // Cycle means: over a whole flush cycle a row sees n = 0 .. B-1 once each: mean entries read (B-1)/2, one checkpoint
 // write and B-1 appends per B steps. This holds for staggered and aligned phases alike.
 #pragma once
@@ -36,6 +42,11 @@ struct ByteCount {
 /// Bytes of one buffered entry of one request in one layer (delta form): H*K*2 + HV*V*4 + HV*4.
 double kvbuffer_entry_bytes(const GdnShape& s);
 
+/// Inputs (q, k, v, a, b) and outputs of `tokens` tokens of one layer.
+ByteCount token_io_bytes(const GdnShape& s, int tokens, OutputDtype o_dtype);
+/// A_log and dt_bias, read once per launch: 2 * HV * 4.
+double gate_param_bytes(const GdnShape& s);
+
 /// Inputs, output and slot index of `rows` decode rows, plus the per-launch gate parameters.
 ByteCount decode_io_bytes(const GdnShape& s, int rows, OutputDtype o_dtype);
 
@@ -50,6 +61,18 @@ ByteCount kvbuffer_decode_cycle_bytes(const GdnShape& s, int rows, int buffer_si
 
 /// The once-per-model-step advance of buffer positions for `rows` rows.
 ByteCount kvbuffer_advance_bytes(int rows);
+
+/// Recurrent verification of `rows` rows with m drafts: state read once, m intermediate states written, m tokens'
+/// inputs and outputs, slot indices, gate parameters once.
+ByteCount recurrent_verify_bytes(const GdnShape& s, int rows, int draft_tokens, OutputDtype o_dtype);
+/// Recurrent accept of one row that accepted a drafts: a state read and written when a >= 1, else nothing.
+ByteCount recurrent_accept_bytes(const GdnShape& s, int accepted);
+/// KVBuffer verification of one row holding `fill` entries, m drafts: checkpoint, entries, m tokens' inputs and
+/// outputs, m deltas and log-decays written (add gate_param_bytes once per launch).
+ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, OutputDtype o_dtype);
+/// KVBuffer accept of one row holding `fill` entries that accepted a drafts: a entries read (key, delta, log-decay)
+/// and appended, or, when fill + a >= B, the checkpoint read and written with all fill + a entries read.
+ByteCount kvbuffer_accept_bytes(const GdnShape& s, int fill, int accepted, int buffer_size);
 
 /// Floor in microseconds for a kernel moving `b` bytes: each written byte is paired with one read byte at the
 /// measured copy bandwidth (which counts read + write bytes), the remaining reads go at the measured read bandwidth:

@@ -1,4 +1,5 @@
-// The one CUDA error-check macro of the project, and the RAII owner of device memory.
+// The one CUDA error-check macro of the project, the RAII owners of device memory and streams, and host <-> device
+// copies.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -7,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace kvb {
 
@@ -65,6 +67,22 @@ class DeviceBuffer {
   T* ptr_ = nullptr;
   size_t count_ = 0;
 };
+
+/// A device copy of host vector `h` (h.size() elements of T; synchronous cudaMemcpy). Throws kvb::CudaError.
+template <typename T>
+DeviceBuffer<T> upload(const std::vector<T>& h) {
+  DeviceBuffer<T> d(h.size());
+  if (!h.empty()) KVB_CUDA_CHECK(cudaMemcpy(d.get(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+/// A host copy of the `n` elements of T at device pointer `p` (synchronous cudaMemcpy). Throws kvb::CudaError.
+template <typename T>
+std::vector<T> download(const T* p, size_t n) {
+  std::vector<T> h(n);
+  if (n) KVB_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+  return h;
+}
 
 }  // namespace kvb
 

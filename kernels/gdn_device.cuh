@@ -64,6 +64,12 @@ __device__ __forceinline__ void store_output1(void* o, OutputDtype dt, int64_t o
   else static_cast<bf16*>(o)[off] = __float2bfloat16_rn(x);
 }
 
+/// Zeroes columns [v0, min(v0 + VB, V)) of the output row that starts at element `off` (a padding row's slice of one
+/// value head, so that every output element is written). The block's threads split the columns.
+__device__ __forceinline__ void zero_output_slice(void* o, OutputDtype dt, int64_t off, int v0, int VB, int V) {
+  for (int c = threadIdx.x; c < VB && v0 + c < V; c += blockDim.x) store_output1(o, dt, off + v0 + c, 0.f);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Gates and norms (DESIGN.md section 2, all fp32).
 

@@ -99,4 +99,85 @@ cudaError_t launch_kvbuffer_advance(int32_t* fill, const int32_t* slot, int batc
 /// fill[slot[i]] = 0 for listed slots >= 0 (after a standalone flush).
 cudaError_t launch_kvbuffer_clear(int32_t* fill, const int32_t* slot, int count, cudaStream_t stream);
 
+// ---------------------------------------------------------------------------------------------------------------
+// Speculative verification (DESIGN.md section 3). Inputs hold T = m draft tokens per row ([N, m, ...]).
+
+/// Recurrent verification, the baseline serving systems use: each row's m drafts stepped one by one from its state;
+/// the state after draft i is written to scratch[slot][i]; the state pool itself is not modified.
+/// Bytes per row: state read once, m states written, plus m tokens' inputs and outputs.
+struct RecurrentVerifyParams {
+  GdnShape shape;
+  int batch = 0;
+  TokenInputs in;                 ///< tokens = m, 1 <= m <= kMaxDraftTokens
+  const float* state = nullptr;   ///< pool [num_slots, HV, K, V] (kv), fp32, read only
+  int num_slots = 0;
+  float* scratch = nullptr;       ///< [num_slots, m, HV, K, V] fp32 intermediate states, indexed by slot
+  const int32_t* slot = nullptr;  ///< [N], -1 = padding: nothing read or written, o rows zeroed
+  void* o = nullptr;              ///< [N, m, HV, V]
+  OutputDtype o_dtype = OutputDtype::bf16;
+};
+
+/// Accept after recurrent verification: state[slot] = scratch[slot][a - 1] for a = accepted[row] >= 1 (a = 0 keeps
+/// the state). Bytes per accepting row: one state read and written.
+struct RecurrentAcceptParams {
+  GdnShape shape;
+  int batch = 0;
+  int draft_tokens = 0;              ///< m of the scratch pool
+  float* state = nullptr;            ///< pool [num_slots, HV, K, V]
+  const float* scratch = nullptr;    ///< [num_slots, m, HV, K, V]
+  int num_slots = 0;
+  const int32_t* slot = nullptr;     ///< [N], -1 = padding
+  const int32_t* accepted = nullptr; ///< [N] accepted drafts a, 0 <= a <= m
+};
+
+/// KVBuffer verification: the m drafts' outputs from the checkpoint and the buffer in one pass, writing no state.
+/// Draft i's corrected delta u_i is exact for any accepted prefix (causality), so it is kept for accept.
+/// Bytes per row: checkpoint read once, the n buffered entries read, m tokens' inputs and outputs, m deltas written.
+struct KVBufferVerifyParams {
+  GdnShape shape;
+  int batch = 0;
+  TokenInputs in;                      ///< tokens = m, 1 <= m <= kMaxDraftTokens
+  KVBufferPool pool;                   ///< read only here
+  const int32_t* slot = nullptr;       ///< [N], -1 = padding
+  float* draft_deltas = nullptr;       ///< [N, m, HV, V] u of every draft
+  float* draft_log_decay = nullptr;    ///< [N, m, HV] g of every draft
+  void* o = nullptr;                   ///< [N, m, HV, V]
+  OutputDtype o_dtype = OutputDtype::bf16;
+};
+
+/// Accept after KVBuffer verification: the first a = accepted[row] drafts' entries (raw keys from the verify inputs,
+/// deltas and log-decays from verify) are appended at positions fill .. fill + a - 1 when fill + a < B; otherwise
+/// the row folds all fill + a entries (its buffer and the accepted drafts, up to B - 1 + m) into its checkpoint, a
+/// flush that overflows B, and its buffer empties. Appends therefore never pass position B - 1: the pool's capacity
+/// B suffices. Rejected drafts cost nothing. fill is not changed: follow every layer's accept with one
+/// launch_kvbuffer_advance_accepted per model step.
+struct KVBufferAcceptParams {
+  GdnShape shape;
+  int batch = 0;
+  int draft_tokens = 0;                  ///< m
+  KVBufferPool pool;
+  const int32_t* slot = nullptr;         ///< [N], -1 = padding
+  const int32_t* accepted = nullptr;     ///< [N], 0 <= a <= m
+  const bf16* k = nullptr;               ///< [N, m, H, K] the drafts' raw keys (verify's in.k)
+  const float* draft_deltas = nullptr;   ///< [N, m, HV, V]
+  const float* draft_log_decay = nullptr;///< [N, m, HV]
+};
+
+/// Largest number of draft tokens the verify kernels take.
+constexpr int kMaxDraftTokens = 8;
+
+std::string validate(const RecurrentVerifyParams& p);
+std::string validate(const RecurrentAcceptParams& p);
+std::string validate(const KVBufferVerifyParams& p);
+std::string validate(const KVBufferAcceptParams& p);
+
+cudaError_t launch_recurrent_verify(const RecurrentVerifyParams& p, cudaStream_t stream);
+cudaError_t launch_recurrent_accept(const RecurrentAcceptParams& p, cudaStream_t stream);
+cudaError_t launch_kvbuffer_verify(const KVBufferVerifyParams& p, cudaStream_t stream);
+cudaError_t launch_kvbuffer_accept(const KVBufferAcceptParams& p, cudaStream_t stream);
+
+/// After every layer's accept of one model step: fill[slot] = fill + a >= buffer_size ? 0 : fill + a, a = accepted[i].
+cudaError_t launch_kvbuffer_advance_accepted(int32_t* fill, const int32_t* slot, const int32_t* accepted, int batch,
+                                             int buffer_size, cudaStream_t stream);
+
 }  // namespace kvb

@@ -22,9 +22,9 @@ struct GdnShape {
 
   KVB_HOST_DEVICE int group() const { return heads_v / heads_qk; }
   /// fp32 elements of one request's state in one layer: HV * K * V.
-  int64_t state_elems() const { return int64_t(heads_v) * head_dim_k * head_dim_v; }
+  KVB_HOST_DEVICE int64_t state_elems() const { return int64_t(heads_v) * head_dim_k * head_dim_v; }
   /// Bytes of one request's fp32 state in one layer (Qwen3-Next: 2 MiB).
-  int64_t state_bytes() const { return state_elems() * 4; }
+  KVB_HOST_DEVICE int64_t state_bytes() const { return state_elems() * 4; }
 };
 
 /// Memory order of each K x V state matrix. kv: [K][V], V contiguous (flash-linear-attention's default).

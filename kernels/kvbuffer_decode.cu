@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
   const int slot = p.slot[row];
   const int64_t vo = (int64_t(row) * HV + h) * V;
   if (slot < 0 || slot >= pool.num_slots) {  // padding row: pool untouched, output zeroed
-    for (int c = threadIdx.x; c < VB && v0 + c < V; c += blockDim.x) store_output1(p.o, p.o_dtype, vo + v0 + c, 0.f);
+    zero_output_slice(p.o, p.o_dtype, vo, v0, VB, V);
     return;
   }
   const int n = min(max(pool.fill[slot], 0), pool.buffer_size - 1);  // precondition 0 <= fill < B; clamped
@@ -152,7 +152,7 @@ std::string validate(const KVBufferDecodeParams& p) {
 
 cudaError_t launch_kvbuffer_decode(const KVBufferDecodeParams& p, cudaStream_t stream) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
-  const bool narrow = int64_t(p.batch) * p.shape.heads_v * dev::num_slices(p.shape.head_dim_v, 32) < 4 * sm_count();
+  const bool narrow = narrow_slices(p.batch, p.shape);
   switch (p.shape.head_dim_k) {
     case 32: return narrow ? launch_tile<32, 16>(p, stream) : launch_tile<32, 32>(p, stream);
     case 64: return narrow ? launch_tile<64, 16>(p, stream) : launch_tile<64, 32>(p, stream);

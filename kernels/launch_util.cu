@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "kernels/gdn_device.cuh"
+
 namespace kvb {
 
 std::string validate_inputs(const TokenInputs& in, int batch) {
@@ -39,6 +41,10 @@ int sm_count() {
     cached[dev].store(n);
   }
   return n;
+}
+
+bool narrow_slices(int batch, const GdnShape& shape) {
+  return int64_t(batch) * shape.heads_v * dev::num_slices(shape.head_dim_v, 32) < 4 * sm_count();
 }
 
 }  // namespace kvb

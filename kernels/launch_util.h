@@ -20,4 +20,9 @@ int tile_override();
 /// Streaming multiprocessors of the current device (cached per device; 132 when it cannot be read).
 int sm_count();
 
+/// The decode launchers' rule for 16-wide V slices: true when `batch` rows of `shape` in 32-wide slices
+/// (batch * heads_v * ceil(head_dim_v / 32) blocks) make fewer than 4 blocks per SM, i.e. the batch alone does not
+/// fill the GPU.
+bool narrow_slices(int batch, const GdnShape& shape);
+
 }  // namespace kvb

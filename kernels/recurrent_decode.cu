@@ -11,13 +11,6 @@ namespace {
 
 using namespace dev;
 
-/// Zeroes the output slice of a padding row (every output element is written).
-__device__ __forceinline__ void zero_output_slice(const RecurrentDecodeParams& p, int row, int h, int v0, int VB) {
-  const int V = p.shape.head_dim_v;
-  for (int c = threadIdx.x; c < VB && v0 + c < V; c += blockDim.x)
-    store_output1(p.o, p.o_dtype, (int64_t(row) * p.shape.heads_v + h) * V + v0 + c, 0.f);
-}
-
 template <int K, int VB, int THREADS>
 __global__ void __launch_bounds__(THREADS) recurrent_decode_kv_kernel(const RecurrentDecodeParams p) {
   using Tile = SmemTile<K, VB, THREADS>;
@@ -27,7 +20,7 @@ __global__ void __launch_bounds__(THREADS) recurrent_decode_kv_kernel(const Recu
   const int HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const int slot = p.slot[row];
   if (slot < 0 || slot >= p.num_slots) {
-    zero_output_slice(p, row, h, v0, VB);
+    zero_output_slice(p.o, p.o_dtype, (int64_t(row) * HV + h) * V, v0, VB, V);
     return;
   }
   float* state = p.state + (int64_t(slot) * HV + h) * K * V;
@@ -85,7 +78,7 @@ __global__ void __launch_bounds__(kThreads) recurrent_decode_vk_kernel(const Rec
   const int HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const int slot = p.slot[row];
   if (slot < 0 || slot >= p.num_slots) {
-    zero_output_slice(p, row, h, v0, VB);
+    zero_output_slice(p.o, p.o_dtype, (int64_t(row) * HV + h) * V, v0, VB, V);
     return;
   }
   float* state = p.state + (int64_t(slot) * HV + h) * V * K;
@@ -170,8 +163,7 @@ std::string validate(const RecurrentDecodeParams& p) {
 
 cudaError_t launch_recurrent_decode(const RecurrentDecodeParams& p, cudaStream_t stream) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
-  // Narrow slices when the batch alone does not fill the GPU.
-  const bool narrow = int64_t(p.batch) * p.shape.heads_v * num_slices(p.shape.head_dim_v, 32) < 4 * sm_count();
+  const bool narrow = narrow_slices(p.batch, p.shape);
   switch (p.shape.head_dim_k) {
     case 32: return narrow ? launch_tile<32, 16>(p, stream) : launch_tile<32, 32>(p, stream);
     case 64: return narrow ? launch_tile<64, 16>(p, stream) : launch_tile<64, 32>(p, stream);

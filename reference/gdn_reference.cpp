@@ -157,6 +157,15 @@ void fold_entries(const GdnShape& s, const std::vector<BufferEntry>& entries, st
   }
 }
 
+/// Each of the `heads` row-major rows x cols matrices of m, transposed.
+std::vector<double> transpose_heads(const std::vector<double>& m, int heads, int rows, int cols) {
+  std::vector<double> t(m.size());
+  const size_t per = size_t(rows) * cols;
+  for (int h = 0; h < heads; ++h)
+    HeadMap(t.data() + h * per, cols, rows) = ConstHeadMap(m.data() + h * per, rows, cols).transpose();
+  return t;
+}
+
 }  // namespace
 
 TokenPrepared prepare_token_with_gates(const GdnShape& s, const TokenRaw& t, const GateParams& p,
@@ -188,6 +197,16 @@ TokenPrepared prepare_token(const GdnShape& s, const TokenRaw& t, const GatePara
     beta[h] = double(static_cast<float>(sigmoid(t.b[h])));
   }
   return prepare_token_with_gates(s, t, p, g, beta);
+}
+
+std::vector<double> kv_to_vk(const GdnShape& s, const std::vector<double>& state) {
+  require_size(state, size_t(s.state_elems()), "kv_to_vk: state");
+  return transpose_heads(state, s.heads_v, s.head_dim_k, s.head_dim_v);
+}
+
+std::vector<double> vk_to_kv(const GdnShape& s, const std::vector<double>& state) {
+  require_size(state, size_t(s.state_elems()), "vk_to_kv: state");
+  return transpose_heads(state, s.heads_v, s.head_dim_v, s.head_dim_k);
 }
 
 std::vector<double> l2_normalize(const double* x, int n, double eps) {
@@ -278,8 +297,9 @@ void kvbuffer_accept(const GdnShape& s, int buffer_size, const std::vector<Buffe
   for (int i = 0; i < accepted; ++i) {
     check_entry(s, draft_entries[i]);
     slot.entries.push_back(draft_entries[i]);
-    if (int(slot.entries.size()) == buffer_size) kvbuffer_flush(s, slot);
   }
+  // A buffer that reaches (or passes) buffer_size folds everything it holds into the checkpoint at once.
+  if (int(slot.entries.size()) >= buffer_size) kvbuffer_flush(s, slot);
 }
 
 void recurrent_verify(const GdnShape& s, const std::vector<TokenPrepared>& drafts, const std::vector<double>& state,

@@ -94,8 +94,10 @@ std::vector<double> kvbuffer_state(const GdnShape& s, const KVBufferSlot& slot);
 void kvbuffer_verify(const GdnShape& s, const std::vector<TokenPrepared>& drafts, const KVBufferSlot& slot,
                      std::vector<double>& o, std::vector<BufferEntry>& draft_entries);
 
-/// Appends the first `accepted` draft entries, flushing whenever the buffer reaches buffer_size (so an accept that
-/// overflows the buffer flushes mid-way and keeps the rest buffered). accepted in [0, draft_entries.size()].
+/// Appends the first `accepted` draft entries; when the buffer then holds buffer_size entries or more, folds all of
+/// them (up to buffer_size - 1 + m) into the checkpoint and empties the buffer (mirrors launch_kvbuffer_accept; the
+/// state equals flushing at exactly buffer_size, only the checkpoint/buffer split differs).
+/// accepted in [0, draft_entries.size()].
 void kvbuffer_accept(const GdnShape& s, int buffer_size, const std::vector<BufferEntry>& draft_entries, int accepted,
                      KVBufferSlot& slot);
 
@@ -103,6 +105,11 @@ void kvbuffer_accept(const GdnShape& s, int buffer_size, const std::vector<Buffe
 /// m intermediate states [m][HV][K][V] (state after draft i at index i). state is not modified.
 void recurrent_verify(const GdnShape& s, const std::vector<TokenPrepared>& drafts, const std::vector<double>& state,
                       std::vector<double>& o, std::vector<double>& intermediate_states);
+
+/// A state [HV][K][V] (layout kv) as [HV][V][K] (layout vk, the kernels' StateLayout::vk): each value head's
+/// matrix transposed. vk_to_kv is the inverse. Throws std::invalid_argument when s.size() != state_elems().
+std::vector<double> kv_to_vk(const GdnShape& s, const std::vector<double>& state);
+std::vector<double> vk_to_kv(const GdnShape& s, const std::vector<double>& state);
 
 /// Largest per-head error relative to that head's largest reference magnitude (DESIGN.md section 4):
 /// max over heads of max|got - ref| / max|ref|. Tensors are [heads][head_elems]; NaN in got or ref gives +inf; a

@@ -2,11 +2,16 @@
 // (0 success, 1 a check or point failed, 2 bad input); UsageError escapes to main, which prints it and exits 2.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/sweep/merge.h"
+
+namespace CLI {
+class App;
+}
 
 namespace kvb::cli {
 
@@ -80,5 +85,30 @@ struct CompareCommandOptions {
 /// threshold and the spread, else 0; UsageError (exit 2) for unusable input (no common points, different GPUs
 /// without allow_different_gpu, a missing or malformed file).
 int run_compare_command(const CompareCommandOptions& options);
+
+/// `kvb capacity` options; unset optionals fall back to the config (--config), then to the defaults
+/// (capacity::CapacitySettings: Qwen3-Next TP1, 36 layers).
+struct CapacityCommandOptions {
+  std::string config;                       ///< experiments/capacity.toml or another capacity config; "" none
+  std::string out = "results/capacity.csv";
+  std::optional<double> budget_gib;         ///< GiB; unset: free memory less the reserve (required without a GPU)
+  std::optional<double> reserve_gib;
+  std::optional<int> layers, heads_qk, heads_v, head_dim_k, head_dim_v;
+  std::optional<std::string> buffer_sizes;  ///< "1,2,4,8,16"
+  std::optional<std::string> draft_tokens;  ///< "1,2,4,8"
+  bool no_probe = false;                    ///< model only, even on a GPU
+  bool conv_state = false;                  ///< count the short-convolution state in the per-request bytes
+  int device = 0;
+};
+
+/// Registers the `capacity` subcommand and its options on `app`, writing into `options`; returns the subcommand.
+CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& options);
+
+/// Tabulates the capacity of every case (harness/capacity/capacity_config.h capacity_cases) for the budget, proves
+/// each on the GPU unless there is none or no_probe is set, prints the table and the claim check, and writes the CSV
+/// atomically. Exit 0 when every row is ok, model only or "kernel not available"; 1 when a probe disagreed with the
+/// model or failed. UsageError (exit 2, nothing written): a bad flag or config field, no GPU and no --budget-gib, a
+/// budget above the free memory.
+int run_capacity_command(const CapacityCommandOptions& options);
 
 }  // namespace kvb::cli

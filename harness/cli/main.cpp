@@ -1,4 +1,4 @@
-// `kvb`: the command line of kvbuffer-bench. Subcommands info, check-golden, sweep, merge, compare
+// `kvb`: the command line of kvbuffer-bench. Subcommands info, check-golden, sweep, merge, compare, capacity
 // (harness/cli/commands.h).
 // Exit codes: 0 success, 1 a check or sweep point failed (or a runtime error), 2 bad input.
 #include <CLI/CLI.hpp>
@@ -72,6 +72,9 @@ int main(int argc, char** argv) {
   compare_cmd->add_flag("--allow-different-gpu", compare.allow_different_gpu,
                         "compare even when the two files ran on different GPUs");
 
+  CapacityCommandOptions capacity;
+  CLI::App* capacity_cmd = add_capacity_command(app, capacity);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -89,6 +92,7 @@ int main(int argc, char** argv) {
     if (sweep_cmd->parsed()) return run_sweep_command(sweep);
     if (merge_cmd->parsed()) return run_merge_command(merge);
     if (compare_cmd->parsed()) return run_compare_command(compare);
+    if (capacity_cmd->parsed()) return run_capacity_command(capacity);
   } catch (const kvb::UsageError& e) {
     fmt::print(stderr, "kvb: {}\n", e.what());
     return 2;

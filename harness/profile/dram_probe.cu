@@ -2,39 +2,91 @@
 #include "harness/profile/dram_probe.h"
 
 #include <algorithm>
+#include <atomic>
+
+#include "kernels/launch_util.h"
 
 namespace kvb {
 namespace {
 
 constexpr int kThreads = 256;
+constexpr int kMaxDevices = 64;
+
+__device__ __forceinline__ uint32_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  return static_cast<uint32_t>(x) | 1u;  // never zero
+}
 
 __global__ void fill_probe_kernel(uint4* dst, size_t n, uint32_t value) {
   const uint4 v = make_uint4(value, value, value, value);
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) dst[i] = v;
 }
 
-__global__ void copy_probe_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-    dst[i] = src[i];
+/// Fills n 16-byte words with non-zero pseudo-random data.
+__global__ void fill_random_probe_kernel(uint4* __restrict__ dst, size_t n, uint64_t seed) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const uint64_t base = (seed + i) * 4;
+    dst[i] = make_uint4(mix(base), mix(base + 1), mix(base + 2), mix(base + 3));
+  }
 }
 
-__global__ void read_probe_kernel(const uint4* __restrict__ src, size_t n, uint32_t never, uint32_t* sink) {
-  uint32_t acc = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    const uint4 v = src[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+/// dst[i] = src[i] for n 16-byte words; four independent loads in flight per thread.
+__global__ void copy_probe_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, size_t n) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const uint4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+    dst[i] = a;
+    dst[i + stride] = b;
+    dst[i + 2 * stride] = c;
+    dst[i + 3 * stride] = d;
   }
+  for (; i < n; i += stride) dst[i] = src[i];
+}
+
+__device__ __forceinline__ uint32_t fold(uint4 v) { return v.x ^ v.y ^ v.z ^ v.w; }
+
+/// XOR-reduces n 16-byte words, eight independent read-only loads in flight per thread; writes *sink only when the
+/// result equals `never` (a run-time value), so the compiler must keep every load.
+__global__ void read_probe_kernel(const uint4* __restrict__ src, size_t n, uint32_t never,
+                                  uint32_t* __restrict__ sink) {
+  constexpr int kDepth = 8;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  uint32_t acc = 0;
+  for (; i + (kDepth - 1) * stride < n; i += kDepth * stride) {
+    uint4 v[kDepth];
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) v[d] = __ldg(src + i + d * stride);
+#pragma unroll
+    for (int d = 0; d < kDepth; ++d) acc ^= fold(v[d]);
+  }
+  for (; i < n; i += stride) acc ^= fold(__ldg(src + i));
   if (acc == never) *sink = acc;
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
-/// Enough blocks to fill the device several times over, fewer when the data is small.
+/// Blocks of kThreads for n 16-byte words: as many as `Kernel` keeps resident on every SM of the current device at
+/// once (at least one per SM; the saturating grid of a grid-stride loop), fewer when the data is small. The
+/// occupancy is read once per device.
+template <auto Kernel>
 unsigned grid_for(size_t n_vec) {
-  int device = 0, sms = 132;
-  if (cudaGetDevice(&device) == cudaSuccess) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  static std::atomic<int> cached_per_sm[kMaxDevices] = {};
+  int device = 0, per_sm = 1;
+  if (cudaGetDevice(&device) == cudaSuccess && device >= 0 && device < kMaxDevices) {
+    per_sm = cached_per_sm[device].load();
+    if (per_sm == 0) {
+      if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, kThreads, 0) != cudaSuccess) per_sm = 1;
+      per_sm = std::max(1, per_sm);
+      cached_per_sm[device].store(per_sm);
+    }
+  }
   const size_t wanted = (n_vec + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(wanted, size_t(sms) * 8)));
+  return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(wanted, size_t(sm_count()) * per_sm)));
 }
 
 }  // namespace
@@ -43,7 +95,16 @@ cudaError_t launch_fill_probe(void* dst, size_t bytes, uint32_t value, cudaStrea
   if (!aligned16(dst) || bytes % 16) return cudaErrorInvalidValue;
   if (bytes == 0) return cudaSuccess;
   const size_t n = bytes / 16;
-  fill_probe_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<uint4*>(dst), n, value);
+  fill_probe_kernel<<<grid_for<fill_probe_kernel>(n), kThreads, 0, stream>>>(static_cast<uint4*>(dst), n, value);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_fill_random_probe(void* dst, size_t bytes, uint64_t seed, cudaStream_t stream) {
+  if (!aligned16(dst) || bytes % 16) return cudaErrorInvalidValue;
+  if (bytes == 0) return cudaSuccess;
+  const size_t n = bytes / 16;
+  fill_random_probe_kernel<<<grid_for<fill_random_probe_kernel>(n), kThreads, 0, stream>>>(static_cast<uint4*>(dst),
+                                                                                           n, seed);
   return cudaGetLastError();
 }
 
@@ -51,7 +112,8 @@ cudaError_t launch_copy_probe(const void* src, void* dst, size_t bytes, cudaStre
   if (!aligned16(src) || !aligned16(dst) || bytes % 16) return cudaErrorInvalidValue;
   if (bytes == 0) return cudaSuccess;
   const size_t n = bytes / 16;
-  copy_probe_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<const uint4*>(src), static_cast<uint4*>(dst), n);
+  copy_probe_kernel<<<grid_for<copy_probe_kernel>(n), kThreads, 0, stream>>>(static_cast<const uint4*>(src),
+                                                                             static_cast<uint4*>(dst), n);
   return cudaGetLastError();
 }
 
@@ -59,7 +121,8 @@ cudaError_t launch_read_probe(const void* src, size_t bytes, uint32_t never, uin
   if (!aligned16(src) || bytes % 16 || sink == nullptr) return cudaErrorInvalidValue;
   if (bytes == 0) return cudaSuccess;
   const size_t n = bytes / 16;
-  read_probe_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<const uint4*>(src), n, never, sink);
+  read_probe_kernel<<<grid_for<read_probe_kernel>(n), kThreads, 0, stream>>>(static_cast<const uint4*>(src), n, never,
+                                                                             sink);
   return cudaGetLastError();
 }
 

@@ -5,19 +5,14 @@
 
 #include <string>
 
+#include "harness/runners/check_support.h"
 #include "harness/runners/decode_problem.h"
 
 namespace kvb {
 
-/// Result of a check. Errors are per head relative to the head's largest reference magnitude.
-struct DecodeCheck {
-  double state_err = 0;      ///< states (recurrent), checkpoints after a flush and appended deltas (kvbuffer)
-  double o_err = 0;          ///< outputs of the checked rows
-  bool outputs_written = true;  ///< every output element of the launch was written (poisoned with NaN before)
-  int rows = 0;              ///< rows compared
-  std::string detail;        ///< why it failed ("" when it passed)
-  bool pass() const { return detail.empty(); }
-};
+/// Result of a decode check; state_err covers states (recurrent), checkpoints after a flush and appended deltas
+/// (kvbuffer).
+using DecodeCheck = LaunchCheck;
 
 /// Launches the decode of layer-set 0 once (no advance) on poisoned outputs and compares up to three rows (the first,
 /// the last and, for kvbuffer, one that flushes on this step) with the reference: o (tolerance by output dtype),

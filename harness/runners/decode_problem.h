@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "harness/runners/problem_setup.h"
 #include "kernels/byte_model.h"
 #include "kernels/cuda_check.h"
 #include "kernels/gdn_params.h"
@@ -57,49 +58,45 @@ class DecodeProblem {
   RecurrentDecodeParams recurrent_params(int set) const;
   KVBufferDecodeParams kvbuffer_params(int set) const;
   /// Buffer positions of `group` [batch] (device).
-  int32_t* fill(int group) const { return fill_.get() + size_t(group) * cfg_.batch; }
+  int32_t* fill(int group) const { return positions_.fill(group); }
   const int32_t* slots() const { return slot_.get(); }
   /// Host copy of the slot index of each row.
   const std::vector<int32_t>& host_slots() const { return host_slot_; }
   /// Host copy of the buffer positions each group started with.
-  const std::vector<int32_t>& initial_fill() const { return initial_fill_; }
+  const std::vector<int32_t>& initial_fill() const { return positions_.initial(); }
   /// Resets every group's buffer positions to their initial values (so that a replay repeats identical work).
-  void restore_fill(cudaStream_t stream) const;
+  void restore_fill(cudaStream_t stream) const { positions_.restore(stream); }
 
   /// Model bytes per layer-step (kernel plus the advance's share), averaged over a whole flush cycle.
   ByteCount model_bytes_per_layer_step() const;
   /// Bytes of device memory this problem holds.
-  size_t device_bytes() const { return device_bytes_; }
+  size_t device_bytes() const { return mem_.bytes(); }
 
   // Per-set tensors (device), for checks.
-  const bf16* q(int set) const { return q_.get() + size_t(set) * cfg_.batch * tok_qk(); }
-  const bf16* k(int set) const { return k_.get() + size_t(set) * cfg_.batch * tok_qk(); }
-  const bf16* v(int set) const { return v_.get() + size_t(set) * cfg_.batch * tok_v(); }
-  const bf16* a(int set) const { return a_.get() + size_t(set) * cfg_.batch * cfg_.shape.heads_v; }
-  const bf16* b(int set) const { return b_.get() + size_t(set) * cfg_.batch * cfg_.shape.heads_v; }
-  const float* A_log(int set) const { return A_log_.get() + size_t(set) * cfg_.shape.heads_v; }
-  const float* dt_bias(int set) const { return dt_bias_.get() + size_t(set) * cfg_.shape.heads_v; }
+  const bf16* q(int set) const { return inputs_.q(set); }
+  const bf16* k(int set) const { return inputs_.k(set); }
+  const bf16* v(int set) const { return inputs_.v(set); }
+  const bf16* a(int set) const { return inputs_.a(set); }
+  const bf16* b(int set) const { return inputs_.b(set); }
+  const float* A_log(int set) const { return inputs_.A_log(set); }
+  const float* dt_bias(int set) const { return inputs_.dt_bias(set); }
   void* o(int set) const;
   size_t o_bytes_per_set() const;
 
  private:
-  size_t tok_qk() const { return size_t(cfg_.shape.heads_qk) * cfg_.shape.head_dim_k; }
   size_t tok_v() const { return size_t(cfg_.shape.heads_v) * cfg_.shape.head_dim_v; }
   int capacity() const { return cfg_.buffer_size; }
-  template <typename T>
-  DeviceBuffer<T> alloc(size_t n);
 
   DecodeConfig cfg_;
   int sets_ = 1;
-  size_t device_bytes_ = 0;
-  DeviceBuffer<bf16> q_, k_, v_, a_, b_;
-  DeviceBuffer<float> A_log_, dt_bias_;
-  DeviceBuffer<float> state_;   // recurrent state pool, or KVBuffer checkpoints
-  DeviceBuffer<bf16> keys_;
-  DeviceBuffer<float> deltas_, log_decay_;
-  DeviceBuffer<int32_t> fill_, initial_fill_dev_, slot_;
+  DeviceFootprint mem_;
+  TokenInputSets inputs_;
+  DeviceBuffer<float> state_;  // recurrent state pool, or KVBuffer checkpoints
+  KVBufferEntrySets entries_;
+  BufferPositions positions_;
+  DeviceBuffer<int32_t> slot_;
   DeviceBuffer<unsigned char> o_;
-  std::vector<int32_t> host_slot_, initial_fill_;
+  std::vector<int32_t> host_slot_;
 };
 
 }  // namespace kvb

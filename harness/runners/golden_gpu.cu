@@ -18,20 +18,6 @@ namespace {
 
 constexpr int kGoldenBufferSize = 4;
 
-template <typename T>
-DeviceBuffer<T> upload(const std::vector<T>& h) {
-  DeviceBuffer<T> d(h.size());
-  if (!h.empty()) KVB_CUDA_CHECK(cudaMemcpy(d.get(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-
-template <typename T>
-std::vector<T> download(const DeviceBuffer<T>& d) {
-  std::vector<T> h(d.size());
-  if (!h.empty()) KVB_CUDA_CHECK(cudaMemcpy(h.data(), d.get(), d.bytes(), cudaMemcpyDeviceToHost));
-  return h;
-}
-
 /// Token t of a [N, T, X] golden tensor as [N, X] in element type T.
 template <typename T>
 std::vector<T> token_slice(const ref::GoldenTensor& x, int N, int Tn, int t) {
@@ -119,12 +105,12 @@ std::vector<ref::TensorCheck> check_golden_gpu(const ref::GoldenCase& c) {
       p.o = o.get();
       p.o_dtype = OutputDtype::fp32;
       KVB_CUDA_CHECK(launch_recurrent_decode(p, nullptr));
-      const std::vector<float> ot = download(o);
+      const std::vector<float> ot = download(o.get(), o.size());
       for (int n = 0; n < N; ++n)
         std::copy(ot.begin() + size_t(n) * HV * V, ot.begin() + size_t(n + 1) * HV * V,
                   o_all.begin() + (size_t(n) * Tn + t) * HV * V);
       if (c.has("states")) {
-        const std::vector<float> st = download(state);
+        const std::vector<float> st = download(state.get(), state.size());
         states_all.resize(st.size() * Tn);
         const size_t per = size_t(s.state_elems());
         for (int n = 0; n < N; ++n)
@@ -132,7 +118,7 @@ std::vector<ref::TensorCheck> check_golden_gpu(const ref::GoldenCase& c) {
       }
     }
     add("o", o_all, int64_t(N) * Tn * HV, tol::kOutputFp32);
-    add("final_state", as_double(download(state)), int64_t(N) * HV, tol::kStateFp32);
+    add("final_state", as_double(download(state.get(), state.size())), int64_t(N) * HV, tol::kStateFp32);
     if (c.has("states")) add("states", states_all, int64_t(N) * Tn * HV, tol::kStateFp32);
     for (auto& chk : checks) chk.engine = "gpu-recurrent";
   }
@@ -167,7 +153,7 @@ std::vector<ref::TensorCheck> check_golden_gpu(const ref::GoldenCase& c) {
       p.o_dtype = OutputDtype::fp32;
       KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
       KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), slot.get(), N, B, nullptr));
-      const std::vector<float> ot = download(o);
+      const std::vector<float> ot = download(o.get(), o.size());
       for (int n = 0; n < N; ++n)
         std::copy(ot.begin() + size_t(n) * HV * V, ot.begin() + size_t(n + 1) * HV * V,
                   o_all.begin() + (size_t(n) * Tn + t) * HV * V);
@@ -181,7 +167,7 @@ std::vector<ref::TensorCheck> check_golden_gpu(const ref::GoldenCase& c) {
     KVB_CUDA_CHECK(launch_kvbuffer_clear(fill.get(), slot.get(), N, nullptr));
     const size_t before = checks.size();
     add("o", o_all, int64_t(N) * Tn * HV, tol::kOutputFp32);
-    add("final_state", as_double(download(ckpt)), int64_t(N) * HV, tol::kStateFp32);
+    add("final_state", as_double(download(ckpt.get(), ckpt.size())), int64_t(N) * HV, tol::kStateFp32);
     for (size_t i = before; i < checks.size(); ++i) checks[i].engine = "gpu-kvbuffer";
   }
   KVB_CUDA_CHECK(cudaDeviceSynchronize());

@@ -1,43 +1,21 @@
 // The `kvb` binary end to end: exit codes, one-line errors, no partial output (harness/cli).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdlib>
 #include <filesystem>
 
+#include "cli_runner.h"
 #include "harness/device/device_info.h"
 #include "harness/sweep/experiment_kind.h"
 #include "test_sweep_support.h"
 
-#ifndef KVB_BINARY_PATH
-#error "KVB_BINARY_PATH (the built kvb executable) must be defined by tests/CMakeLists.txt"
-#endif
-
 namespace kvb {
 namespace {
 
-using test::read_text;
+using test::count_lines;
+using test::Result;
+using test::run_kvb;
 using test::TempDir;
 using test::write_text;
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-/// Runs kvb with `args` (already shell-quoted where needed) from the repository root.
-Result run_kvb(const TempDir& dir, const std::string& args) {
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  const std::string cmd = std::string("cd '") + KVB_SOURCE_DIR + "' && '" + KVB_BINARY_PATH + "' " + args + " >'" +
-                          out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = read_text(out);
-  r.err = read_text(err);
-  return r;
-}
 
 bool decode_kind_registered() {
   try {
@@ -46,12 +24,6 @@ bool decode_kind_registered() {
   } catch (const std::exception&) {
     return false;
   }
-}
-
-size_t count_lines(const std::string& s) {
-  size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
 }
 
 TEST(Cli, NoSubcommandOrUnknownOptionExits2) {

@@ -1,44 +1,22 @@
 // The kvb binary's compare, merge and --shard/--devices: exit codes, one-line errors, nothing written on bad input.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 
+#include "cli_runner.h"
 #include "harness/device/device_info.h"
 #include "test_regression_support.h"
 #include "test_sweep_support.h"
 
-#ifndef KVB_BINARY_PATH
-#error "KVB_BINARY_PATH (the built kvb executable) must be defined by tests/CMakeLists.txt"
-#endif
-
 namespace kvb {
 namespace {
 
-using test::read_text;
+using test::count_lines;
+using test::shell_quote;
+using test::Result;
+using test::run_kvb;
 using test::TempDir;
 using test::write_text;
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-/// Runs kvb with `args` (shell-quoted where needed) from the repository root.
-Result kvb(const TempDir& dir, const std::string& args) {
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  const std::string cmd = std::string("cd '") + KVB_SOURCE_DIR + "' && '" + KVB_BINARY_PATH + "' " + args + " >'" +
-                          out + "' 2>'" + err + "'";
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(out), read_text(err)};
-}
-
-size_t lines(const std::string& s) { return size_t(std::count(s.begin(), s.end(), '\n')); }
-
-std::string q(const std::string& path) { return "'" + path + "'"; }
 
 /// Writes the synthetic CSVs of the decode kind: base.csv, same.csv (identical), slower.csv (one point 20% slower,
 /// tight spread), noisy_base.csv / noisy.csv (20% slower with overlapping spreads), other.csv (another experiment),
@@ -67,7 +45,7 @@ struct CliCompare : ::testing::Test {
     });
   }
   Result compare(const std::string& base, const std::string& cand, const std::string& flags = "") {
-    return kvb(dir, "compare " + q(dir.file(base)) + " " + q(dir.file(cand)) + " " + flags);
+    return run_kvb(dir, "compare " + shell_quote(dir.file(base)) + " " + shell_quote(dir.file(cand)) + " " + flags);
   }
 };
 
@@ -102,11 +80,11 @@ TEST_F(CliCompare, UnusableInputExits2WithOneLine) {
     const Result r = compare(c.base, c.cand, c.flags);
     EXPECT_EQ(r.code, 2) << c.cand << " " << c.flags << ": " << r.err;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << r.err;
-    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1u) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
   EXPECT_EQ(compare("base.csv", "h100.csv", "--allow-different-gpu").code, 0);
-  EXPECT_EQ(kvb(dir, "compare " + q(dir.file("base.csv"))).code, 2);  // CANDIDATE is required
+  EXPECT_EQ(run_kvb(dir, "compare " + shell_quote(dir.file("base.csv"))).code, 2);  // CANDIDATE is required
 }
 
 TEST_F(CliCompare, MergeJoinsAndRejects) {
@@ -116,53 +94,54 @@ TEST_F(CliCompare, MergeJoinsAndRejects) {
   for (size_t i = 0; i < base.rows.size(); ++i) (i % 2 ? odd : even).rows.push_back(base.rows[i]);
   write_text(dir.file("even.csv"), format_csv(even));
   write_text(dir.file("odd.csv"), format_csv(odd));
-  Result r =
-      kvb(dir, "merge " + q(dir.file("out/merged.csv")) + " " + q(dir.file("even.csv")) + " " + q(dir.file("odd.csv")));
+  Result r = run_kvb(dir, "merge " + shell_quote(dir.file("out/merged.csv")) + " " + shell_quote(dir.file("even.csv")) +
+                              " " + shell_quote(dir.file("odd.csv")));
   EXPECT_EQ(r.code, 0) << r.err;
   const CsvTable merged = read_csv_file(dir.file("out/merged.csv"));
   EXPECT_EQ(merged.rows.size(), base.rows.size());
   EXPECT_EQ(compare("base.csv", "out/merged.csv").code, 0);
 
   for (const std::string bad : {"other.csv", "base.csv", "absent.csv"}) {
-    r = kvb(dir, "merge " + q(dir.file("bad.csv")) + " " + q(dir.file("even.csv")) + " " + q(dir.file(bad)));
+    r = run_kvb(dir, "merge " + shell_quote(dir.file("bad.csv")) + " " + shell_quote(dir.file("even.csv")) + " " +
+                         shell_quote(dir.file(bad)));
     EXPECT_EQ(r.code, 2) << bad;
     EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
-    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1u) << r.err;
     EXPECT_FALSE(std::filesystem::exists(dir.file("bad.csv"))) << bad;
   }
-  r = kvb(dir, "merge " + q(dir.file("bad.csv")) + " " + q(dir.file("even.csv")) + " --config " +
-                   q(std::string(KVB_SOURCE_DIR) + "/experiments/decode_latency.toml"));
+  r = run_kvb(dir, "merge " + shell_quote(dir.file("bad.csv")) + " " + shell_quote(dir.file("even.csv")) +
+                       " --config " + shell_quote(std::string(KVB_SOURCE_DIR) + "/experiments/decode_latency.toml"));
   EXPECT_EQ(r.code, 2);  // experiment smoke is not decode_latency
   EXPECT_NE(r.err.find("differs from 'decode_latency'"), std::string::npos) << r.err;
-  EXPECT_EQ(kvb(dir, "merge " + q(dir.file("bad.csv"))).code, 2);  // an input is required
+  EXPECT_EQ(run_kvb(dir, "merge " + shell_quote(dir.file("bad.csv"))).code, 2);  // an input is required
 }
 
 struct CliShard : ::testing::Test {
   TempDir dir;
   std::string config = std::string(KVB_SOURCE_DIR) + "/experiments/decode_latency.toml";
-  Result sweep(const std::string& flags) { return kvb(dir, "sweep --config " + q(config) + " " + flags); }
+  Result sweep(const std::string& flags) { return run_kvb(dir, "sweep --config " + shell_quote(config) + " " + flags); }
 };
 
 TEST_F(CliShard, BadShardExits2WithoutOutput) {
   for (const std::string bad : {"3/3", "x", "1/0", "-1/2", "1", "1/2/3"}) {
-    const Result r = sweep("--shard " + q(bad) + " --out " + q(dir.file("r/s.csv")));
+    const Result r = sweep("--shard " + shell_quote(bad) + " --out " + shell_quote(dir.file("r/s.csv")));
     EXPECT_EQ(r.code, 2) << bad;
     EXPECT_NE(r.err.find("--shard"), std::string::npos) << r.err;
-    EXPECT_EQ(lines(r.err), 1u) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1u) << r.err;
   }
   EXPECT_FALSE(std::filesystem::exists(dir.file("r")));
 }
 
 TEST_F(CliShard, DryRunListsTheShardsPointsAndItsDefaultFile) {
-  const Result all = sweep("--dry-run --set batch=1,2 --out " + q(dir.file("all.csv")));
+  const Result all = sweep("--dry-run --set batch=1,2 --out " + shell_quote(dir.file("all.csv")));
   ASSERT_EQ(all.code, 0) << all.err;
-  const size_t total = lines(all.out) - 1;  // minus the heading
+  const size_t total = count_lines(all.out) - 1;  // minus the heading
   size_t listed = 0;
   for (int i = 0; i < 3; ++i) {
     const Result r = sweep("--dry-run --set batch=1,2 --shard " + std::to_string(i) + "/3");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("results/decode_latency.shard" + std::to_string(i) + "-of-3.csv"), std::string::npos) << r.out;
-    listed += lines(r.out) - 1;
+    listed += count_lines(r.out) - 1;
     // Grid positions i+1, i+4, ... of the full grid, numbered as in the full list.
     EXPECT_NE(r.out.find("[" + std::to_string(i + 1) + "/" + std::to_string(total) + "]"), std::string::npos) << r.out;
   }
@@ -174,15 +153,15 @@ TEST_F(CliShard, DevicesIsCheckedBeforeRunning) {
   Result r = sweep("--dry-run --devices all");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
-  r = sweep("--devices 0,1 --device 1 --out " + q(dir.file("d.csv")));
+  r = sweep("--devices 0,1 --device 1 --out " + shell_quote(dir.file("d.csv")));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
   if (cuda_device_present()) {
-    r = sweep("--devices 0,9999 --out " + q(dir.file("d.csv")));
+    r = sweep("--devices 0,9999 --out " + shell_quote(dir.file("d.csv")));
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("--devices"), std::string::npos) << r.err;
   } else {
-    r = sweep("--devices all --set batch=1 --out " + q(dir.file("d.csv")));
+    r = sweep("--devices all --set batch=1 --out " + shell_quote(dir.file("d.csv")));
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("no CUDA device found"), std::string::npos) << r.err;
   }

@@ -1,4 +1,4 @@
-// Shared pieces of the GPU tests: skipping without a device, batches of reference tokens on the device, downloads.
+// Shared pieces of the GPU tests: skipping without a device, batches of reference tokens on the device, outputs.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,20 +21,6 @@ namespace kvb::test {
   do {                                                                        \
     if (!::kvb::cuda_device_present()) GTEST_SKIP() << "no CUDA device present"; \
   } while (0)
-
-template <typename T>
-inline DeviceBuffer<T> upload(const std::vector<T>& h) {
-  DeviceBuffer<T> d(h.size());
-  if (!h.empty()) KVB_CUDA_CHECK(cudaMemcpy(d.get(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return d;
-}
-
-template <typename T>
-inline std::vector<T> download(const T* p, size_t n) {
-  std::vector<T> h(n);
-  if (n) KVB_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-  return h;
-}
 
 inline std::vector<double> to_double(const std::vector<float>& x) { return {x.begin(), x.end()}; }
 inline std::vector<bf16> to_bf16(const std::vector<double>& x) {

@@ -19,8 +19,6 @@ namespace kvb {
 namespace {
 
 using test::DeviceTokens;
-using test::download;
-using test::upload;
 
 GdnShape shape(int H, int HV, int K, int V) {
   GdnShape s;
@@ -60,6 +58,39 @@ std::vector<int32_t> slots_at(const BatchPlan& p, int step) {
 
 size_t o_elems(const GdnShape& s, int rows) { return size_t(rows) * s.heads_v * s.head_dim_v; }
 
+/// Recurrent decode of `batch` rows: tokens `dt`, state pool `state` ([num_slots, HV, ...] in `layout`), row slots
+/// `slot` ([batch]), outputs `o` ([batch, HV, V] in `odt`).
+RecurrentDecodeParams recurrent_params(const GdnShape& s, int batch, const DeviceTokens& dt, float* state,
+                                       int num_slots, StateLayout layout, const int32_t* slot, void* o,
+                                       OutputDtype odt) {
+  RecurrentDecodeParams p;
+  p.shape = s;
+  p.batch = batch;
+  p.in = dt.inputs();
+  p.state = state;
+  p.num_slots = num_slots;
+  p.layout = layout;
+  p.slot = slot;
+  p.o = o;
+  p.o_dtype = odt;
+  return p;
+}
+
+/// KVBuffer decode of `batch` rows: tokens `dt`, `pool`, row slots `slot` ([batch]), outputs `o` ([batch, HV, V] in
+/// `odt`).
+KVBufferDecodeParams kvbuffer_params(const GdnShape& s, int batch, const DeviceTokens& dt, const KVBufferPool& pool,
+                                     const int32_t* slot, void* o, OutputDtype odt) {
+  KVBufferDecodeParams p;
+  p.shape = s;
+  p.batch = batch;
+  p.in = dt.inputs();
+  p.pool = pool;
+  p.slot = slot;
+  p.o = o;
+  p.o_dtype = odt;
+  return p;
+}
+
 /// Recurrent decode over `steps` steps against ref::recurrent_decode, comparing o and every live state each step.
 RunErrors run_recurrent(const GdnShape& s, int steps, StateLayout layout, OutputDtype odt, uint64_t seed) {
   ref::Qwen3NextInputs gen(s, seed);
@@ -71,12 +102,7 @@ RunErrors run_recurrent(const GdnShape& s, int steps, StateLayout layout, Output
   std::vector<float> pool_h;
   for (auto& st : ref_state) {
     st = gen.state();
-    std::vector<double> dev = st;
-    if (layout == StateLayout::vk)  // store [V][K]
-      for (int h = 0; h < s.heads_v; ++h)
-        for (int k = 0; k < s.head_dim_k; ++k)
-          for (int v = 0; v < s.head_dim_v; ++v)
-            dev[(size_t(h) * s.head_dim_v + v) * s.head_dim_k + k] = st[(size_t(h) * s.head_dim_k + k) * s.head_dim_v + v];
+    const std::vector<double> dev = layout == StateLayout::vk ? ref::kv_to_vk(s, st) : st;  // vk: stored [V][K]
     pool_h.insert(pool_h.end(), dev.begin(), dev.end());
   }
   DeviceBuffer<float> pool = upload(pool_h);
@@ -88,16 +114,8 @@ RunErrors run_recurrent(const GdnShape& s, int steps, StateLayout layout, Output
     const std::vector<int32_t> sl = slots_at(plan, step);
     const DeviceBuffer<int32_t> slot = upload(sl);
     KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
-    RecurrentDecodeParams p;
-    p.shape = s;
-    p.batch = N;
-    p.in = dt.inputs();
-    p.state = pool.get();
-    p.num_slots = plan.num_slots;
-    p.layout = layout;
-    p.slot = slot.get();
-    p.o = o.get();
-    p.o_dtype = odt;
+    const RecurrentDecodeParams p =
+        recurrent_params(s, N, dt, pool.get(), plan.num_slots, layout, slot.get(), o.get(), odt);
     EXPECT_EQ(validate(p), "");
     KVB_CUDA_CHECK(launch_recurrent_decode(p, nullptr));
     const std::vector<double> o_got = test::outputs(o.get(), o_elems(s, N), odt);
@@ -115,14 +133,7 @@ RunErrors run_recurrent(const GdnShape& s, int steps, StateLayout layout, Output
       ref::recurrent_decode(s, ref::prepare_token(s, toks[r], gp), ref_state[sl[r]], o_ref);
       eo = std::max(eo, ref::max_rel_err(o_ref, got, s.heads_v));
       std::vector<double> st(pool_got.begin() + sl[r] * se, pool_got.begin() + (sl[r] + 1) * se);
-      if (layout == StateLayout::vk) {
-        std::vector<double> kv(se);
-        for (int h = 0; h < s.heads_v; ++h)
-          for (int k = 0; k < s.head_dim_k; ++k)
-            for (int v = 0; v < s.head_dim_v; ++v)
-              kv[(size_t(h) * s.head_dim_k + k) * s.head_dim_v + v] = st[(size_t(h) * s.head_dim_v + v) * s.head_dim_k + k];
-        st = kv;
-      }
+      if (layout == StateLayout::vk) st = ref::vk_to_kv(s, st);
       es = std::max(es, ref::max_rel_err(ref_state[sl[r]], st, s.heads_v));
     }
     // The never-used slot keeps its initial bytes.
@@ -178,17 +189,8 @@ TEST(RecurrentDecodeGpu, StateReadInTheWrongLayoutGivesGarbage) {
   const DeviceTokens dt(toks, gp);
   const DeviceBuffer<int32_t> slot = upload(std::vector<int32_t>{0});
   DeviceBuffer<float> o(o_elems(s, 1));
-  RecurrentDecodeParams p;
-  p.shape = s;
-  p.batch = 1;
-  p.in = dt.inputs();
-  p.state = pool.get();
-  p.num_slots = 1;
-  p.layout = StateLayout::vk;
-  p.slot = slot.get();
-  p.o = o.get();
-  p.o_dtype = OutputDtype::fp32;
-  KVB_CUDA_CHECK(launch_recurrent_decode(p, nullptr));
+  KVB_CUDA_CHECK(launch_recurrent_decode(
+      recurrent_params(s, 1, dt, pool.get(), 1, StateLayout::vk, slot.get(), o.get(), OutputDtype::fp32), nullptr));
   std::vector<double> ref_state = st, o_ref;
   ref::recurrent_decode(s, ref::prepare_token(s, toks[0], gp), ref_state, o_ref);
   EXPECT_GT(ref::max_rel_err(o_ref, test::outputs(o.get(), o_elems(s, 1), OutputDtype::fp32), s.heads_v), 0.05);
@@ -215,6 +217,7 @@ RunErrors run_kvbuffer(const GdnShape& s, int B, int steps, OutputDtype odt, uin
   KVB_CUDA_CHECK(cudaMemset(deltas.get(), 0x7f, deltas.bytes()));
   KVB_CUDA_CHECK(cudaMemset(log_decay.get(), 0x7f, log_decay.bytes()));
   DeviceBuffer<int32_t> fill = upload(std::vector<int32_t>(S, 0));
+  const KVBufferPool pool{ck.get(), keys.get(), deltas.get(), log_decay.get(), fill.get(), S, B, B};
   const std::vector<unsigned char> unused_before(reinterpret_cast<const unsigned char*>(ck_h.data() + 4 * se),
                                                  reinterpret_cast<const unsigned char*>(ck_h.data() + 5 * se));
   DeviceBuffer<unsigned char> o(o_elems(s, N) * (odt == OutputDtype::bf16 ? 2 : 4));
@@ -225,21 +228,7 @@ RunErrors run_kvbuffer(const GdnShape& s, int B, int steps, OutputDtype odt, uin
     const std::vector<int32_t> sl = slots_at(plan, step);
     const DeviceBuffer<int32_t> slot = upload(sl);
     KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
-    KVBufferDecodeParams p;
-    p.shape = s;
-    p.batch = N;
-    p.in = dt.inputs();
-    p.pool.checkpoint = ck.get();
-    p.pool.keys = keys.get();
-    p.pool.deltas = deltas.get();
-    p.pool.log_decay = log_decay.get();
-    p.pool.fill = fill.get();
-    p.pool.num_slots = S;
-    p.pool.capacity = B;
-    p.pool.buffer_size = B;
-    p.slot = slot.get();
-    p.o = o.get();
-    p.o_dtype = odt;
+    const KVBufferDecodeParams p = kvbuffer_params(s, N, dt, pool, slot.get(), o.get(), odt);
     EXPECT_EQ(validate(p), "");
     KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
     KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), slot.get(), N, B, nullptr));
@@ -341,15 +330,9 @@ TEST(KVBufferDecodeGpu, PaddingRowsLeaveEveryPoolByteUnchanged) {
     return r;
   };
   const auto before0 = bytes_of(0), before2 = bytes_of(2);
-  KVBufferDecodeParams p;
-  p.shape = s;
-  p.batch = N;
-  p.in = dt.inputs();
-  p.pool = KVBufferPool{ck.get(), keys.get(), deltas.get(), log_decay.get(), fill.get(), S, B, B};
-  p.slot = slot.get();
-  p.o = o.get();
-  p.o_dtype = OutputDtype::fp32;
-  KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
+  const KVBufferPool pool{ck.get(), keys.get(), deltas.get(), log_decay.get(), fill.get(), S, B, B};
+  KVB_CUDA_CHECK(
+      launch_kvbuffer_decode(kvbuffer_params(s, N, dt, pool, slot.get(), o.get(), OutputDtype::fp32), nullptr));
   KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), slot.get(), N, B, nullptr));
   EXPECT_EQ(before0, bytes_of(0));
   EXPECT_EQ(before2, bytes_of(2));
@@ -384,15 +367,8 @@ TEST(KVBufferFlushGpu, FlushEqualsMaterialisedState) {
   for (int step = 0; step < 11; ++step) {
     const auto toks = gen.tokens(N);
     const DeviceTokens dt(toks, gp);
-    KVBufferDecodeParams p;
-    p.shape = s;
-    p.batch = N;
-    p.in = dt.inputs();
-    p.pool = pool;
-    p.slot = slot.get();
-    p.o = o.get();
-    p.o_dtype = OutputDtype::fp32;
-    KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
+    KVB_CUDA_CHECK(
+        launch_kvbuffer_decode(kvbuffer_params(s, N, dt, pool, slot.get(), o.get(), OutputDtype::fp32), nullptr));
     KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), slot.get(), N, B, nullptr));
     std::vector<double> o_ref;
     for (int r = 0; r < N; ++r) ref::kvbuffer_decode(s, B, ref::prepare_token(s, toks[r], gp), rs[sl[r]], o_ref);

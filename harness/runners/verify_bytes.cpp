@@ -1,0 +1,66 @@
+#include "harness/runners/verify_bytes.h"
+
+#include <stdexcept>
+
+namespace kvb {
+namespace {
+
+void check_rows(const VerifyBatch& b) {
+  if (b.kvbuffer && b.fill.size() != b.accepted.size())
+    throw std::invalid_argument("VerifyBatch: fill and accepted must hold one value per row");
+}
+
+/// Verify bytes of every row at positions `fill` (kvbuffer).
+ByteCount kvbuffer_verify_sum(const VerifyBatch& b, const std::vector<int32_t>& fill) {
+  ByteCount sum;
+  sum.read += gate_param_bytes(b.shape);
+  for (int32_t f : fill) sum += kvbuffer_verify_bytes(b.shape, f, b.draft_tokens, b.o_dtype);
+  return sum;
+}
+
+}  // namespace
+
+int fill_after_accept(int fill, int accepted, int buffer_size) {
+  return fill + accepted >= buffer_size ? 0 : fill + accepted;
+}
+
+ByteCount kvbuffer_advance_accepted_bytes(int rows) {
+  ByteCount b;
+  b.read = rows * 12.0;
+  b.write = rows * 4.0;
+  return b;
+}
+
+ByteCount verify_layer_step_bytes(const VerifyBatch& b) {
+  check_rows(b);
+  if (!b.kvbuffer) return recurrent_verify_bytes(b.shape, int(b.accepted.size()), b.draft_tokens, b.o_dtype);
+  return kvbuffer_verify_sum(b, b.fill);
+}
+
+ByteCount verify_accept_layer_step_bytes(const VerifyBatch& b, int steps) {
+  check_rows(b);
+  if (steps < 1) throw std::invalid_argument("verify_accept_layer_step_bytes: steps must be >= 1");
+  if (!b.kvbuffer) {
+    ByteCount sum = verify_layer_step_bytes(b);
+    for (int32_t a : b.accepted) sum += recurrent_accept_bytes(b.shape, a);
+    return sum;
+  }
+  const int rows = int(b.fill.size());
+  const ByteCount advance = kvbuffer_advance_accepted_bytes(rows);
+  std::vector<int32_t> fill = b.fill;
+  ByteCount sum;
+  for (int t = 0; t < steps; ++t) {
+    sum += kvbuffer_verify_sum(b, fill);
+    for (int r = 0; r < rows; ++r) {
+      sum += kvbuffer_accept_bytes(b.shape, fill[r], b.accepted[r], b.buffer_size);
+      fill[r] = fill_after_accept(fill[r], b.accepted[r], b.buffer_size);
+    }
+    sum.read += advance.read / b.layers;
+    sum.write += advance.write / b.layers;
+  }
+  sum.read /= steps;
+  sum.write /= steps;
+  return sum;
+}
+
+}  // namespace kvb

@@ -1,0 +1,45 @@
+// Byte model of one speculative-verification model step, summed over a batch whose rows have their own buffer
+// positions and accepted counts (per-row formulas in kernels/byte_model.h; DESIGN.md sections 3 and 4).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/byte_model.h"
+#include "kernels/gdn_shape.h"
+
+namespace kvb {
+
+/// Buffer position after accepting `accepted` drafts (launch_kvbuffer_advance_accepted): 0 when
+/// fill + accepted >= buffer_size (the accept flushed), else fill + accepted.
+int fill_after_accept(int fill, int accepted, int buffer_size);
+
+/// One launch_kvbuffer_advance_accepted over `rows` rows: slot, accepted count and fill read, fill written
+/// (12 bytes read and 4 written per row).
+ByteCount kvbuffer_advance_accepted_bytes(int rows);
+
+/// What the per-row sums need. Rows are not padding.
+struct VerifyBatch {
+  GdnShape shape;
+  bool kvbuffer = false;        ///< KVBuffer verify + accept, else recurrent verify + accept
+  int draft_tokens = 1;         ///< m
+  int buffer_size = 1;          ///< B (kvbuffer)
+  int layers = 1;               ///< layers per model step (the advance's share is divided among them)
+  OutputDtype o_dtype = OutputDtype::bf16;
+  std::vector<int32_t> fill;      ///< [rows] buffer position of each row before the first step (kvbuffer)
+  std::vector<int32_t> accepted;  ///< [rows] accepted drafts of each row, 0 .. m
+};
+
+/// Model bytes of one layer's verify launch. Recurrent: recurrent_verify_bytes; KVBuffer: the sum over rows of
+/// kvbuffer_verify_bytes at each row's position, plus gate_param_bytes once. Verify moves no buffer position, so every
+/// verify-only step costs the same. Throws std::invalid_argument when fill and accepted differ in length.
+ByteCount verify_layer_step_bytes(const VerifyBatch& b);
+
+/// Model bytes per layer-step of verify + accept, averaged over `steps` model steps that start at the rows' positions.
+/// Recurrent: the verify bytes plus recurrent_accept_bytes per row (the same every step). KVBuffer: per step, verify
+/// and kvbuffer_accept_bytes of every row at its position of that step, plus the step's
+/// kvbuffer_advance_accepted_bytes divided by `layers`; positions then move by fill_after_accept, simulated here on
+/// the host exactly as the device moves them. Throws std::invalid_argument when steps < 1.
+ByteCount verify_accept_layer_step_bytes(const VerifyBatch& b, int steps);
+
+}  // namespace kvb

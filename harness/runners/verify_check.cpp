@@ -1,0 +1,143 @@
+#include "harness/runners/verify_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "harness/runners/check_support.h"
+#include "harness/runners/device_random.h"
+#include "harness/runners/verify_bytes.h"
+#include "kernels/cuda_check.h"
+#include "reference/gdn_reference.h"
+#include "reference/tolerances.h"
+
+namespace kvb {
+namespace {
+
+/// The row checked besides the first and the last (see check_verify_step), or -1.
+int third_row(const VerifyProblem& p, const std::vector<int32_t>& fill) {
+  const int N = p.config().batch, B = p.config().buffer_size;
+  const std::vector<int32_t>& a = p.accepted();
+  if (p.kvbuffer()) {
+    auto first = [&](auto pred) {
+      for (int r = 0; r < N; ++r)
+        if (pred(fill[p.host_slots()[r]] + a[r])) return r;
+      return -1;
+    };
+    const int overflow = first([&](int end) { return end > B; });
+    return overflow >= 0 ? overflow : first([&](int end) { return end == B; });
+  }
+  for (int r = 0; r < N; ++r)
+    if (a[r] != a[0] && a[r] != a[N - 1]) return r;
+  return -1;
+}
+
+/// One field of every draft entry, concatenated: u as [m][HV][V], g as [m][HV].
+std::vector<double> concat(const std::vector<ref::BufferEntry>& entries, std::vector<double> ref::BufferEntry::*field) {
+  std::vector<double> x;
+  for (const ref::BufferEntry& e : entries) x.insert(x.end(), (e.*field).begin(), (e.*field).end());
+  return x;
+}
+
+}  // namespace
+
+VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
+  const VerifyConfig& cfg = p.config();
+  const GdnShape& s = cfg.shape;
+  const int N = cfg.batch, m = cfg.draft_tokens, HV = s.heads_v, B = cfg.buffer_size;
+  const size_t vv = size_t(HV) * s.head_dim_v, se = size_t(s.state_elems());
+  const bool kvb = p.kvbuffer();
+  const std::vector<int32_t>& slots = p.host_slots();
+  const std::vector<int32_t>& accepted = p.accepted();
+  const std::vector<int32_t> fill = kvb ? download(p.fill(0), size_t(N)) : std::vector<int32_t>();
+  const KVBufferVerifyParams kp = kvb ? p.kvbuffer_verify_params(0) : KVBufferVerifyParams{};
+  const TokenInputs in = kvb ? kp.in : p.recurrent_verify_params(0).in;
+  const ref::GateParams gp = download_gate_params(in, s);
+
+  // Snapshot the rows' drafts and state before the launches.
+  struct RowCase {
+    int row = 0, slot = 0, a = 0, n = 0;
+    std::vector<ref::TokenPrepared> drafts;
+    std::vector<double> state;  // recurrent
+    ref::KVBufferSlot buf;      // kvbuffer
+  };
+  std::vector<RowCase> cases;
+  for (int r : rows_to_check(N, third_row(p, fill))) {
+    RowCase c;
+    c.row = r;
+    c.slot = slots[r];
+    c.a = accepted[r];
+    for (int i = 0; i < m; ++i) c.drafts.push_back(ref::prepare_token(s, download_token(in, s, size_t(r) * m + i), gp));
+    if (kvb) {
+      c.n = fill[c.slot];
+      c.buf = download_kvbuffer_slot(kp.pool, s, c.slot, c.n);
+    } else {
+      c.state = download_double(p.state(0) + c.slot * se, se);
+    }
+    cases.push_back(std::move(c));
+  }
+
+  fill_bytes(p.o(0), p.o_bytes_per_set(), 0xff, stream);  // NaN in bf16 and fp32
+  if (kvb) {
+    fill_bytes(p.draft_deltas(0), size_t(N) * m * vv * 4, 0xff, stream);
+    fill_bytes(p.draft_log_decay(0), size_t(N) * m * HV * 4, 0xff, stream);
+  } else {
+    fill_bytes(p.scratch(0), size_t(N) * m * se * 4, 0xff, stream);
+  }
+  p.enqueue_verify_layer(0, stream);
+  KVB_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  VerifyCheck out;
+  const std::vector<double> o_all = download_outputs(p.o(0), p.o_bytes_per_set(), cfg.o_dtype, out.outputs_written);
+  // Per row, the state after accept: recurrent, the pool's state; kvbuffer, the materialised state.
+  std::vector<std::vector<double>> expected;
+  for (RowCase& c : cases) {
+    std::vector<double> o_ref;
+    const size_t first = size_t(c.row) * m;
+    if (!kvb) {
+      std::vector<double> inter;
+      ref::recurrent_verify(s, c.drafts, c.state, o_ref, inter);
+      const std::vector<double> got = download_double(p.scratch(0) + size_t(c.slot) * m * se, m * se);
+      out.state_err = std::max(out.state_err, ref::max_rel_err(inter, got, int64_t(m) * HV));
+      expected.push_back(c.a == 0 ? c.state
+                                  : std::vector<double>(inter.begin() + (c.a - 1) * se, inter.begin() + c.a * se));
+    } else {
+      std::vector<ref::BufferEntry> entries;
+      ref::kvbuffer_verify(s, c.drafts, c.buf, o_ref, entries);
+      const std::vector<double> u = download_double(p.draft_deltas(0) + first * vv, m * vv);
+      out.state_err =
+          std::max(out.state_err, ref::max_rel_err(concat(entries, &ref::BufferEntry::u), u, int64_t(m) * HV));
+      const std::string g_bad = log_decay_mismatch(
+          concat(entries, &ref::BufferEntry::g), download_double(p.draft_log_decay(0) + first * HV, size_t(m) * HV),
+          fmt::format("draft log-decay [m, HV] of row {}", c.row));
+      if (!g_bad.empty()) out.detail = g_bad;
+      ref::KVBufferSlot after = c.buf;
+      ref::kvbuffer_accept(s, B, entries, c.a, after);
+      expected.push_back(ref::kvbuffer_state(s, after));
+    }
+    const std::vector<double> o_got(o_all.begin() + first * vv, o_all.begin() + (first + m) * vv);
+    out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, o_got, int64_t(m) * HV));
+    ++out.rows;
+  }
+
+  p.enqueue_accept_layer(0, stream);
+  KVB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const RowCase& c = cases[i];
+    std::vector<double> got;
+    if (kvb) {
+      const int n_after = fill_after_accept(c.n, c.a, B);
+      got = ref::kvbuffer_state(s, download_kvbuffer_slot(kp.pool, s, c.slot, n_after));
+    } else {
+      got = download_double(p.state(0) + c.slot * se, se);
+    }
+    out.state_err = std::max(out.state_err, ref::max_rel_err(expected[i], got, HV));
+  }
+  if (out.detail.empty())
+    out.detail = check_verdict(out.outputs_written, out.state_err, out.o_err, tol::output(cfg.o_dtype));
+  return out;
+}
+
+}  // namespace kvb

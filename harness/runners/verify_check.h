@@ -1,0 +1,29 @@
+// Checks one verify and one accept launch of a VerifyProblem against the float64 reference before they are timed
+// (DESIGN.md sections 3 and 4).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "harness/runners/check_support.h"
+#include "harness/runners/verify_problem.h"
+
+namespace kvb {
+
+/// Result of a verify check. state_err covers, recurrent: the intermediate states in scratch and the state after
+/// accept; KVBuffer: the draft deltas and the state after accept, materialised (ref::kvbuffer_state) from the
+/// device's checkpoint and buffer. o_err covers the outputs of every draft of the checked rows.
+using VerifyCheck = LaunchCheck;
+
+/// Launches layer-set 0's verify on NaN-poisoned outputs (and poisoned scratch or draft deltas), then its accept
+/// (no advance of positions), and compares up to three rows with the reference (ref::recurrent_verify,
+/// ref::kvbuffer_verify, ref::kvbuffer_accept): the first, the last, and a third row chosen to differ (kvbuffer: one
+/// whose accept overflows or fills the buffer and so flushes; recurrent: one whose accepted count differs from the
+/// other two). Compared: o of every draft (tolerance by output dtype); recurrent: scratch states and the pool's
+/// state after accept (state a - 1, or the old state for a = 0); kvbuffer: draft deltas, draft log-decays and the
+/// materialised state after accepting a drafts, read at position fill_after_accept(fill, a, B). States 2e-5.
+/// Leaves set 0 with one accept applied and its positions not advanced (harmless for timing). Throws CudaError.
+VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream);
+
+}  // namespace kvb

@@ -1,0 +1,141 @@
+#include "harness/runners/verify_runner.h"
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "harness/profile/l2_flush.h"
+#include "harness/profile/nvtx.h"
+#include "harness/runners/axis_checks.h"
+#include "harness/runners/runner_support.h"
+#include "harness/runners/verify_accepted.h"
+#include "harness/runners/verify_check.h"
+#include "harness/runners/verify_problem.h"
+#include "kernels/cuda_check.h"
+
+namespace kvb {
+namespace {
+
+VerifyConfig verify_config(const Point& pt) {
+  VerifyConfig c;
+  c.variant = pt.get("variant") == "kvbuffer_verify" ? VerifyVariant::kvbuffer : VerifyVariant::recurrent;
+  c.shape = point_shape(pt);
+  c.batch = int(pt.get_int("batch"));
+  c.draft_tokens = int(pt.get_int("draft_tokens"));
+  c.accepted = parse_accepted(pt.get("accepted"));
+  c.layers = int(pt.get_int("layers"));
+  c.seed = uint64_t(pt.get_int("seed"));
+  if (c.variant == VerifyVariant::kvbuffer) {
+    c.buffer_size = int(pt.get_int("buffer_size"));
+    c.staggered = pt.get("phase") != "aligned";
+  }
+  return c;
+}
+
+Row run_verify_point(const Point& pt, SweepContext& ctx) {
+  VerifyConfig cfg = verify_config(pt);
+  KVB_CUDA_CHECK(cudaSetDevice(ctx.device));
+  const bool hot = ctx.l2_mode == "hot";
+  if (hot) cfg.share_pools = true;
+  else cfg.groups = cold_l2_groups(double(cfg.batch) * double(cfg.shape.state_bytes()) * cfg.layers, ctx.device);
+
+  ScopedRange point_range(pt.label());
+  CudaStream stream;
+  VerifyProblem prob(cfg);
+  VerifyCheck chk;
+  {
+    ScopedRange r("check");
+    chk = check_verify_step(prob, stream.get());
+  }
+  if (!chk.pass()) throw std::runtime_error("check failed: " + chk.detail);
+
+  const CudaGraph verify = CudaGraph::capture(stream.get(), [&](cudaStream_t s) { prob.enqueue_verify(s); });
+  const CudaGraph verify_accept =
+      CudaGraph::capture(stream.get(), [&](cudaStream_t s) { prob.enqueue_verify_accept(s); });
+  // Every sample starts from the initial buffer positions, so the model bytes over its steps are known exactly.
+  const auto restore = [&](cudaStream_t s) { prob.restore_fill(s); };
+  const SamplingRule rule = sampling_rule(ctx, 0.5);
+  std::unique_ptr<L2Flusher> flusher;
+  if (!hot) flusher = std::make_unique<L2Flusher>();
+  StepTiming tv, tva;
+  {
+    ScopedRange r("verify");
+    tv = time_model_steps(ctx.device, verify, stream.get(), 1, prob.layer_steps(), rule, flusher.get(), restore);
+  }
+  {
+    // Samples of whole multiples of B steps: every row that accepts a draft flushes at least once per sample.
+    ScopedRange r("verify+accept");
+    tva = time_model_steps(ctx.device, verify_accept, stream.get(), cfg.buffer_size, prob.layer_steps(), rule,
+                           flusher.get(), restore);
+  }
+  const ClockSample clock_after = sample_sm_clock(ctx.device);
+  flusher.reset();
+
+  // DRAM bytes of the same steps a verify + accept sample runs, from the same starting positions on every pass.
+  const int steps = tva.steps_per_sample;
+  RangeMeasurement dram;
+  {
+    ScopedRange r("profile");
+    dram = profile_model_steps(ctx, verify_accept, stream.get(), steps, restore);
+  }
+  const ByteCount model_v = prob.verify_bytes_per_layer_step();
+  const ByteCount model_va = prob.verify_accept_bytes_per_layer_step(steps);
+
+  Row r;
+  r.emplace_back("state_dtype", "fp32");
+  r.emplace_back("buffer_form", prob.kvbuffer() ? "delta" : "");
+  r.emplace_back("output_dtype", to_string(cfg.o_dtype));
+  r.emplace_back("capacity", prob.kvbuffer() ? std::to_string(prob.capacity()) : "");
+  r.emplace_back("mean_accepted", fmt_num(prob.mean_accepted()));
+  add_timing_columns(r, "verify", "verify_", tv);
+  add_timing_columns(r, "verify_accept", "verify_accept_", tva);
+  add_model_columns(r, "verify_", "verify_over_floor", model_v, tv.stats.median, ctx);
+  add_model_columns(r, "verify_accept_", "verify_accept_over_floor", model_va, tva.stats.median, ctx);
+  r.emplace_back("max_rel_err", fmt::format("{:.3g}", chk.state_err));
+  r.emplace_back("max_rel_err_o", fmt::format("{:.3g}", chk.o_err));
+  r.emplace_back("scratch_sets", prob.kvbuffer() ? "" : std::to_string(prob.scratch_sets()));
+  add_run_columns(r, ctx, cfg.groups, double(prob.device_bytes()), dram, 1.0 / (double(steps) * prob.layer_steps()),
+                  model_va, tv.clock_before, clock_after);
+  return r;
+}
+
+}  // namespace
+
+ExperimentKind spec_verify_experiment_kind() {
+  ExperimentKind k;
+  k.name = "spec_verify";
+  k.axes = {
+      {"variant", {"recurrent_verify", "kvbuffer_verify"},
+       word_axis("variant", {"recurrent_verify", "kvbuffer_verify"})},
+      {"batch", {"64"}, int_axis("batch", 1, 4096)},
+      {"draft_tokens", {"4"}, int_axis("draft_tokens", 1, kMaxDraftTokens)},
+      {"accepted", {"all"}, check_accepted},
+      {"buffer_size", {"8"}, int_axis("buffer_size", 1, 64)},
+      {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
+  };
+  for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
+  k.result_columns = {
+      "state_dtype", "buffer_form", "output_dtype", "capacity", "mean_accepted",
+      "verify_us_median", "verify_us_p10", "verify_us_p90", "verify_samples", "verify_noise_pct",
+      "verify_sample_stop", "verify_steps_per_sample",
+      "verify_accept_us_median", "verify_accept_us_p10", "verify_accept_us_p90", "verify_accept_samples",
+      "verify_accept_noise_pct", "verify_accept_sample_stop", "verify_accept_steps_per_sample",
+      "verify_model_bytes", "verify_model_read_bytes", "verify_model_write_bytes", "verify_floor_us",
+      "verify_over_floor",
+      "verify_accept_model_bytes", "verify_accept_model_read_bytes", "verify_accept_model_write_bytes",
+      "verify_accept_floor_us", "verify_accept_over_floor",
+      "max_rel_err", "max_rel_err_o", "l2", "l2_rotation", "scratch_sets", "copy_gbps", "read_gbps", "device_bytes",
+      "dram_read_bytes", "dram_write_bytes", "measured_over_model", "cupti_status", "sm_clock_mhz", "throttled"};
+  k.applies = [](const std::string& variant, const std::string& axis) {
+    if (variant == "recurrent_verify") return axis != "buffer_size" && axis != "phase";
+    return true;
+  };
+  k.validate = validate_point_shape;
+  k.run = run_verify_point;
+  return k;
+}
+
+}  // namespace kvb

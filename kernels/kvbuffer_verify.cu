@@ -1,0 +1,382 @@
+// KVBuffer speculative verification and accept (DESIGN.md section 3).
+// Verify: the m drafts of a row, at positions n + 1 .. n + m after the checkpoint, with w_ij = e^{G_i - G_j}:
+//   a_i = e^{G_i} S0^T k^_i + sum_{j<=n} w_ij (k^_j . k^_i) u_j          (one pass over S0 and the buffer for all i)
+//   u_i = beta_i (v_i - a_i - sum_{i'<i} w_ii' (k^_i' . k^_i) u_i')       (the small triangular dependency)
+//   o_i = e^{G_i} S0^T q^_i + sum_{j<=n} w_ij (k^_j . q^_i) u_j + sum_{i'<=i} w_ii' (k^_i' . q^_i) u_i'
+// writing no state; u_i and g_i go to the draft arrays, exact for any accepted prefix.
+// Accept: append the first a drafts' entries, or, when the buffer would reach B, fold buffer and drafts into the
+// checkpoint. Grids: (V slices, HV, N).
+#include <string>
+
+#include "kernels/gdn_params.h"
+#include "kernels/kvbuffer_device.cuh"
+#include "kernels/launch_util.h"
+
+namespace kvb {
+namespace {
+
+using namespace dev;
+constexpr int kM = kMaxDraftTokens;
+
+/// The drafts of one (row, value head) in shared memory: normalised keys and queries (q^ includes the scale),
+/// gates, D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i) and
+/// kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i).
+template <int K>
+struct DraftSmem {
+  float khat[kM][K];
+  float qhat[kM][K];
+  float g[kM], beta[kM], D[kM];
+  float kk[kM][kM], kq[kM][kM];
+};
+
+template <int K, int VB, int THREADS>
+__global__ void __launch_bounds__(THREADS) kvbuffer_verify_kernel(const KVBufferVerifyParams p) {
+  using Tile = SmemTile<K, VB, THREADS>;
+  extern __shared__ __align__(16) char dyn_smem[];  // tile (K + cap rows) | BufferSmem(cap) | dk, dq [kM][cap]
+  __shared__ float red[2][2 * Tile::WARPS * VB];
+  __shared__ DraftSmem<K> ds;
+  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
+  const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
+  const KVBufferPool& pool = p.pool;
+  const int cap = pool.capacity, m = p.in.tokens;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int slot = p.slot[row];
+  if (slot < 0 || slot >= pool.num_slots) {
+    for (int i = 0; i < m; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * m + i) * HV + h) * V, v0, VB, V);
+    return;
+  }
+  const int n = min(max(pool.fill[slot], 0), pool.buffer_size - 1);
+
+  Tile tile;
+  tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
+  BufferSmem<K> bs;
+  bs.setup(dyn_smem + Tile::bytes(cap), cap);
+  float* dk = reinterpret_cast<float*>(dyn_smem + Tile::bytes(cap) + BufferSmem<K>::bytes(cap));  // [kM][cap]
+  float* dq = dk + kM * cap;
+  tile.load_state_async(pool.checkpoint + (int64_t(slot) * HV + h) * K * V, V);
+  tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
+  bs.load_async(pool, H, HV, slot, h, hk, n);
+  cp_async_commit();
+
+  // The drafts' normalised keys and queries and their gates, while the copies are in flight.
+  for (int i = warp; i < m; i += Tile::WARPS) {
+    const int64_t tok = int64_t(row) * m + i;
+    WarpVec<K> qv, kv;
+    qv.load(p.in.q + (tok * H + hk) * K, lane);
+    kv.load(p.in.k + (tok * H + hk) * K, lane);
+    const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
+#pragma unroll
+    for (int e = 0; e < WarpVec<K>::N; ++e) {
+      ds.khat[i][lane * WarpVec<K>::N + e] = kv.x[e] * nrm.rk;
+      ds.qhat[i][lane * WarpVec<K>::N + e] = qv.x[e] * nrm.rq;
+    }
+    if (lane == 0) {
+      const Gate gate = prepare_gate(p.in, tok, h, HV);
+      ds.g[i] = gate.g;
+      ds.beta[i] = gate.beta;
+    }
+  }
+  cp_async_wait_all();
+  __syncthreads();
+
+  // Buffer weights w_j = e^{sum of g after j} and 1/|k_j| (warp 0 scan, all warps norms).
+  buffer_coefficients<K>(n, 0.f, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bs);
+  // Raw buffer-draft products k_j . k^_i and k_j . q^_i.
+  for (int j = warp; j < n; j += Tile::WARPS) {
+    WarpVecBf16<K> kj;
+    kj.load(bs.keys + j * K, lane);
+    for (int i = 0; i < m; ++i) {
+      WarpVec<K> ki, qi;
+#pragma unroll
+      for (int e = 0; e < WarpVec<K>::N; ++e) {
+        ki.x[e] = ds.khat[i][lane * WarpVec<K>::N + e];
+        qi.x[e] = ds.qhat[i][lane * WarpVec<K>::N + e];
+      }
+      const float a = warp_sum(kj.dot(ki)), b = warp_sum(kj.dot(qi));
+      if (lane == 0) {
+        dk[i * cap + j] = a;
+        dq[i * cap + j] = b;
+      }
+    }
+  }
+  // Draft-draft coefficients with their decays (sums of at most m g's).
+  for (int pair = warp; pair < m * m; pair += Tile::WARPS) {
+    const int ip = pair / m, i = pair % m;  // earlier draft ip, later draft i
+    if (ip > i) continue;
+    float sk = 0.f, sq = 0.f;
+#pragma unroll
+    for (int e = 0; e < WarpVec<K>::N; ++e) {
+      const int c = lane * WarpVec<K>::N + e;
+      sk = fmaf(ds.khat[ip][c], ds.khat[i][c], sk);
+      sq = fmaf(ds.khat[ip][c], ds.qhat[i][c], sq);
+    }
+    sk = warp_sum(sk);
+    sq = warp_sum(sq);
+    if (lane == 0) {
+      float gsum = 0.f;
+      for (int l = ip + 1; l <= i; ++l) gsum += ds.g[l];
+      const float w = expf(gsum);
+      ds.kk[ip][i] = ip < i ? w * sk : 0.f;
+      ds.kq[ip][i] = w * sq;
+    }
+  }
+  if (threadIdx.x == 0) {
+    float gsum = 0.f;
+    for (int i = 0; i < m; ++i) {
+      gsum += ds.g[i];
+      ds.D[i] = expf(gsum);
+    }
+  }
+  __syncthreads();
+
+  // One pass over the checkpoint rows and the buffer rows for every draft.
+  float ak[kM][4], aq[kM][4];
+#pragma unroll
+  for (int i = 0; i < kM; ++i)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) ak[i][c] = aq[i][c] = 0.f;
+#pragma unroll
+  for (int r = 0; r < Tile::ROWS; ++r) {
+    const float4 s = tile.at(tile.row(r));
+#pragma unroll
+    for (int i = 0; i < kM; ++i) {
+      if (i >= m) break;
+      const float kw = ds.khat[i][tile.row(r)], qw = ds.qhat[i][tile.row(r)];
+      ak[i][0] = fmaf(s.x, kw, ak[i][0]);
+      ak[i][1] = fmaf(s.y, kw, ak[i][1]);
+      ak[i][2] = fmaf(s.z, kw, ak[i][2]);
+      ak[i][3] = fmaf(s.w, kw, ak[i][3]);
+      aq[i][0] = fmaf(s.x, qw, aq[i][0]);
+      aq[i][1] = fmaf(s.y, qw, aq[i][1]);
+      aq[i][2] = fmaf(s.z, qw, aq[i][2]);
+      aq[i][3] = fmaf(s.w, qw, aq[i][3]);
+    }
+  }
+  const float decay0 = bs.decay0[0];
+#pragma unroll
+  for (int i = 0; i < kM; ++i) {
+    if (i >= m) break;
+    const float d = decay0 * ds.D[i];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      ak[i][c] *= d;
+      aq[i][c] *= d;
+    }
+  }
+  for (int j = tile.rg; j < n; j += Tile::RG) {
+    const float4 u = tile.at(K + j);
+    const float wj = bs.w[j] * bs.rk[j];
+#pragma unroll
+    for (int i = 0; i < kM; ++i) {
+      if (i >= m) break;
+      const float a = wj * ds.D[i] * dk[i * cap + j], b = wj * ds.D[i] * dq[i * cap + j];
+      ak[i][0] = fmaf(a, u.x, ak[i][0]);
+      ak[i][1] = fmaf(a, u.y, ak[i][1]);
+      ak[i][2] = fmaf(a, u.z, ak[i][2]);
+      ak[i][3] = fmaf(a, u.w, ak[i][3]);
+      aq[i][0] = fmaf(b, u.x, aq[i][0]);
+      aq[i][1] = fmaf(b, u.y, aq[i][1]);
+      aq[i][2] = fmaf(b, u.z, aq[i][2]);
+      aq[i][3] = fmaf(b, u.w, aq[i][3]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kM; ++i) {
+    if (i >= m) break;
+    tile.reduce_rows(ak[i], aq[i], red[i & 1]);
+  }
+
+  // The triangular dependency among the drafts, column by column: ak[i] becomes u_i, aq[i] becomes o_i.
+#pragma unroll
+  for (int i = 0; i < kM; ++i) {
+    if (i >= m) break;
+    const int64_t tok = int64_t(row) * m + i;
+    const int64_t vo = (tok * HV + h) * V + tile.col;
+    float vv[4];
+    load4(p.in.v + vo, tile.active, vv);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      float corr = 0.f;
+#pragma unroll
+      for (int ip = 0; ip < kM; ++ip)
+        if (ip < i) corr = fmaf(ds.kk[ip][i], ak[ip][c], corr);
+      ak[i][c] = ds.beta[i] * (vv[c] - ak[i][c] - corr);
+      float o = aq[i][c];
+#pragma unroll
+      for (int ip = 0; ip < kM; ++ip)
+        if (ip <= i) o = fmaf(ds.kq[ip][i], ak[ip][c], o);
+      aq[i][c] = o;
+    }
+    if (tile.rg == 0 && tile.active) {
+      store_output4(p.o, p.o_dtype, vo, aq[i]);
+      *reinterpret_cast<float4*>(p.draft_deltas + vo) = make_float4(ak[i][0], ak[i][1], ak[i][2], ak[i][3]);
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x < m) p.draft_log_decay[(int64_t(row) * m + threadIdx.x) * HV + h] = ds.g[threadIdx.x];
+}
+
+/// Accept: append the first a drafts' entries, or fold buffer and drafts into the checkpoint (see gdn_params.h).
+template <int K, int VB, int THREADS>
+__global__ void __launch_bounds__(THREADS) kvbuffer_accept_kernel(const KVBufferAcceptParams p) {
+  using Tile = SmemTile<K, VB, THREADS>;
+  extern __shared__ __align__(16) char dyn_smem[];  // tile (K + B - 1 + m rows) | BufferSmem(B - 1 + m)
+  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
+  const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
+  const KVBufferPool& pool = p.pool;
+  const int m = p.draft_tokens, B = pool.buffer_size, cap = pool.capacity;
+  const int slot = p.slot[row];
+  if (slot < 0 || slot >= pool.num_slots) return;
+  const int a = min(max(p.accepted[row], 0), m);
+  if (a == 0) return;  // rejection costs nothing
+  const int n = min(max(pool.fill[slot], 0), B - 1);
+  const int64_t e0 = int64_t(slot) * cap, d0 = int64_t(row) * m;
+  constexpr int CG = Tile::CG;
+
+  if (n + a < B) {  // append entries n .. n + a - 1
+    for (int idx = threadIdx.x; idx < a * CG; idx += blockDim.x) {
+      const int i = idx / CG, col = v0 + 4 * (idx % CG);
+      if (col >= V) continue;
+      *reinterpret_cast<float4*>(pool.deltas + ((e0 + n + i) * HV + h) * V + col) =
+          *reinterpret_cast<const float4*>(p.draft_deltas + ((d0 + i) * HV + h) * V + col);
+    }
+    if (blockIdx.x == 0) {
+      if (threadIdx.x < a)
+        pool.log_decay[(e0 + n + threadIdx.x) * HV + h] = p.draft_log_decay[(d0 + threadIdx.x) * HV + h];
+      if (h % p.shape.group() == 0)
+        for (int idx = threadIdx.x; idx < a * (K / 8); idx += blockDim.x) {
+          const int i = idx / (K / 8), part = idx % (K / 8);
+          reinterpret_cast<uint4*>(pool.keys + ((e0 + n + i) * H + hk) * K)[part] =
+              reinterpret_cast<const uint4*>(p.k + ((d0 + i) * H + hk) * K)[part];
+        }
+    }
+    return;
+  }
+
+  // Flush: S0 <- e^{G} S0 + sum over the n buffered and a accepted entries, then the buffer is empty.
+  const int total = n + a, rows_cap = B - 1 + m;
+  Tile tile;
+  tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
+  BufferSmem<K> bs;
+  bs.setup(dyn_smem + Tile::bytes(rows_cap), rows_cap);
+  float* s0 = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
+  tile.load_state_async(s0, V);
+  for (int j = tile.rg; j < total; j += Tile::RG) {
+    const float* src = j < n ? pool.deltas + ((e0 + j) * HV + h) * V : p.draft_deltas + ((d0 + j - n) * HV + h) * V;
+    cp_async16(&tile.at(K + j), src + (tile.active ? tile.col : 0), tile.active);
+  }
+  for (int c = threadIdx.x; c < total * (K / 8); c += blockDim.x) {
+    const int j = c / (K / 8), part = c % (K / 8);
+    const bf16* src = j < n ? pool.keys + ((e0 + j) * H + hk) * K : p.k + ((d0 + j - n) * H + hk) * K;
+    cp_async16(bs.keys + j * K + part * 8, src + part * 8, true);
+  }
+  for (int j = threadIdx.x; j < total; j += blockDim.x)
+    cp_async4(bs.g + j, j < n ? pool.log_decay + (e0 + j) * HV + h : p.draft_log_decay + (d0 + j - n) * HV + h);
+  cp_async_commit();
+  cp_async_wait_all();
+  __syncthreads();
+  buffer_coefficients<K>(total, 0.f, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bs);
+  __syncthreads();
+  float none[Tile::ROWS] = {};
+  const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+  tile.decay_rank1(bs.decay0[0], none, zero);
+  fold_buffer<K>(total, bs, tile);
+  tile.store_state(s0, V);
+}
+
+__global__ void kvbuffer_advance_accepted_kernel(int32_t* fill, const int32_t* slot, const int32_t* accepted,
+                                                 int batch, int buffer_size) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= batch) return;
+  const int s = slot[i];
+  if (s < 0) return;
+  const int n = fill[s] + max(accepted[i], 0);
+  fill[s] = n >= buffer_size ? 0 : n;
+}
+
+template <int K, int VB, int THREADS = kThreads>
+cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t stream) {
+  const int cap = p.pool.capacity;
+  const size_t smem = SmemTile<K, VB, THREADS>::bytes(cap) + BufferSmem<K>::bytes(cap) + 2 * kM * cap * sizeof(float);
+  if (smem > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(kvbuffer_verify_kernel<K, VB, THREADS>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    if (e != cudaSuccess) return e;
+  }
+  const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
+  kvbuffer_verify_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <int K, int VB, int THREADS = kThreads>
+cudaError_t launch_accept_tile(const KVBufferAcceptParams& p, cudaStream_t stream) {
+  const int rows_cap = p.pool.buffer_size - 1 + p.draft_tokens;
+  const size_t smem = SmemTile<K, VB, THREADS>::bytes(rows_cap) + BufferSmem<K>::bytes(rows_cap);
+  if (smem > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(kvbuffer_accept_kernel<K, VB, THREADS>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    if (e != cudaSuccess) return e;
+  }
+  const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
+  kvbuffer_accept_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+std::string validate(const KVBufferVerifyParams& p) {
+  if (auto e = validate_shape(p.shape); !e.empty()) return e;
+  if (auto e = validate_inputs(p.in, p.batch); !e.empty()) return e;
+  if (p.in.tokens < 1 || p.in.tokens > kMaxDraftTokens)
+    return "draft_tokens = " + std::to_string(p.in.tokens) + " is out of range (allowed: 1 to " +
+           std::to_string(kMaxDraftTokens) + ")";
+  if (auto e = validate_pool(p.pool); !e.empty()) return e;
+  if (!p.slot || !p.o || !p.draft_deltas || !p.draft_log_decay)
+    return "slot, o, draft_deltas and draft_log_decay must be set";
+  return "";
+}
+
+std::string validate(const KVBufferAcceptParams& p) {
+  if (auto e = validate_shape(p.shape); !e.empty()) return e;
+  if (p.batch < 1) return "batch = " + std::to_string(p.batch) + " must be >= 1";
+  if (p.draft_tokens < 1 || p.draft_tokens > kMaxDraftTokens)
+    return "draft_tokens = " + std::to_string(p.draft_tokens) + " is out of range (allowed: 1 to " +
+           std::to_string(kMaxDraftTokens) + ")";
+  if (auto e = validate_pool(p.pool); !e.empty()) return e;
+  if (p.pool.buffer_size - 1 + p.draft_tokens > dev::kMaxBuffer)
+    return "buffer_size - 1 + draft_tokens must be <= " + std::to_string(dev::kMaxBuffer);
+  if (!p.slot || !p.accepted || !p.k || !p.draft_deltas || !p.draft_log_decay)
+    return "slot, accepted, k, draft_deltas and draft_log_decay must be set";
+  return "";
+}
+
+cudaError_t launch_kvbuffer_verify(const KVBufferVerifyParams& p, cudaStream_t stream) {
+  if (!validate(p).empty()) return cudaErrorInvalidValue;
+  const bool narrow = int64_t(p.batch) * p.shape.heads_v * num_slices(p.shape.head_dim_v, 32) < 4 * sm_count();
+  switch (p.shape.head_dim_k) {
+    case 32: return narrow ? launch_verify_tile<32, 16>(p, stream) : launch_verify_tile<32, 32>(p, stream);
+    case 64: return narrow ? launch_verify_tile<64, 16>(p, stream) : launch_verify_tile<64, 32>(p, stream);
+    case 128: return narrow ? launch_verify_tile<128, 16>(p, stream) : launch_verify_tile<128, 32>(p, stream);
+    case 256: return launch_verify_tile<256, 16>(p, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_kvbuffer_accept(const KVBufferAcceptParams& p, cudaStream_t stream) {
+  if (!validate(p).empty()) return cudaErrorInvalidValue;
+  switch (p.shape.head_dim_k) {
+    case 32: return launch_accept_tile<32, 32>(p, stream);
+    case 64: return launch_accept_tile<64, 32>(p, stream);
+    case 128: return launch_accept_tile<128, 32>(p, stream);
+    case 256: return launch_accept_tile<256, 16>(p, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_kvbuffer_advance_accepted(int32_t* fill, const int32_t* slot, const int32_t* accepted, int batch,
+                                             int buffer_size, cudaStream_t stream) {
+  if (!fill || !slot || !accepted || batch < 1 || buffer_size < 1) return cudaErrorInvalidValue;
+  kvbuffer_advance_accepted_kernel<<<(batch + 255) / 256, 256, 0, stream>>>(fill, slot, accepted, batch, buffer_size);
+  return cudaGetLastError();
+}
+
+}  // namespace kvb

@@ -1,0 +1,99 @@
+"""Series of a decode CSV (`kvb sweep`, kind "decode"): one per variant and buffer size, points ordered by batch.
+
+A decode row is one sweep point: `variant` (recurrent or kvbuffer), `batch` (requests), `buffer_size` (B, tokens;
+empty for recurrent), `phase` (staggered or aligned; empty for recurrent), the model shape (`heads_v` = HV,
+`head_dim_k` = K, `head_dim_v` = V), `state_dtype`, and per-layer results (README "CSV columns").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import style
+
+# Columns every decode figure needs to group rows into series and write the footnote.
+SERIES_COLUMNS = ("variant", "batch", "buffer_size", "phase")
+FOOTNOTE_COLUMNS = ("gpu", "git_sha", "timestamp")
+SHAPE_COLUMNS = ("heads_v", "head_dim_k", "head_dim_v")
+
+# Bytes per state element by `state_dtype`.
+STATE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+@dataclass
+class Series:
+    """One line of a decode figure: its legend label, colour, marker, and rows sorted by batch."""
+
+    label: str
+    variant: str
+    buffer_size: int | None
+    colour: object
+    marker: str
+    rows: list = field(default_factory=list)
+
+    def batches(self, path) -> list[float]:
+        """Batch sizes (requests) of the points."""
+        return [style.num(r, "batch", path) for r in self.rows]
+
+    def values(self, column: str, path) -> list[float]:
+        """`column` of every point as floats, in batch order."""
+        return [style.num(r, column, path) for r in self.rows]
+
+
+def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "staggered") -> list[Series]:
+    """Recurrent first, then KVBuffer per buffer size (ascending), from the rows whose phase is `phase`.
+
+    Recurrent rows have no phase and are always kept. When the KVBuffer rows hold several `buffer_form` values, the
+    form is added to the labels and each (form, B) is its own series. Exits 2 on an unknown variant.
+    """
+    recurrent = Series("recurrent", "recurrent", None, style.RECURRENT_COLOUR, "o")
+    kv: dict[tuple[str, int], Series] = {}
+    forms = style.distinct([r for r in rows if r["variant"] == "kvbuffer"], "buffer_form")
+    for r in rows:
+        variant = r["variant"]
+        if variant == "recurrent":
+            recurrent.rows.append(r)
+        elif variant == "kvbuffer":
+            if (r.get("phase") or "").strip() != phase:
+                continue
+            b = int(style.num(r, "buffer_size", path))
+            form = (r.get("buffer_form") or "").strip()
+            key = (form, b)
+            if key not in kv:
+                label = f"KVBuffer B = {b}" + (f" ({form})" if len(forms) > 1 else "")
+                kv[key] = Series(label, "kvbuffer", b, style.buffer_colour(b), "s")
+            kv[key].rows.append(r)
+        else:
+            style.fail(f"CSV {path} column variant: '{variant}' is not one of recurrent, kvbuffer")
+    out = [recurrent] if recurrent.rows else []
+    out += [kv[k] for k in sorted(kv, key=lambda k: (k[1], k[0]))]
+    for s in out:
+        s.rows.sort(key=lambda r: style.num(r, "batch", path))
+    return out
+
+
+def state_bytes_per_request(row: Mapping[str, str], path) -> float:
+    """Bytes of one request's state in one layer: HV * K * V * element size of `state_dtype` (DESIGN.md section 1)."""
+    dtype = (row.get("state_dtype") or "").strip()
+    if dtype not in STATE_DTYPE_BYTES:
+        allowed = ", ".join(STATE_DTYPE_BYTES)
+        style.fail(f"CSV {path} column state_dtype: '{dtype}' is not one of {allowed}")
+    hv, k, v = (style.num(row, c, path) for c in SHAPE_COLUMNS)
+    return hv * k * v * STATE_DTYPE_BYTES[dtype]
+
+
+def read_state_floor_us(batch: float, state_bytes: float, read_gbps: float) -> float:
+    """Time to read every request's state once at the measured read bandwidth, in microseconds.
+
+    floor = batch * state_bytes / (read_gbps * 1e9 B/s) * 1e6 us. This is the least any decode kernel that keeps
+    the state in device memory can take: KVBuffer must at least read its checkpoint, the recurrent kernel must also
+    write the state back (ANCHORS.md, "floor read state only").
+    """
+    return batch * state_bytes / (read_gbps * 1e3)
+
+
+def is_qwen3_next_tp1(row: Mapping[str, str], path) -> bool:
+    """True when the row's shape is the one ANCHORS.md measured: HV = 32, K = V = 128, fp32 state."""
+    hv, k, v = (style.num(row, c, path) for c in SHAPE_COLUMNS)
+    return (hv, k, v) == (32, 128, 128) and (row.get("state_dtype") or "").strip() == "fp32"

@@ -1,0 +1,79 @@
+"""Decode latency over floor (bandwidth efficiency) against batch: recurrent and KVBuffer per buffer size.
+
+The floor of a point (column floor_us, README "CSV columns") is its model bytes at the bandwidth measured on the
+same GPU in the same run: written bytes paired with read bytes at the measured copy bandwidth, the remaining reads
+at the measured read bandwidth (kernels/byte_model.h). latency_over_floor = median latency / floor; 1 means the
+kernel moves its modelled bytes as fast as the measured copy and read loops. Error bars: p10 / floor .. p90 / floor.
+The floor is each point's own, so a KVBuffer series at 1 is as fast as its bytes allow, not as fast as recurrent.
+
+Usage: python3 plots/decode_efficiency.py [--csv results/decode_latency.csv] [--out-dir results/figures]
+       [--phase staggered|aligned]
+Writes OUT_DIR/decode_efficiency.png and .pdf. Exit 2 on bad input (a missing column is named).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import decode_data as dd
+import style
+
+NAME = "decode_efficiency"
+DEFAULT_CSV = "decode_latency.csv"
+REQUIRED_COLUMNS = (
+    dd.SERIES_COLUMNS
+    + ("latency_over_floor", "floor_us", "latency_us_p10", "latency_us_p90")
+    + dd.FOOTNOTE_COLUMNS
+)
+
+
+def build(rows, path, phase: str = "staggered"):
+    """The figure for decode `rows` read from `path` (KVBuffer rows of `phase` only)."""
+    series = dd.decode_series(rows, path, phase)
+    if not series:
+        style.fail(f"CSV {path} has no recurrent rows and no kvbuffer rows with phase {phase}")
+    fig, (ax,) = style.figure(style.SINGLE)
+    handles = [ax.axhline(1.0, color=style.FLOOR_COLOUR, ls="--", lw=1.4, label="floor (ratio 1)")]
+    all_batches: set[float] = set()
+    ratios: list[float] = []
+    for s in series:
+        x = s.batches(path)
+        ratio = s.values("latency_over_floor", path)
+        floor = s.values("floor_us", path)
+        lo = [max(r - p / f, 0.0) for r, p, f in zip(ratio, s.values("latency_us_p10", path), floor)]
+        hi = [max(p / f - r, 0.0) for r, p, f in zip(ratio, s.values("latency_us_p90", path), floor)]
+        lw = 2.0 if s.variant == "recurrent" else 1.2
+        handles.insert(len(handles) - 1, ax.errorbar(x, ratio, yerr=[lo, hi], color=s.colour, marker=s.marker, lw=lw,
+                                                     label=s.label, zorder=3))
+        all_batches.update(x)
+        ratios += ratio
+    ax.set_yscale("log")
+    ax.set_ylim(min(0.9, min(ratios) * 0.95), max(ratios) * 1.1)
+    ax.set_yticks([t for t in (0.9, 1, 1.25, 1.5, 2, 3, 4, 6, 10, 20, 40) if t <= max(ratios) * 1.1])
+    style.plain_log_axis(ax.yaxis)
+    ax.yaxis.set_minor_formatter(style.NullFormatter())
+    ax.set_ylabel("median latency / floor (ratio)")
+    style.log2_batch_axis(ax, all_batches)
+    ax.set_title(f"GDN decode latency over the bandwidth floor, {phase} buffer phases")
+    style.legend_outside(ax, handles=handles)
+    copy = ", ".join(f"{float(g):.0f}" for g in style.distinct(rows, "copy_gbps"))
+    read = ", ".join(f"{float(g):.0f}" for g in style.distinct(rows, "read_gbps"))
+    bw = f" (measured copy {copy} GB/s, read {read} GB/s)" if copy and read else ""
+    style.footnote(fig, rows, path, extra=f"floor = each point's model bytes at the measured bandwidth{bw}; "
+                   "error bars p10..p90")
+    return fig
+
+
+def main(argv=None) -> int:
+    """Command line entry: parse arguments, read and check the CSV, write the figure; returns the exit status."""
+    p = style.parser(__doc__.split("\n\n")[0], DEFAULT_CSV)
+    p.add_argument("--phase", choices=("staggered", "aligned"), default="staggered",
+                   help="KVBuffer buffer phases to plot (default staggered)")
+    args = p.parse_args(argv)
+    rows = style.read_csv(args.csv, REQUIRED_COLUMNS)
+    style.save(build(rows, args.csv, args.phase), args.out_dir, NAME)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""Decode latency per layer against batch: recurrent, KVBuffer per buffer size, and the read-only state floor.
+
+Top panel (log-log): median per-layer latency (us) of each series, error bars p10..p90; the read-only state floor,
+batch * HV*K*V*bytes(state_dtype) / read_gbps, from the CSV's own shape and measured read bandwidth (the least time
+any decode kernel that reads its state from device memory can take); and, when the CSV's shape is ANCHORS.md's
+(HV = 32, K = V = 128, fp32 state), the fla Triton recurrent kernel measured there on an H200, as a reference.
+Bottom panel (log x): each series' latency over this CSV's recurrent latency at the same batch.
+
+Usage: python3 plots/decode_latency.py [--csv results/decode_latency.csv] [--out-dir results/figures]
+       [--phase staggered|aligned]
+Writes OUT_DIR/decode_latency.png and .pdf. Exit 2 on bad input (a missing column is named).
+"""
+
+from __future__ import annotations
+
+import sys
+from statistics import median
+
+import anchors
+import decode_data as dd
+import style
+
+NAME = "decode_latency"
+DEFAULT_CSV = "decode_latency.csv"
+REQUIRED_COLUMNS = (
+    dd.SERIES_COLUMNS
+    + dd.SHAPE_COLUMNS
+    + ("state_dtype", "latency_us_median", "latency_us_p10", "latency_us_p90", "read_gbps")
+    + dd.FOOTNOTE_COLUMNS
+)
+
+
+def read_floor(rows, path) -> tuple[list[float], list[float]]:
+    """(batches, read-only state floor in us) over every batch in `rows`; the median read_gbps of a batch's rows."""
+    by_batch: dict[float, list] = {}
+    for r in rows:
+        by_batch.setdefault(style.num(r, "batch", path), []).append(r)
+    xs = sorted(by_batch)
+    ys = []
+    for b in xs:
+        group = by_batch[b]
+        gbps = median(style.num(r, "read_gbps", path) for r in group)
+        ys.append(dd.read_state_floor_us(b, dd.state_bytes_per_request(group[0], path), gbps))
+    return xs, ys
+
+
+def build(rows, path, phase: str = "staggered"):
+    """The figure for decode `rows` read from `path` (KVBuffer rows of `phase` only)."""
+    style.require_single(rows, dd.SHAPE_COLUMNS + ("state_dtype", "layers"), path)
+    series = dd.decode_series(rows, path, phase)
+    if not series:
+        style.fail(f"CSV {path} has no recurrent rows and no kvbuffer rows with phase {phase}")
+    recurrent = next((s for s in series if s.variant == "recurrent"), None)
+    rec_by_batch = (dict(zip(recurrent.batches(path), recurrent.values("latency_us_median", path)))
+                    if recurrent else {})
+
+    fig, axes = style.figure(style.TALL_WIDE if rec_by_batch else style.SINGLE, nrows=2 if rec_by_batch else 1,
+                             sharex=True, **({"height_ratios": (3, 2)} if rec_by_batch else {}))
+    ax = axes[0]
+    all_batches: set[float] = set()
+    handles = []
+    for s in series:
+        x = s.batches(path)
+        med = s.values("latency_us_median", path)
+        lo = [max(m - p, 0.0) for m, p in zip(med, s.values("latency_us_p10", path))]
+        hi = [max(p - m, 0.0) for m, p in zip(med, s.values("latency_us_p90", path))]
+        lw = 2.0 if s.variant == "recurrent" else 1.2
+        handles.append(ax.errorbar(x, med, yerr=[lo, hi], color=s.colour, marker=s.marker, lw=lw, label=s.label,
+                                   zorder=3))
+        all_batches.update(x)
+        if rec_by_batch and s.variant != "recurrent":
+            pairs = [(b, m / rec_by_batch[b]) for b, m in zip(x, med) if b in rec_by_batch]
+            axes[1].plot(*zip(*pairs), color=s.colour, marker=s.marker, lw=lw)
+
+    fx, fy = read_floor(rows, path)
+    handles += ax.plot(fx, fy, color=style.FLOOR_COLOUR, ls="--", lw=1.4, label="read-only state floor", zorder=2)
+    if rec_by_batch:
+        pairs = [(b, f / rec_by_batch[b]) for b, f in zip(fx, fy) if b in rec_by_batch]
+        axes[1].plot(*zip(*pairs), color=style.FLOOR_COLOUR, ls="--", lw=1.4)
+
+    if dd.is_qwen3_next_tp1(rows[0], path):
+        ab = sorted(anchors.FLA_RECURRENT_US)
+        ay = [anchors.FLA_RECURRENT_US[b] for b in ab]
+        handles += ax.plot(ab, ay, color=style.ANCHOR_COLOUR, ls=":", marker="x", ms=6, lw=1.2,
+                           label=anchors.FLA_LABEL.replace(" (", "\n("), zorder=4)
+        if rec_by_batch:
+            pairs = [(b, y / rec_by_batch[b]) for b, y in zip(ab, ay) if b in rec_by_batch]
+            if pairs:
+                axes[1].plot(*zip(*pairs), color=style.ANCHOR_COLOUR, ls=":", marker="x", ms=6, lw=1.2)
+
+    ax.set_yscale("log")
+    style.plain_log_axis(ax.yaxis)
+    ax.set_ylabel("latency per layer (us), median, p10..p90")
+    layers = style.distinct(rows, "layers")
+    ax.set_title(f"GDN decode latency per layer, {phase} buffer phases"
+                 + (f", {layers[0]} layers per step" if layers else ""))
+    style.legend_outside(ax, handles=handles)
+    if rec_by_batch:
+        b = axes[1]
+        b.axhline(1.0, color=style.RECURRENT_COLOUR, lw=2.0)
+        b.set_ylabel("latency / recurrent latency")
+        style.log2_batch_axis(b, all_batches | set(fx))
+        ax.set_xlabel("")
+    else:
+        style.log2_batch_axis(ax, all_batches | set(fx))
+    gbps = ", ".join(f"{float(g):.0f}" for g in style.distinct(rows, "read_gbps"))
+    dtype_bytes = dd.STATE_DTYPE_BYTES[rows[0]["state_dtype"].strip()]
+    style.footnote(fig, rows, path, extra=f"read-only state floor = batch x HV*K*V*{dtype_bytes} B (one state read per "
+                   f"request) / measured read bandwidth ({gbps} GB/s); error bars p10..p90")
+    return fig
+
+
+def main(argv=None) -> int:
+    """Command line entry: parse arguments, read and check the CSV, write the figure; returns the exit status."""
+    p = style.parser(__doc__.split("\n\n")[0], DEFAULT_CSV)
+    p.add_argument("--phase", choices=("staggered", "aligned"), default="staggered",
+                   help="KVBuffer buffer phases to plot (default staggered)")
+    args = p.parse_args(argv)
+    rows = style.read_csv(args.csv, REQUIRED_COLUMNS)
+    style.save(build(rows, args.csv, args.phase), args.out_dir, NAME)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""Shared style and CSV helpers for the figures in plots/.
+
+Every figure script reads one CSV written by `kvb sweep` (results/NAME.csv), checks the columns it needs with
+`require_columns`, draws with the sizes and colours below, puts a footnote naming the GPU, date and git revision
+under the axes (`footnote`), and writes NAME.png and NAME.pdf with `save`.
+
+Only the standard library's csv module and matplotlib (Agg backend, no display needed) are used.
+Bad input (a missing file, a missing column, a value that is not a number, no usable rows) prints one line to
+stderr and exits with status 2, writing nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+from pathlib import Path
+from typing import Iterable, Mapping, NoReturn, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO_ROOT / "results"
+FIGURES_DIR = RESULTS_DIR / "figures"
+
+# Figure sizes in inches; the PNG is written at DPI dots per inch.
+SINGLE = (8.4, 4.6)
+TALL = (7.0, 6.4)
+TALL_WIDE = (8.4, 6.6)
+DPI = 160
+
+RECURRENT_COLOUR = "#222222"
+FLOOR_COLOUR = "#8c8c8c"
+ANCHOR_COLOUR = "#d62728"
+IDEAL_COLOUR = "#8c8c8c"
+
+# Buffer sizes B run 1 .. 64 in powers of two; each gets a fixed colour from a sequential map so that the same B has
+# the same colour in every figure.
+_BUFFER_MAP = "viridis"
+_BUFFER_LOG2_MAX = 6  # B = 64
+
+
+def buffer_colour(buffer_size: int):
+    """RGBA colour of KVBuffer with buffer size `buffer_size` (tokens): viridis at 0.08 + 0.84 * log2(B) / 6, B clipped
+    to 1..64."""
+    t = min(max(math.log2(max(buffer_size, 1)) / _BUFFER_LOG2_MAX, 0.0), 1.0)
+    return matplotlib.colormaps[_BUFFER_MAP](0.08 + 0.84 * t)
+
+
+def apply_rc() -> None:
+    """Font sizes, grid and line widths used by every figure."""
+    plt.rcParams.update(
+        {
+            "font.size": 9,
+            "axes.titlesize": 10,
+            "axes.labelsize": 9,
+            "legend.fontsize": 8,
+            "xtick.labelsize": 8,
+            "ytick.labelsize": 8,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "grid.linewidth": 0.5,
+            "lines.linewidth": 1.4,
+            "lines.markersize": 4,
+            "errorbar.capsize": 2,
+            "savefig.dpi": DPI,
+            "pdf.fonttype": 42,
+        }
+    )
+
+
+apply_rc()
+
+
+# ----------------------------------------------------------------------------------------------------------- CSV
+
+
+def fail(message: str) -> NoReturn:
+    """Print `message` as one line on stderr and exit with status 2 (bad input)."""
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
+
+
+def require_columns(df_or_rows, names: Iterable[str], path) -> None:
+    """Exit 2 with "CSV PATH lacks column NAME" when any of `names` is not a column.
+
+    `df_or_rows` is a header (a sequence of column names), a csv.DictReader, or a list of row dicts (their keys are
+    the header). Several missing columns are named in one line: "lacks columns A, B".
+    """
+    if isinstance(df_or_rows, csv.DictReader):
+        header = list(df_or_rows.fieldnames or [])
+    elif isinstance(df_or_rows, Sequence) and df_or_rows and isinstance(df_or_rows[0], Mapping):
+        header = list(df_or_rows[0].keys())
+    else:
+        header = list(df_or_rows)
+    missing = [n for n in names if n not in header]
+    if len(missing) == 1:
+        fail(f"CSV {path} lacks column {missing[0]}")
+    if missing:
+        fail(f"CSV {path} lacks columns {', '.join(missing)}")
+
+
+def read_csv(path, required: Iterable[str]) -> list[dict[str, str]]:
+    """Rows of the CSV at `path` as dicts (strings), after checking that its header has every `required` column.
+
+    Rows whose `status` column (when there is one) is not `ok` are dropped. Exits 2 when the file is missing or
+    unreadable, a column is missing, or no row is left.
+    """
+    p = Path(path)
+    if not p.is_file():
+        fail(f"CSV {path} not found")
+    try:
+        with p.open(newline="") as f:
+            reader = csv.DictReader(f)
+            require_columns(list(reader.fieldnames or []), required, path)
+            rows = list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        fail(f"CSV {path} unreadable: {e}")
+    rows = [r for r in rows if r.get("status", "ok") == "ok"]
+    if not rows:
+        fail(f"CSV {path} has no rows with status ok")
+    return rows
+
+
+def num(row: Mapping[str, str], column: str, path) -> float:
+    """Value of `column` in `row` as a float; exits 2 naming the file, column and value when it is not a number."""
+    text = (row.get(column) or "").strip()
+    try:
+        return float(text)
+    except ValueError:
+        fail(f"CSV {path} column {column}: '{text}' is not a number")
+
+
+def is_empty(row: Mapping[str, str], column: str) -> bool:
+    """True when `column` is absent from `row` or blank (an axis that does not apply, a count not measured)."""
+    return not (row.get(column) or "").strip()
+
+
+def distinct(rows: Iterable[Mapping[str, str]], column: str) -> list[str]:
+    """Distinct non-empty values of `column`, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for r in rows:
+        v = (r.get(column) or "").strip()
+        if v:
+            seen.setdefault(v, None)
+    return list(seen)
+
+
+def require_single(rows: Sequence[Mapping[str, str]], columns: Iterable[str], path) -> None:
+    """Exit 2 when the rows hold more than one value of any of `columns` (figures plot one model shape at a time)."""
+    for c in columns:
+        values = distinct(rows, c)
+        if len(values) > 1:
+            fail(f"CSV {path} column {c} holds several values ({', '.join(values)}); plot one at a time")
+
+
+# -------------------------------------------------------------------------------------------------------- figure
+
+
+def footnote_text(rows: Sequence[Mapping[str, str]], source) -> str:
+    """One line naming the GPU, driver, CUDA runtime, measurement date(s) (UTC), git revision(s) and the source CSV.
+
+    Read from the `gpu`, `driver`, `cuda`, `timestamp` (ISO 8601) and `git_sha` columns; several values are joined
+    with " + ", dates as a range.
+    """
+    gpu = " + ".join(distinct(rows, "gpu")) or "GPU unknown"
+    driver = " + ".join(distinct(rows, "driver"))
+    cuda = " + ".join(distinct(rows, "cuda"))
+    dates = sorted({t[:10] for t in distinct(rows, "timestamp")})
+    date = (dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}") if dates else "date unknown"
+    sha = " + ".join(distinct(rows, "git_sha")) or "unknown"
+    parts = [gpu]
+    if driver:
+        parts.append(f"driver {driver}")
+    if cuda:
+        parts.append(f"CUDA {cuda}")
+    parts += [f"measured {date} UTC", f"git {sha}", f"data {_display_path(source)}"]
+    return " | ".join(parts)
+
+
+def footnote(fig, rows: Sequence[Mapping[str, str]], source, extra: str | None = None) -> None:
+    """Place `footnote_text` (and an optional second line `extra`) under the figure, left-aligned, small grey."""
+    text = footnote_text(rows, source)
+    if extra:
+        text = extra + "\n" + text
+    fig.text(0.005, -0.005, text, ha="left", va="top", fontsize=6.5, color="#555555")
+
+
+def log2_batch_axis(ax, batches: Iterable[float]) -> None:
+    """Log base-2 x axis for batch sizes, ticks at the batch sizes present, labelled as plain integers."""
+    ticks = sorted({float(b) for b in batches})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("batch (requests)")
+
+
+def plain_log_axis(axis) -> None:
+    """Label a log axis (ax.xaxis or ax.yaxis) with plain numbers (0.5, 1, 10, 100) instead of powers of ten."""
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
+def legend_outside(ax, **kwargs) -> None:
+    """Legend to the right of the axes, so it never covers data."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False, **kwargs)
+
+
+def figure(size=SINGLE, nrows: int = 1, **kwargs):
+    """A figure with `nrows` stacked axes sharing x (constrained layout); returns (fig, axes list)."""
+    fig, axes = plt.subplots(nrows, 1, figsize=size, layout="constrained", squeeze=False, **kwargs)
+    return fig, [a[0] for a in axes]
+
+
+def save(fig, out_dir, name: str) -> list[Path]:
+    """Write `fig` as OUT_DIR/NAME.png and OUT_DIR/NAME.pdf (creating OUT_DIR), close it, return the two paths.
+
+    The PDF carries no creation date, so regenerating unchanged data gives an identical file.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    fig.savefig(paths[0], dpi=DPI, bbox_inches="tight", pad_inches=0.08)
+    fig.savefig(paths[1], bbox_inches="tight", pad_inches=0.08, metadata={"CreationDate": None})
+    plt.close(fig)
+    for p in paths:
+        print(f"wrote {_display_path(p)}")
+    return paths
+
+
+def parser(description: str, default_csv: str) -> argparse.ArgumentParser:
+    """Command line shared by the figure scripts: --csv PATH (default results/NAME.csv) and --out-dir DIR."""
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--csv", default=str(RESULTS_DIR / default_csv),
+                   help=f"input CSV from kvb sweep (default results/{default_csv})")
+    p.add_argument("--out-dir", default=str(FIGURES_DIR),
+                   help="where NAME.png and NAME.pdf go (default results/figures)")
+    return p
+
+
+def _display_path(path) -> str:
+    """`path` relative to the repository root when it lies inside it, else as given."""
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)

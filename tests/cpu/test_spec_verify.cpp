@@ -1,0 +1,189 @@
+// The spec_verify experiment kind on the CPU: its axes and their validation, the accepted-count draw, the byte-model
+// sums over a batch, and the committed config's grid (harness/runners/verify_runner.h, verify_accepted.h,
+// verify_bytes.h, experiments/spec_verify.toml).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "harness/runners/verify_accepted.h"
+#include "harness/runners/verify_bytes.h"
+#include "harness/sweep/config.h"
+#include "harness/sweep/grid.h"
+
+namespace kvb {
+namespace {
+
+/// Resolves the spec_verify axes with one `--set` override; returns the UsageError's message ("" when none).
+std::string override_error(const std::string& set) {
+  const ExperimentKind& kind = find_experiment_kind("spec_verify");
+  const SweepConfig c = parse_sweep_config("[experiment]\nname = \"v\"\nkind = \"spec_verify\"\n", "v.toml");
+  try {
+    resolve_axes(kind, c, {parse_axis_override(set)});
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SpecVerifyAxes, GoodValuesResolve) {
+  for (const char* set : {"variant=recurrent_verify,kvbuffer_verify", "draft_tokens=1,8", "accepted=all,none,0.7",
+                          "accepted=0.01,0.99", "buffer_size=1,64", "phase=aligned", "batch=1,4096"})
+    EXPECT_EQ(override_error(set), "") << set;
+}
+
+TEST(SpecVerifyAxes, BadValuesNameTheAxis) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"variant=recurrent", "variant"}, {"draft_tokens=0", "draft_tokens"}, {"draft_tokens=9", "draft_tokens"},
+      {"accepted=0", "accepted"},       {"accepted=1", "accepted"},         {"accepted=1.5", "accepted"},
+      {"accepted=-0.2", "accepted"},    {"accepted=some", "accepted"},      {"accepted=0.5x", "accepted"},
+      {"buffer_size=0", "buffer_size"}, {"buffer_size=65", "buffer_size"},  {"phase=random", "phase"},
+  };
+  for (const auto& [set, axis] : bad) {
+    const std::string e = override_error(set);
+    EXPECT_NE(e.find(axis), std::string::npos) << set << " -> '" << e << "'";
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+  EXPECT_NE(override_error("accepted=2").find("all, none"), std::string::npos);  // lists the allowed values
+}
+
+TEST(SpecVerifyAxes, ParseAcceptedThrowsUsageErrorNamingTheAxis) {
+  EXPECT_EQ(parse_accepted("all").kind, AcceptedSpec::Kind::all);
+  EXPECT_EQ(parse_accepted("none").kind, AcceptedSpec::Kind::none);
+  const AcceptedSpec r = parse_accepted("0.25");
+  EXPECT_EQ(r.kind, AcceptedSpec::Kind::rate);
+  EXPECT_DOUBLE_EQ(r.rate, 0.25);
+  for (const char* v : {"", "1", "0", "nan", "inf", "ALL"}) {
+    try {
+      parse_accepted(v);
+      ADD_FAILURE() << "accepted = '" << v << "' was taken";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("accepted"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(SpecVerifyAxes, RecurrentPointsHaveNoBufferSizeOrPhase) {
+  const ExperimentKind& kind = find_experiment_kind("spec_verify");
+  const SweepConfig c = load_sweep_config(std::string(KVB_SOURCE_DIR) + "/experiments/spec_verify.toml");
+  EXPECT_EQ(c.kind, "spec_verify");
+  const std::vector<Point> points = make_grid(kind, resolve_axes(kind, c, {}));
+  // 3 batches x 6 draft counts x 3 acceptances: once for recurrent, once per buffer size for KVBuffer.
+  ASSERT_EQ(points.size(), 3u * 6 * 3 * (1 + 2));
+  for (const Point& p : points) {
+    const bool kvb = p.get("variant") == "kvbuffer_verify";
+    EXPECT_EQ(p.get("buffer_size").empty(), !kvb) << p.label();
+    EXPECT_EQ(p.get("phase").empty(), !kvb) << p.label();
+    EXPECT_EQ(p.get("layers"), "36");
+    EXPECT_EQ(kind.validate(p), "") << p.label();
+  }
+}
+
+TEST(SpecVerifyAccepted, AllAndNone) {
+  EXPECT_EQ(draw_accepted(parse_accepted("all"), 5, 3, 1), (std::vector<int32_t>{3, 3, 3, 3, 3}));
+  EXPECT_EQ(draw_accepted(parse_accepted("none"), 4, 8, 1), (std::vector<int32_t>{0, 0, 0, 0}));
+  EXPECT_TRUE(draw_accepted(parse_accepted("all"), 0, 3, 1).empty());
+  EXPECT_THROW(draw_accepted(parse_accepted("all"), 4, 0, 1), std::invalid_argument);
+}
+
+TEST(SpecVerifyAccepted, RateIsDeterministicPerSeedAndBounded) {
+  const AcceptedSpec r = parse_accepted("0.7");
+  const std::vector<int32_t> a = draw_accepted(r, 256, 4, 42);
+  EXPECT_EQ(a, draw_accepted(r, 256, 4, 42));
+  EXPECT_NE(a, draw_accepted(r, 256, 4, 43));
+  for (int32_t n : a) {
+    EXPECT_GE(n, 0);
+    EXPECT_LE(n, 4);
+  }
+  // Within a batch the counts differ: some rows reject the first draft, some accept all four.
+  EXPECT_NE(std::find(a.begin(), a.end(), 0), a.end());
+  EXPECT_NE(std::find(a.begin(), a.end(), 4), a.end());
+}
+
+TEST(SpecVerifyAccepted, RateFollowsTheTruncatedGeometricLaw) {
+  // P(a = k) = r^k (1 - r) for k < m, P(a = m) = r^m; mean r (1 - r^m) / (1 - r).
+  const double rate = 0.7;
+  const int m = 3, rows = 200000;
+  const std::vector<int32_t> a = draw_accepted(parse_accepted("0.7"), rows, m, 7);
+  std::vector<double> freq(m + 1, 0.0);
+  for (int32_t n : a) freq[n] += 1.0 / rows;
+  for (int k = 0; k <= m; ++k) {
+    const double p = k < m ? std::pow(rate, k) * (1 - rate) : std::pow(rate, m);
+    EXPECT_NEAR(freq[k], p, 5 * std::sqrt(p * (1 - p) / rows)) << "k = " << k;
+  }
+  const double mean = std::accumulate(a.begin(), a.end(), 0.0) / rows;
+  EXPECT_NEAR(mean, rate * (1 - std::pow(rate, m)) / (1 - rate), 0.01);
+}
+
+/// A tiny shape whose byte counts are easy to follow by hand: H = 1, HV = 2, K = V = 4.
+/// State 2*4*4*4 = 128 B; buffered entry 1*4*2 + 2*4*4 + 2*4 = 48 B; one token's inputs q, k 8 + 8, v 16, a, b 4 + 4
+/// = 40 B read and its bf16 output 16 B written; gate parameters 2*2*4 = 16 B per launch.
+VerifyBatch tiny_batch(bool kvbuffer) {
+  VerifyBatch b;
+  b.shape.heads_qk = 1;
+  b.shape.heads_v = 2;
+  b.shape.head_dim_k = 4;
+  b.shape.head_dim_v = 4;
+  b.kvbuffer = kvbuffer;
+  b.draft_tokens = 2;
+  b.o_dtype = OutputDtype::bf16;
+  return b;
+}
+
+TEST(SpecVerifyBytes, RecurrentSumsByHand) {
+  VerifyBatch b = tiny_batch(false);
+  b.accepted = {2, 0};
+  // Verify: 2 rows x 2 tokens x 40 + 2 x (state 128 + slot 4) + gates 16 read; 2 x 2 x 16 outputs + 2 x 2 x 128
+  // intermediate states written.
+  const ByteCount v = verify_layer_step_bytes(b);
+  EXPECT_DOUBLE_EQ(v.read, 160 + 264 + 16);
+  EXPECT_DOUBLE_EQ(v.write, 64 + 512);
+  // Accept: row 0 (a = 2) reads slot + count and one state, writes one state; row 1 (a = 0) reads slot + count.
+  const ByteCount va = verify_accept_layer_step_bytes(b, 3);
+  EXPECT_DOUBLE_EQ(va.read, 440 + (8 + 128) + 8);
+  EXPECT_DOUBLE_EQ(va.write, 576 + 128);
+}
+
+TEST(SpecVerifyBytes, KVBufferSumsByHandOverSteps) {
+  VerifyBatch b = tiny_batch(true);
+  b.buffer_size = 3;
+  b.layers = 4;
+  b.fill = {0, 2};
+  b.accepted = {1, 2};
+  // Verify of a row holding n entries: 2 x 40 + checkpoint 128 + n x 48 + slot, fill 8 read; 2 x 16 outputs + 2 x
+  // (deltas 32 + log-decays 8) written. Fills {0, 2}: read 16 + 216 + 312, written 2 x 112.
+  const ByteCount v = verify_layer_step_bytes(b);
+  EXPECT_DOUBLE_EQ(v.read, 544);
+  EXPECT_DOUBLE_EQ(v.write, 224);
+  // Step 1, fills {0, 2}: row 0 appends 1 entry (12 + 48 read, 48 written); row 1 overflows (2 + 2 >= 3) and
+  // flushes: 12 + 128 + 4 x 48 read, 128 written; advance 2 x 12 / 4 read, 2 x 4 / 4 written. Fills become {1, 0}.
+  // Step 2, fills {1, 0}: verify 16 + 264 + 216 read, 224 written; row 0 appends 1 (60 read, 48 written), row 1
+  // appends 2 (12 + 96 read, 96 written); the advance again.
+  const double step1_read = 544 + 60 + 332 + 6, step1_write = 224 + 48 + 128 + 2;
+  const double step2_read = 496 + 60 + 108 + 6, step2_write = 224 + 48 + 96 + 2;
+  const ByteCount one = verify_accept_layer_step_bytes(b, 1);
+  EXPECT_DOUBLE_EQ(one.read, step1_read);
+  EXPECT_DOUBLE_EQ(one.write, step1_write);
+  const ByteCount two = verify_accept_layer_step_bytes(b, 2);
+  EXPECT_DOUBLE_EQ(two.read, (step1_read + step2_read) / 2);
+  EXPECT_DOUBLE_EQ(two.write, (step1_write + step2_write) / 2);
+}
+
+TEST(SpecVerifyBytes, FillEvolutionAndBadInput) {
+  EXPECT_EQ(fill_after_accept(0, 0, 4), 0);
+  EXPECT_EQ(fill_after_accept(1, 2, 4), 3);
+  EXPECT_EQ(fill_after_accept(3, 1, 4), 0);  // fills the buffer: flushed
+  EXPECT_EQ(fill_after_accept(3, 8, 4), 0);  // overflows mid-way: flushed
+  VerifyBatch b = tiny_batch(true);
+  b.buffer_size = 3;
+  b.fill = {0};
+  b.accepted = {1, 1};
+  EXPECT_THROW(verify_layer_step_bytes(b), std::invalid_argument);
+  b.fill = {0, 1};
+  EXPECT_THROW(verify_accept_layer_step_bytes(b, 0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace kvb

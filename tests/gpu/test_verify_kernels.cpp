@@ -1,0 +1,368 @@
+// GPU tests of speculative verification against the float64 reference: KVBuffer verify (every draft's output and
+// delta), KVBuffer accept for every accepted count (appends, and flushes that overflow B), decoding after accept,
+// recurrent verify (outputs and intermediate states) and its accept, padding rows, and the golden draft4 case.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "reference/golden_case.h"
+#include "reference/qwen3_next_inputs.h"
+#include "reference/tolerances.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace kvb {
+namespace {
+
+using test::DeviceTokens;
+
+GdnShape small_shape() { return GdnShape{2, 4, 128, 64}; }
+
+/// A KVBuffer pool on the device with its float64 twin: slots brought to given buffer positions by real decode steps.
+struct KVBufferRig {
+  GdnShape s;
+  int S, B;
+  ref::Qwen3NextInputs gen;
+  ref::GateParams gp;
+  std::vector<ref::KVBufferSlot> ref_slot;
+  DeviceBuffer<float> ck, deltas, log_decay;
+  DeviceBuffer<bf16> keys;
+  DeviceBuffer<int32_t> fill;
+
+  KVBufferRig(const GdnShape& shape, int slots, int buffer_size, uint64_t seed)
+      : s(shape), S(slots), B(buffer_size), gen(shape, seed), gp(gen.gate_params()), ref_slot(slots) {
+    std::vector<float> h;
+    for (auto& r : ref_slot) {
+      r.checkpoint = gen.state();
+      h.insert(h.end(), r.checkpoint.begin(), r.checkpoint.end());
+    }
+    ck = upload(h);
+    keys = DeviceBuffer<bf16>(size_t(S) * B * s.heads_qk * s.head_dim_k);
+    deltas = DeviceBuffer<float>(size_t(S) * B * s.heads_v * s.head_dim_v);
+    log_decay = DeviceBuffer<float>(size_t(S) * B * s.heads_v);
+    fill = upload(std::vector<int32_t>(S, 0));
+  }
+  KVBufferPool pool() const {
+    return KVBufferPool{ck.get(), keys.get(), deltas.get(), log_decay.get(), fill.get(), S, B, B};
+  }
+  /// Decodes one token on every slot listed (row r -> slots[r], -1 skips), on the device and in the reference.
+  void decode(const std::vector<int32_t>& slots) {
+    const int N = int(slots.size());
+    const auto toks = gen.tokens(N);
+    const DeviceTokens dt(toks, gp);
+    const DeviceBuffer<int32_t> sl = upload(slots);
+    DeviceBuffer<float> o(size_t(N) * s.heads_v * s.head_dim_v);
+    KVBufferDecodeParams p;
+    p.shape = s;
+    p.batch = N;
+    p.in = dt.inputs();
+    p.pool = pool();
+    p.slot = sl.get();
+    p.o = o.get();
+    p.o_dtype = OutputDtype::fp32;
+    KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
+    KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), sl.get(), N, B, nullptr));
+    std::vector<double> o_ref;
+    for (int r = 0; r < N; ++r)
+      if (slots[r] >= 0) ref::kvbuffer_decode(s, B, ref::prepare_token(s, toks[r], gp), ref_slot[slots[r]], o_ref);
+  }
+  /// Largest per-head error of every slot's materialised state against the reference.
+  double state_err() const {
+    const auto c = download(ck.get(), ck.size());
+    const auto d = download(deltas.get(), deltas.size());
+    const auto g = download(log_decay.get(), log_decay.size());
+    const auto kraw = download(keys.get(), keys.size());
+    const auto f = download(fill.get(), S);
+    const size_t se = size_t(s.state_elems()), qk = size_t(s.heads_qk) * s.head_dim_k,
+                 vv = size_t(s.heads_v) * s.head_dim_v;
+    double err = 0;
+    for (int slot = 0; slot < S; ++slot) {
+      EXPECT_EQ(f[slot], int(ref_slot[slot].entries.size())) << "slot " << slot;
+      ref::KVBufferSlot got;
+      got.checkpoint.assign(c.begin() + slot * se, c.begin() + (slot + 1) * se);
+      for (int j = 0; j < f[slot]; ++j) {
+        const size_t e = size_t(slot) * B + j;
+        ref::BufferEntry be;
+        for (int hk = 0; hk < s.heads_qk; ++hk) {
+          std::vector<double> raw(s.head_dim_k);
+          for (int i = 0; i < s.head_dim_k; ++i) raw[i] = __bfloat162float(kraw[e * qk + hk * s.head_dim_k + i]);
+          const auto kh = ref::l2_normalize(raw.data(), s.head_dim_k);
+          be.k_hat.insert(be.k_hat.end(), kh.begin(), kh.end());
+        }
+        be.u.assign(d.begin() + e * vv, d.begin() + (e + 1) * vv);
+        be.g.assign(g.begin() + e * s.heads_v, g.begin() + (e + 1) * s.heads_v);
+        got.entries.push_back(be);
+      }
+      err = std::max(err, ref::max_rel_err(ref::kvbuffer_state(s, ref_slot[slot]), ref::kvbuffer_state(s, got),
+                                           s.heads_v));
+    }
+    return err;
+  }
+};
+
+/// Verify m drafts for `slots` and check outputs and deltas; then accept `accepted` and check every state.
+void verify_accept_round(KVBufferRig& rig, const std::vector<int32_t>& slots, int m, const std::vector<int32_t>& acc) {
+  const GdnShape& s = rig.s;
+  const int N = int(slots.size()), HV = s.heads_v;
+  const size_t vv = size_t(HV) * s.head_dim_v;
+  const auto toks = rig.gen.tokens(N * m);  // [N][m]
+  const DeviceTokens dt(toks, rig.gp);
+  const DeviceBuffer<int32_t> sl = upload(slots), ac = upload(acc);
+  DeviceBuffer<float> o(size_t(N) * m * vv), dd(size_t(N) * m * vv), dg(size_t(N) * m * HV);
+  KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
+  KVBufferVerifyParams vp;
+  vp.shape = s;
+  vp.batch = N;
+  vp.in = dt.inputs();
+  vp.in.tokens = m;
+  vp.pool = rig.pool();
+  vp.slot = sl.get();
+  vp.draft_deltas = dd.get();
+  vp.draft_log_decay = dg.get();
+  vp.o = o.get();
+  vp.o_dtype = OutputDtype::fp32;
+  ASSERT_EQ(validate(vp), "");
+  KVB_CUDA_CHECK(launch_kvbuffer_verify(vp, nullptr));
+  const auto o_got = download(o.get(), o.size());
+  const auto d_got = download(dd.get(), dd.size());
+  for (int r = 0; r < N; ++r) {
+    if (slots[r] < 0) {
+      for (size_t i = 0; i < m * vv; ++i) ASSERT_EQ(o_got[r * m * vv + i], 0.f) << "padding row output";
+      continue;
+    }
+    std::vector<ref::TokenPrepared> drafts;
+    for (int i = 0; i < m; ++i) drafts.push_back(ref::prepare_token(s, toks[r * m + i], rig.gp));
+    std::vector<double> o_ref;
+    std::vector<ref::BufferEntry> entries;
+    ref::kvbuffer_verify(s, drafts, rig.ref_slot[slots[r]], o_ref, entries);
+    const std::vector<double> og(o_got.begin() + r * m * vv, o_got.begin() + (r + 1) * m * vv);
+    EXPECT_LE(ref::max_rel_err(o_ref, og, int64_t(m) * HV), tol::kOutputFp32) << "outputs, m=" << m << " row " << r;
+    for (int i = 0; i < m; ++i) {
+      const std::vector<double> u(d_got.begin() + (r * m + i) * vv, d_got.begin() + (r * m + i + 1) * vv);
+      EXPECT_LE(ref::max_rel_err(entries[i].u, u, HV), tol::kStateFp32) << "delta of draft " << i << ", m=" << m;
+    }
+    ref::kvbuffer_accept(s, rig.B, entries, acc[r], rig.ref_slot[slots[r]]);
+  }
+  KVBufferAcceptParams ap;
+  ap.shape = s;
+  ap.batch = N;
+  ap.draft_tokens = m;
+  ap.pool = rig.pool();
+  ap.slot = sl.get();
+  ap.accepted = ac.get();
+  ap.k = dt.k.get();
+  ap.draft_deltas = dd.get();
+  ap.draft_log_decay = dg.get();
+  ASSERT_EQ(validate(ap), "");
+  KVB_CUDA_CHECK(launch_kvbuffer_accept(ap, nullptr));
+  KVB_CUDA_CHECK(launch_kvbuffer_advance_accepted(rig.fill.get(), sl.get(), ac.get(), N, rig.B, nullptr));
+  EXPECT_LE(rig.state_err(), tol::kStateFp32) << "state after accept, m=" << m;
+}
+
+TEST(KVBufferVerifyGpu, EveryDraftCountAndAcceptedCountMatchesReference) {
+  KVB_REQUIRE_GPU();
+  for (int B : {4, 8}) {
+    for (int m = 1; m <= kMaxDraftTokens; ++m) {
+      KVBufferRig rig(small_shape(), 4, B, 1000 + 10 * B + m);
+      // Bring slots 0..3 to buffer positions 0, 1, B/2, B-1 (rows are padding when they should not advance).
+      const int target[4] = {0, 1, B / 2, B - 1};
+      for (int step = 0; step < B - 1; ++step) {
+        std::vector<int32_t> slots(4);
+        for (int i = 0; i < 4; ++i) slots[i] = step < target[i] ? i : -1;
+        rig.decode(slots);
+      }
+      ASSERT_LE(rig.state_err(), tol::kStateFp32);
+      // Accepted counts 0..m spread over the rows; one padding row.
+      for (int a0 = 0; a0 <= m; ++a0) {
+        const std::vector<int32_t> slots = {2, -1, 0, 3, 1};
+        const std::vector<int32_t> acc = {a0, m, (a0 + 1) % (m + 1), m - a0, (a0 + 2) % (m + 1)};
+        verify_accept_round(rig, slots, m, acc);
+      }
+      // Decoding continues identically after the accepts.
+      for (int step = 0; step < 3; ++step) rig.decode({0, 1, 2, 3});
+      EXPECT_LE(rig.state_err(), tol::kStateFp32) << "decode after accept, B=" << B << " m=" << m;
+    }
+  }
+}
+
+TEST(RecurrentVerifyGpu, OutputsIntermediateStatesAndAcceptMatchReference) {
+  KVB_REQUIRE_GPU();
+  const GdnShape s = small_shape();
+  const int S = 3, HV = s.heads_v;
+  const size_t se = size_t(s.state_elems()), vv = size_t(HV) * s.head_dim_v;
+  for (int m = 1; m <= kMaxDraftTokens; ++m) {
+    ref::Qwen3NextInputs gen(s, 77 + m);
+    const ref::GateParams gp = gen.gate_params();
+    std::vector<std::vector<double>> st(S);
+    std::vector<float> pool_h;
+    for (auto& x : st) {
+      x = gen.state();
+      pool_h.insert(pool_h.end(), x.begin(), x.end());
+    }
+    DeviceBuffer<float> pool = upload(pool_h), scratch(size_t(S) * m * se);
+    const std::vector<int32_t> slots = {1, -1, 2, 0};
+    const std::vector<int32_t> acc = {m, 3, 0, m / 2};
+    const int N = int(slots.size());
+    const auto toks = gen.tokens(N * m);
+    const DeviceTokens dt(toks, gp);
+    const DeviceBuffer<int32_t> sl = upload(slots), ac = upload(acc);
+    DeviceBuffer<float> o(size_t(N) * m * vv);
+    KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
+    RecurrentVerifyParams p;
+    p.shape = s;
+    p.batch = N;
+    p.in = dt.inputs();
+    p.in.tokens = m;
+    p.state = pool.get();
+    p.num_slots = S;
+    p.scratch = scratch.get();
+    p.slot = sl.get();
+    p.o = o.get();
+    p.o_dtype = OutputDtype::fp32;
+    ASSERT_EQ(validate(p), "");
+    KVB_CUDA_CHECK(launch_recurrent_verify(p, nullptr));
+    EXPECT_EQ(download(pool.get(), pool.size()), pool_h) << "verify must not touch the pool";
+    const auto o_got = download(o.get(), o.size());
+    const auto sc = download(scratch.get(), scratch.size());
+    std::vector<std::vector<double>> inter(S);
+    for (int r = 0; r < N; ++r) {
+      if (slots[r] < 0) continue;
+      std::vector<ref::TokenPrepared> drafts;
+      for (int i = 0; i < m; ++i) drafts.push_back(ref::prepare_token(s, toks[r * m + i], gp));
+      std::vector<double> o_ref, states;
+      ref::recurrent_verify(s, drafts, st[slots[r]], o_ref, states);
+      const std::vector<double> og(o_got.begin() + r * m * vv, o_got.begin() + (r + 1) * m * vv);
+      EXPECT_LE(ref::max_rel_err(o_ref, og, int64_t(m) * HV), tol::kOutputFp32) << "m=" << m;
+      const std::vector<double> sg(sc.begin() + slots[r] * m * se, sc.begin() + (slots[r] + 1) * m * se);
+      EXPECT_LE(ref::max_rel_err(states, sg, int64_t(m) * HV), tol::kStateFp32) << "m=" << m;
+      inter[slots[r]] = states;
+    }
+    RecurrentAcceptParams ap;
+    ap.shape = s;
+    ap.batch = N;
+    ap.draft_tokens = m;
+    ap.state = pool.get();
+    ap.scratch = scratch.get();
+    ap.num_slots = S;
+    ap.slot = sl.get();
+    ap.accepted = ac.get();
+    ASSERT_EQ(validate(ap), "");
+    KVB_CUDA_CHECK(launch_recurrent_accept(ap, nullptr));
+    const auto after = download(pool.get(), pool.size());
+    for (int r = 0; r < N; ++r) {
+      if (slots[r] < 0) continue;
+      const int a = std::min<int>(acc[r], m);
+      const std::vector<double> want =
+          a == 0 ? st[slots[r]] : std::vector<double>(inter[slots[r]].begin() + (a - 1) * se,
+                                                      inter[slots[r]].begin() + a * se);
+      const std::vector<double> got(after.begin() + slots[r] * se, after.begin() + (slots[r] + 1) * se);
+      EXPECT_LE(ref::max_rel_err(want, got, HV), tol::kStateFp32) << "accept a=" << a << " m=" << m;
+    }
+  }
+}
+
+TEST(VerifyGpu, GoldenDraft4) {
+  KVB_REQUIRE_GPU();
+  const ref::GoldenCase c = ref::load_golden_case(std::string(KVB_TEST_DATA_DIR) + "/golden/draft4.gdn");
+  const GdnShape& s = c.shape;
+  const int N = c.N, m = c.T, HV = s.heads_v;
+  const size_t se = size_t(s.state_elems()), vv = size_t(HV) * s.head_dim_v;
+  std::vector<float> init(c.tensor("initial_state").values.begin(), c.tensor("initial_state").values.end());
+  auto bf = [](const ref::GoldenTensor& t) {
+    std::vector<bf16> r(t.values.size());
+    for (size_t i = 0; i < r.size(); ++i) r[i] = __float2bfloat16_rn(float(t.values[i]));
+    return r;
+  };
+  auto f32 = [](const ref::GoldenTensor& t) { return std::vector<float>(t.values.begin(), t.values.end()); };
+  const DeviceBuffer<bf16> q = upload(bf(c.tensor("q"))), k = upload(bf(c.tensor("k"))), v = upload(bf(c.tensor("v")));
+  const DeviceBuffer<float> g = upload(f32(c.tensor("g"))), beta = upload(f32(c.tensor("beta")));
+  TokenInputs in;
+  in.q = q.get();
+  in.k = k.get();
+  in.v = v.get();
+  in.g = g.get();
+  in.beta = beta.get();
+  in.scale = float(c.scale);
+  in.tokens = m;
+  std::vector<int32_t> slot_h(N);
+  for (int i = 0; i < N; ++i) slot_h[i] = i;
+  const DeviceBuffer<int32_t> slot = upload(slot_h);
+  // Recurrent verify: outputs and every intermediate state.
+  {
+    DeviceBuffer<float> pool = upload(init), scratch(size_t(N) * m * se), o(size_t(N) * m * vv);
+    RecurrentVerifyParams p;
+    p.shape = s;
+    p.batch = N;
+    p.in = in;
+    p.state = pool.get();
+    p.num_slots = N;
+    p.scratch = scratch.get();
+    p.slot = slot.get();
+    p.o = o.get();
+    p.o_dtype = OutputDtype::fp32;
+    KVB_CUDA_CHECK(launch_recurrent_verify(p, nullptr));
+    EXPECT_LE(ref::max_rel_err(c.tensor("o").values, test::to_double(download(o.get(), o.size())), int64_t(N) * m * HV),
+              tol::kOutputFp32);
+    EXPECT_LE(ref::max_rel_err(c.tensor("states").values, test::to_double(download(scratch.get(), scratch.size())),
+                               int64_t(N) * m * HV),
+              tol::kStateFp32);
+  }
+  // KVBuffer verify from an empty buffer, then accept all four drafts with B = 4: fill + 4 >= B, so accept folds
+  // them into the checkpoint, which must then equal the final state.
+  {
+    const int B = 4;
+    DeviceBuffer<float> ck = upload(init), deltas(size_t(N) * B * vv), ld(size_t(N) * B * HV), o(size_t(N) * m * vv),
+                        dd(size_t(N) * m * vv), dg(size_t(N) * m * HV);
+    DeviceBuffer<bf16> keys(size_t(N) * B * s.heads_qk * s.head_dim_k);
+    DeviceBuffer<int32_t> fill = upload(std::vector<int32_t>(N, 0));
+    const KVBufferPool pool{ck.get(), keys.get(), deltas.get(), ld.get(), fill.get(), N, B, B};
+    KVBufferVerifyParams p;
+    p.shape = s;
+    p.batch = N;
+    p.in = in;
+    p.pool = pool;
+    p.slot = slot.get();
+    p.draft_deltas = dd.get();
+    p.draft_log_decay = dg.get();
+    p.o = o.get();
+    p.o_dtype = OutputDtype::fp32;
+    KVB_CUDA_CHECK(launch_kvbuffer_verify(p, nullptr));
+    EXPECT_LE(ref::max_rel_err(c.tensor("o").values, test::to_double(download(o.get(), o.size())), int64_t(N) * m * HV),
+              tol::kOutputFp32);
+    const DeviceBuffer<int32_t> all = upload(std::vector<int32_t>(N, m));
+    KVBufferAcceptParams ap;
+    ap.shape = s;
+    ap.batch = N;
+    ap.draft_tokens = m;
+    ap.pool = pool;
+    ap.slot = slot.get();
+    ap.accepted = all.get();
+    ap.k = k.get();
+    ap.draft_deltas = dd.get();
+    ap.draft_log_decay = dg.get();
+    KVB_CUDA_CHECK(launch_kvbuffer_accept(ap, nullptr));
+    EXPECT_LE(ref::max_rel_err(c.tensor("final_state").values, test::to_double(download(ck.get(), ck.size())),
+                               int64_t(N) * HV),
+              tol::kStateFp32);
+  }
+}
+
+TEST(VerifyValidation, BadParamsAreRejectedWithReasons) {
+  KVBufferVerifyParams p;
+  p.shape = small_shape();
+  p.batch = 1;
+  EXPECT_NE(validate(p), "");
+  RecurrentVerifyParams r;
+  r.shape = small_shape();
+  r.batch = 2;
+  r.in.tokens = 9;
+  r.in.q = r.in.k = r.in.v = reinterpret_cast<const bf16*>(16);
+  r.in.g = r.in.beta = reinterpret_cast<const float*>(16);
+  r.in.scale = 1;
+  EXPECT_NE(validate(r).find("draft_tokens"), std::string::npos);
+  EXPECT_EQ(launch_recurrent_verify(r, nullptr), cudaErrorInvalidValue);
+}
+
+}  // namespace
+}  // namespace kvb

@@ -1,0 +1,239 @@
+"""Tests of the figure scripts in plots/: headless runs on the committed CSVs and on a synthetic CSV, the error for a
+missing column, make_all's registry and skip list, and the numbers the figures derive (floor, footnote).
+
+Run: python3 -m pytest -q tests/plots   (needs plots/requirements.txt and pytest; no GPU)
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PLOTS_DIR = REPO_ROOT / "plots"
+RESULTS_DIR = REPO_ROOT / "results"
+sys.path.insert(0, str(PLOTS_DIR))
+
+import anchors  # noqa: E402
+import decode_data  # noqa: E402
+import make_all  # noqa: E402
+import style  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+# Header of a decode CSV as `kvb sweep` writes it (README "CSV columns").
+DECODE_HEADER = (
+    "experiment,variant,batch,buffer_size,phase,layers,heads_qk,heads_v,head_dim_k,head_dim_v,seed,state_dtype,"
+    "buffer_form,output_dtype,latency_us_median,latency_us_p10,latency_us_p90,samples,noise_pct,sample_stop,"
+    "steps_per_sample,model_bytes,model_read_bytes,model_write_bytes,floor_us,latency_over_floor,max_rel_err,"
+    "max_rel_err_o,l2,l2_rotation,copy_gbps,read_gbps,device_bytes,dram_read_bytes,dram_write_bytes,"
+    "measured_over_model,cupti_status,sm_clock_mhz,throttled,status,gpu,driver,cuda,git_sha,timestamp"
+).split(",")
+
+
+def synthetic_decode_rows() -> list[dict[str, str]]:
+    """A small decode sweep on a made-up GPU: HV = 4, K = V = 16 fp32 states, batches 1, 4, 16, recurrent and
+    KVBuffer B = 2, 8 (staggered, plus one aligned point), one failed point. Bytes follow the recurrent and KVBuffer
+    byte-model shapes loosely (state read + write; checkpoint read + 1/B of a write); latency = floor * 1.3 + 2 us."""
+    hv, k, v = 4, 16, 16
+    state = hv * k * v * 4
+    copy_gbps, read_gbps = 1000.0, 1200.0
+    rows = []
+
+    def add(variant, batch, b, phase, read, write, status="ok"):
+        model = read + write
+        floor = model / (copy_gbps * 1e3)
+        lat = floor * 1.3 + 2.0
+        row = dict.fromkeys(DECODE_HEADER, "")
+        row.update(
+            experiment="synthetic", variant=variant, batch=str(batch), buffer_size=b, phase=phase, layers="4",
+            heads_qk="2", heads_v=str(hv), head_dim_k=str(k), head_dim_v=str(v), seed="0", state_dtype="fp32",
+            buffer_form="delta" if variant == "kvbuffer" else "", output_dtype="bf16",
+            latency_us_median=f"{lat:.4f}", latency_us_p10=f"{lat * 0.97:.4f}", latency_us_p90=f"{lat * 1.05:.4f}",
+            samples="10", model_bytes=f"{model:.6g}", model_read_bytes=f"{read:.6g}", model_write_bytes=f"{write:.6g}",
+            floor_us=f"{floor:.6g}", latency_over_floor=f"{lat / floor:.6g}", copy_gbps=str(copy_gbps),
+            read_gbps=str(read_gbps), dram_read_bytes=f"{read * 1.01:.6g}", dram_write_bytes=f"{write * 0.99:.6g}",
+            cupti_status="ok", status=status, gpu="Synthetic GPU X1", driver="1.0", cuda="12.9",
+            git_sha="0123456789ab", timestamp=f"2026-01-0{1 + batch % 2}T00:00:00Z",
+        )
+        rows.append(row)
+
+    for batch in (1, 4, 16):
+        add("recurrent", batch, "", "", batch * state, batch * state)
+        for b in (2, 8):
+            add("kvbuffer", batch, str(b), "staggered", batch * state * 1.1, batch * state / b)
+    add("kvbuffer", 4, "8", "aligned", 4 * state * 1.1, 4 * state / 8)
+    add("kvbuffer", 16, "2", "staggered", 1.0, 1.0, status="failed: synthetic")
+    return rows
+
+
+SYNTHETIC = {"decode_latency.csv": synthetic_decode_rows}
+
+
+def write_csv(path: Path, rows, drop: str | None = None) -> Path:
+    header = [c for c in rows[0] if c != drop]
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def run_script(script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(PLOTS_DIR / f"{script}.py"), *args], capture_output=True, text=True,
+                          cwd=REPO_ROOT, timeout=120)
+
+
+def assert_figure(out_dir: Path, name: str) -> None:
+    png, pdf = out_dir / f"{name}.png", out_dir / f"{name}.pdf"
+    data = png.read_bytes()
+    assert data.startswith(PNG_MAGIC), f"{png} is not a PNG"
+    assert len(data) > 20_000, f"{png} is only {len(data)} bytes"
+    assert pdf.read_bytes().startswith(b"%PDF"), f"{pdf} is not a PDF"
+
+
+FIGURE_IDS = [f.script for f in make_all.FIGURES]
+
+
+def test_every_figure_script_is_registered():
+    scripts = {p.stem for p in PLOTS_DIR.glob("*.py")} - make_all.HELPER_MODULES
+    assert scripts == set(FIGURE_IDS)
+    assert set(f.csv for f in make_all.FIGURES) <= set(SYNTHETIC), "every CSV kind needs a synthetic generator here"
+
+
+@pytest.mark.parametrize("fig", make_all.FIGURES, ids=FIGURE_IDS)
+def test_script_on_committed_csv(fig, tmp_path):
+    csv_path = RESULTS_DIR / fig.csv
+    if not csv_path.is_file():
+        pytest.skip(f"results/{fig.csv} is not committed yet")
+    r = run_script(fig.script, "--csv", str(csv_path), "--out-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert_figure(tmp_path, fig.script)
+
+
+@pytest.mark.parametrize("fig", make_all.FIGURES, ids=FIGURE_IDS)
+def test_script_on_synthetic_csv(fig, tmp_path):
+    csv_path = write_csv(tmp_path / fig.csv, SYNTHETIC[fig.csv]())
+    out = tmp_path / "figures"
+    r = run_script(fig.script, "--csv", str(csv_path), "--out-dir", str(out))
+    assert r.returncode == 0, r.stderr
+    assert_figure(out, fig.script)
+
+
+def _missing_column_cases():
+    for fig in make_all.FIGURES:
+        module = importlib.import_module(fig.script)
+        for column in module.REQUIRED_COLUMNS:
+            yield pytest.param(fig, column, id=f"{fig.script}-{column}")
+
+
+@pytest.mark.parametrize("fig,column", list(_missing_column_cases()))
+def test_missing_column_is_named(fig, column, tmp_path, capsys):
+    module = importlib.import_module(fig.script)
+    csv_path = write_csv(tmp_path / fig.csv, SYNTHETIC[fig.csv](), drop=column)
+    out = tmp_path / "figures"
+    with pytest.raises(SystemExit) as e:
+        module.main(["--csv", str(csv_path), "--out-dir", str(out)])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == f"CSV {csv_path} lacks column {column}"
+    assert not out.exists(), "nothing may be written on bad input"
+
+
+@pytest.mark.parametrize("fig", make_all.FIGURES, ids=FIGURE_IDS)
+def test_missing_column_from_command_line(fig, tmp_path):
+    required = importlib.import_module(fig.script).REQUIRED_COLUMNS
+    column = required[len(required) // 2]
+    csv_path = write_csv(tmp_path / fig.csv, SYNTHETIC[fig.csv](), drop=column)
+    r = run_script(fig.script, "--csv", str(csv_path), "--out-dir", str(tmp_path / "figures"))
+    assert r.returncode != 0
+    assert f"lacks column {column}" in r.stderr
+    assert not (tmp_path / "figures").exists()
+
+
+def test_missing_file_and_no_ok_rows(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        style.read_csv(tmp_path / "absent.csv", ["batch"])
+    assert "absent.csv not found" in capsys.readouterr().err
+    rows = [r for r in synthetic_decode_rows() if r["status"] != "ok"]
+    path = write_csv(tmp_path / "failed.csv", rows)
+    with pytest.raises(SystemExit):
+        style.read_csv(path, ["batch"])
+    assert "no rows with status ok" in capsys.readouterr().err
+
+
+def test_require_columns_accepts_header_rows_and_reader(tmp_path, capsys):
+    rows = synthetic_decode_rows()
+    style.require_columns(rows, ["batch", "gpu"], "x.csv")
+    style.require_columns(list(rows[0]), ["batch"], "x.csv")
+    path = write_csv(tmp_path / "x.csv", rows)
+    with path.open() as f:
+        style.require_columns(csv.DictReader(f), ["timestamp"], path)
+    with pytest.raises(SystemExit) as e:
+        style.require_columns(rows, ["batch", "nope", "neither"], "x.csv")
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == "CSV x.csv lacks columns nope, neither"
+
+
+def test_bad_number_is_named(tmp_path, capsys):
+    rows = synthetic_decode_rows()
+    rows[3]["latency_us_median"] = "fast"
+    path = write_csv(tmp_path / "bad.csv", rows)
+    module = importlib.import_module("decode_latency")
+    with pytest.raises(SystemExit):
+        module.main(["--csv", str(path), "--out-dir", str(tmp_path / "figures")])
+    assert "column latency_us_median: 'fast' is not a number" in capsys.readouterr().err
+
+
+def test_read_state_floor_reproduces_anchors_column():
+    # ANCHORS.md's "floor read state only @ 4.57 TB/s" column, rounded to 0.1 us there.
+    state = decode_data.state_bytes_per_request(
+        {"heads_v": "32", "head_dim_k": "128", "head_dim_v": "128", "state_dtype": "fp32"}, "anchors")
+    assert state == 32 * 128 * 128 * 4
+    for batch, expected in anchors.READ_STATE_FLOOR_US.items():
+        got = decode_data.read_state_floor_us(batch, state, anchors.READ_GBPS)
+        assert got == pytest.approx(expected, abs=0.051), batch
+
+
+def test_decode_series_groups_and_orders():
+    rows = [r for r in synthetic_decode_rows() if r["status"] == "ok"]
+    series = decode_data.decode_series(rows, "synthetic")
+    assert [s.label for s in series] == ["recurrent", "KVBuffer B = 2", "KVBuffer B = 8"]
+    for s in series:
+        assert s.batches("synthetic") == [1.0, 4.0, 16.0]
+    aligned = decode_data.decode_series(rows, "synthetic", phase="aligned")
+    assert [(s.label, s.batches("synthetic")) for s in aligned] == [
+        ("recurrent", [1.0, 4.0, 16.0]), ("KVBuffer B = 8", [4.0])]
+
+
+def test_footnote_names_gpu_dates_and_revision():
+    rows = synthetic_decode_rows()
+    text = style.footnote_text(rows, REPO_ROOT / "results" / "x.csv")
+    assert text.startswith("Synthetic GPU X1 | driver 1.0 | CUDA 12.9 | ")
+    assert "measured 2026-01-01 to 2026-01-02 UTC" in text
+    assert "git 0123456789ab" in text
+    assert "data results/x.csv" in text
+
+
+def test_make_all_runs_present_and_lists_skipped(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    out = tmp_path / "figures"
+    r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "made 0 figure(s)" in r.stdout
+    assert f"skipped {len(make_all.FIGURES)}:" in r.stdout
+    for name in FIGURE_IDS:
+        assert name in r.stdout
+
+    for name, make in SYNTHETIC.items():
+        write_csv(results / name, make())
+    r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(out))
+    assert r.returncode == 0, r.stderr
+    assert f"made {len(make_all.FIGURES)} figure(s)" in r.stdout
+    for name in FIGURE_IDS:
+        assert_figure(out, name)
