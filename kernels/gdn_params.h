@@ -59,7 +59,7 @@ struct KVBufferPool {
   float* log_decay = nullptr;    ///< [num_slots, capacity, HV] g_j
   int32_t* fill = nullptr;       ///< [num_slots] entries held, 0 <= fill < buffer_size
   int num_slots = 0;
-  int capacity = 0;              ///< entries per slot, >= buffer_size
+  int capacity = 0;              ///< entries per slot, >= max(buffer_size - 1, 1): a slot never holds B entries
   int buffer_size = 1;           ///< B: the decode step that brings a slot to B entries flushes it (B = 1: recurrent)
 };
 
@@ -148,8 +148,8 @@ struct KVBufferVerifyParams {
 /// Accept after KVBuffer verification: the first a = accepted[row] drafts' entries (raw keys from the verify inputs,
 /// deltas and log-decays from verify) are appended at positions fill .. fill + a - 1 when fill + a < B; otherwise
 /// the row folds all fill + a entries (its buffer and the accepted drafts, up to B - 1 + m) into its checkpoint, a
-/// flush that overflows B, and its buffer empties. Appends therefore never pass position B - 1: the pool's capacity
-/// B suffices. Rejected drafts cost nothing. fill is not changed: follow every layer's accept with one
+/// flush that overflows B, and its buffer empties. Appends therefore never pass position B - 2: the pool's capacity
+/// B - 1 suffices (the fold of up to B - 1 + m entries happens in shared memory). Rejected drafts cost nothing. fill is not changed: follow every layer's accept with one
 /// launch_kvbuffer_advance_accepted per model step.
 struct KVBufferAcceptParams {
   GdnShape shape;

@@ -4,6 +4,7 @@
 // then appends (k_t, u_t, g_t), or, when that makes B entries, flushes: S0 <- e^{G_t} S0 + sum_{j<=t} ... k^_j u_j^T.
 // One pass over S0 serves both products: the buffer rows join the checkpoint rows in the same column reduction.
 // Grid: (V slices, HV, N); block: kThreads threads owning a K x VB slice of S0.
+#include <algorithm>
 #include <string>
 
 #include "kernels/gdn_params.h"
@@ -135,8 +136,8 @@ std::string validate_pool(const KVBufferPool& pool) {
   if (pool.buffer_size < 1 || pool.buffer_size > dev::kMaxBuffer)
     return "buffer_size = " + std::to_string(pool.buffer_size) + " is out of range (allowed: 1 to " +
            std::to_string(dev::kMaxBuffer) + ")";
-  if (pool.capacity < pool.buffer_size || pool.capacity > dev::kMaxBuffer)
-    return "pool.capacity = " + std::to_string(pool.capacity) + " must be in [buffer_size, " +
+  if (pool.capacity < std::max(pool.buffer_size - 1, 1) || pool.capacity > dev::kMaxBuffer)
+    return "pool.capacity = " + std::to_string(pool.capacity) + " must be in [max(buffer_size - 1, 1), " +
            std::to_string(dev::kMaxBuffer) + "]";
   return "";
 }

@@ -156,8 +156,9 @@ void validate_settings(const CapacitySettings& s) {
   const int b_max = *std::max_element(s.buffer_sizes.begin(), s.buffer_sizes.end());
   const int m_max = *std::max_element(s.draft_tokens.begin(), s.draft_tokens.end());
   if (b_max - 1 + m_max > kMaxBufferEntries)
-    throw UsageError(fmt::format("--buffer-sizes: B = {} with m = {} needs {} buffer entries (allowed: B - 1 + m <= {})",
-                                 b_max, m_max, b_max - 1 + m_max, kMaxBufferEntries));
+    throw UsageError(fmt::format(
+        "--buffer-sizes: B = {} with m = {} needs {} buffer entries (allowed: B - 1 + m <= {})", b_max, m_max,
+        b_max - 1 + m_max, kMaxBufferEntries));
   if (s.budget_gib && !(*s.budget_gib > 0))
     throw UsageError(fmt::format("--budget-gib {}: must be a number of GiB > 0", *s.budget_gib));
   if (!(s.reserve_gib >= 0 && s.reserve_gib < 1e6))

@@ -35,9 +35,9 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
 /// Reads `path` and applies it (apply_capacity_config). Throws UsageError naming the file when it cannot be read.
 void load_capacity_config(const std::string& path, CapacitySettings& settings);
 
-/// Checks settings as a whole: the shape (validate_shape), layers >= 1, buffer sizes in [1, 256], draft tokens in
-/// [1, 8], B - 1 + m <= 256 for every pair, budget_gib > 0 when set, reserve_gib >= 0. Throws UsageError naming the
-/// flag (--layers, --buffer-sizes, ...) and the allowed values.
+/// Checks settings as a whole: the shape (validate_shape), layers in [1, 10000], buffer sizes in [1, 256], draft
+/// tokens in [1, 8], B - 1 + m <= 256 for every pair, budget_gib > 0 when set, reserve_gib >= 0. Throws UsageError
+/// naming the flag (--layers, --buffer-sizes, ...) and the allowed values.
 void validate_settings(const CapacitySettings& settings);
 
 /// The rows of the capacity table, in order: recurrent_decode; recurrent_verify for each m; kvbuffer_decode for

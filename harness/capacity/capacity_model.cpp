@@ -63,7 +63,7 @@ CapacityPlan make_plan(const CapacityCase& c, const ModelShape& m) {
       break;
     case Variant::kvbuffer_decode:
     case Variant::kvbuffer_verify: {
-      p.buffer_entries = c.variant == Variant::kvbuffer_decode ? c.buffer_size : c.buffer_size - 1 + drafts;
+      p.buffer_entries = std::max(c.buffer_size - 1, 1);  // a slot never holds B entries (kernels/gdn_params.h)
       const int64_t cap = p.buffer_entries;
       p.arrays.push_back({"checkpoint", Item::state, state, true});
       p.arrays.push_back({"keys", Item::buffer, cap * key, true});

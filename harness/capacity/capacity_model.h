@@ -5,9 +5,10 @@
 // Per request and per layer (shape H = heads_qk, HV = heads_v, K = head_dim_k, V = head_dim_v; |S| = HV*K*V*4):
 //   recurrent_decode      state |S| (fp32 pool [slots, HV, K, V])
 //   recurrent_verify(m)   state |S| + intermediate states m*|S| (scratch [slots, m, HV, K, V]): (1 + m) states
-//   kvbuffer_decode(B)    checkpoint |S| + B entries (launch_kvbuffer_decode requires pool.capacity >= buffer_size;
-//                         at most B - 1 are ever written, the step that would write the B-th flushes instead)
-//   kvbuffer_verify(B,m)  checkpoint |S| + (B - 1 + m) entries (the capacity accept needs) + m draft entries kept
+//   kvbuffer_decode(B)    checkpoint |S| + max(B - 1, 1) entries (a slot never holds B entries: the step that would
+//                         write the B-th flushes instead; the pools' capacity rule in kernels/gdn_params.h)
+//   kvbuffer_verify(B,m)  checkpoint |S| + max(B - 1, 1) entries (accept folds an overflow in shared memory, so the
+//                         pool never holds more) + m draft entries kept
 //                         from verify until accept: raw keys (verify's k input, [N, m, H, K] bf16), draft_deltas
 //                         [N, m, HV, V] fp32 and draft_log_decay [N, m, HV] fp32
 //   entry                 H*K*2 (raw bf16 keys) + HV*V*4 (fp32 corrected deltas) + HV*4 (fp32 log-decay)
@@ -21,10 +22,13 @@
 // the bf16 output o and the slot indices at the batch (these scale with the batch and are itemised as io bytes).
 //
 // Allocation model: every pool is one cudaMalloc per layer (the fill index one for the model), and the driver hands
-// out device memory in 2 MiB granules (measured on an H200, driver 580.159.04: a cudaMalloc of s bytes takes
-// round_up(s, 2 MiB) of the free memory). The last few MiB of the free memory the driver reports cannot be
-// allocated (same H200: 2047.1 MiB reported free held 1022 allocations of 2 MiB and no more), so 4 MiB of the budget
-// are kept as headroom.
+// out device memory in 2 MiB granules (measured on an H200, driver 580.159.04: a cudaMalloc of s >= 1 MiB bytes takes
+// round_up(s, 2 MiB) of the free memory; smaller ones are packed several to a granule, 512-byte aligned). Each pool
+// array is therefore requested as round_up(bytes, 2 MiB), which makes the footprint exact and independent of
+// allocation order; the padding, under 2 MiB per array and layer, is counted (max_requests_model is at most
+// floor(budget / per-request bytes), lower by the padding, workspace and headroom). The last few MiB of the free
+// memory the driver reports cannot be allocated (same H200: 2047.1 MiB reported free held 1022 allocations of 2 MiB
+// and no more), so 4 MiB of the budget are kept as headroom.
 #pragma once
 
 #include <cstdint>
@@ -108,7 +112,7 @@ struct CapacityPlan {
   CapacityCase c;
   ModelShape model;
   int tokens = 1;          ///< tokens per row in one step: 1 (decode) or m (verify)
-  int buffer_entries = 0;  ///< KVBuffer pool capacity per slot: B (decode), B - 1 + m (verify); 0 recurrent
+  int buffer_entries = 0;  ///< KVBuffer pool capacity per slot: max(B - 1, 1); 0 recurrent
   std::vector<PoolArray> arrays;  ///< pools to allocate (conv_state only when model.conv_state)
   RequestBytes per_layer;  ///< per request, one layer (the fill index, held once per model, is not in it)
   RequestBytes per_request;///< per request, all layers

@@ -37,7 +37,8 @@ void warm_up(const std::vector<CapacityPlan>& plans, uint64_t seed);
 
 /// What the probe of one row found.
 struct ProbeResult {
-  int64_t measured = 0;          ///< largest N whose pools (and workspace) were allocated
+  int64_t measured = 0;          ///< largest N whose pools (and workspace) were allocated; may exceed the model by
+                                 ///< the requests that fit in the kDriverHeadroom the model keeps free (status ok)
   bool model_fitted = false;     ///< the pools of the modelled N requests were allocated
   bool one_more_failed = false;  ///< holding the pools of `measured` requests, their growth for one more request
                                  ///< failed with cudaErrorMemoryAllocation
@@ -47,8 +48,10 @@ struct ProbeResult {
 
 /// Proves `model_requests` for `plan` within the current free memory (`budget_bytes`, set by a BudgetBlocker):
 ///  1. allocates the plan's pools for N = model_requests: per layer one cudaMalloc per pool array of N times its
-///     per-request bytes, the fill index once, and the step workspace (capacity_model.h); when that fails with
-///     cudaErrorMemoryAllocation, binary-searches down for the largest N that fits (the model over-counted);
+///     per-request bytes, the fill index once, and the step workspace (capacity_model.h), each rounded up to
+///     kAllocationGranule (so that the driver cannot pack small arrays into a shared granule and the footprint is
+///     exactly footprint_bytes); when that fails with cudaErrorMemoryAllocation, binary-searches down for the largest
+///     N that fits (the model over-counted);
 ///  2. fills states, checkpoints, buffered entries, draft keys and inputs with random values (Qwen3-Next
 ///     distributions, harness/runners/device_random.h), buffer positions staggered (fill = slot % B), and runs one
 ///     step at batch N over all layers (launch_recurrent_decode / launch_recurrent_verify / launch_kvbuffer_decode and

@@ -154,8 +154,10 @@ std::string target_check_line(const std::vector<CapacityRow>& rows, double targe
     return s;
   };
   if (met.empty() && missed.empty()) return fmt::format("{}x target with 4 drafts, B <= 8: no such rows", target);
-  return fmt::format("{}x target with 4 drafts, B <= 8: met at B = {}; not met at B = {}", target,
-                     met.empty() ? "none" : join(met), missed.empty() ? "none" : join(missed));
+  std::string line = fmt::format("{}x target with 4 drafts, B <= 8:", target);
+  if (!met.empty()) line += " met at B = " + join(met) + (missed.empty() ? "" : ";");
+  if (!missed.empty()) line += " not met at B = " + join(missed);
+  return line;
 }
 
 }  // namespace kvb::capacity

@@ -6,7 +6,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <ctime>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>

@@ -47,7 +47,8 @@ ref::KVBufferSlot download_kvbuffer_slot(const KVBufferPool& pool, const GdnShap
 
 /// "" when every |got[i] - want[i]| <= 1e-5 max(1, |want[i]|) (log-decays, which are computed in fp32 and stored),
 /// else a one-line message naming `what` and the first element that differs. Sizes must match (else a message).
-std::string log_decay_mismatch(const std::vector<double>& want, const std::vector<double>& got, const std::string& what);
+std::string log_decay_mismatch(const std::vector<double>& want, const std::vector<double>& got,
+                               const std::string& what);
 
 /// "" when every output was written and both errors are within tolerance (states: tol::kStateFp32, outputs: tol_o),
 /// else the first reason, one line.

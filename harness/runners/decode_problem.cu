@@ -37,30 +37,18 @@ size_t DecodeProblem::o_bytes_per_set() const {
 void* DecodeProblem::o(int set) const { return o_.get() + size_t(set) * o_bytes_per_set(); }
 
 RecurrentDecodeParams DecodeProblem::recurrent_params(int set) const {
-  RecurrentDecodeParams p;
-  p.shape = cfg_.shape;
-  p.batch = cfg_.batch;
-  p.in = inputs_.inputs(set);
-  p.state = state_.get() + size_t(set) * cfg_.batch * size_t(cfg_.shape.state_elems());
+  auto p = token_launch<RecurrentDecodeParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
+                                               cfg_.o_dtype);
+  p.state = state(set);
   p.num_slots = cfg_.batch;
   p.layout = cfg_.layout;
-  p.slot = slot_.get();
-  p.o = o(set);
-  p.o_dtype = cfg_.o_dtype;
   return p;
 }
 
 KVBufferDecodeParams DecodeProblem::kvbuffer_params(int set) const {
-  KVBufferDecodeParams p;
-  p.shape = cfg_.shape;
-  p.batch = cfg_.batch;
-  p.in = inputs_.inputs(set);
-  const int group = cfg_.share_pools ? 0 : set / cfg_.layers;
-  p.pool = entries_.pool(set, state_.get() + size_t(set) * cfg_.batch * size_t(cfg_.shape.state_elems()), fill(group),
-                         cfg_.buffer_size);
-  p.slot = slot_.get();
-  p.o = o(set);
-  p.o_dtype = cfg_.o_dtype;
+  auto p = token_launch<KVBufferDecodeParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
+                                              cfg_.o_dtype);
+  p.pool = entries_.pool(set, state(set), fill(cfg_.share_pools ? 0 : set / cfg_.layers), cfg_.buffer_size);
   return p;
 }
 

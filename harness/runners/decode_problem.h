@@ -84,8 +84,9 @@ class DecodeProblem {
   size_t o_bytes_per_set() const;
 
  private:
+  float* state(int set) const { return state_.get() + size_t(set) * cfg_.batch * size_t(cfg_.shape.state_elems()); }
   size_t tok_v() const { return size_t(cfg_.shape.heads_v) * cfg_.shape.head_dim_v; }
-  int capacity() const { return cfg_.buffer_size; }
+  int capacity() const { return std::max(cfg_.buffer_size - 1, 1); }  // a slot never holds B entries
 
   DecodeConfig cfg_;
   int sets_ = 1;

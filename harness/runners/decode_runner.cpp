@@ -3,7 +3,6 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -21,38 +20,23 @@ namespace {
 DecodeConfig decode_config(const Point& pt) {
   DecodeConfig c;
   c.variant = pt.get("variant") == "kvbuffer" ? DecodeVariant::kvbuffer : DecodeVariant::recurrent;
-  c.shape = point_shape(pt);
-  c.batch = int(pt.get_int("batch"));
-  c.layers = int(pt.get_int("layers"));
-  c.seed = uint64_t(pt.get_int("seed"));
-  if (c.variant == DecodeVariant::kvbuffer) {
-    c.buffer_size = int(pt.get_int("buffer_size"));
-    c.staggered = pt.get("phase") != "aligned";
-  }
+  read_model_point(pt, c.variant == DecodeVariant::kvbuffer, c);
   return c;
 }
 
 Row run_decode_point(const Point& pt, SweepContext& ctx) {
   DecodeConfig cfg = decode_config(pt);
-  KVB_CUDA_CHECK(cudaSetDevice(ctx.device));
-  const bool hot = ctx.l2_mode == "hot";
-  if (hot) cfg.share_pools = true;
-  else cfg.groups = cold_l2_groups(double(cfg.batch) * double(cfg.shape.state_bytes()) * cfg.layers, ctx.device);
-
+  place_for_l2(ctx, cfg);
   ScopedRange point_range(pt.label());
   CudaStream stream;
   DecodeProblem prob(cfg);
-  DecodeCheck chk;
-  {
-    ScopedRange r("check");
-    chk = check_decode_step(prob, stream.get());
-  }
-  if (!chk.pass()) throw std::runtime_error("check failed: " + chk.detail);
+  const DecodeCheck chk = run_check([&] { return check_decode_step(prob, stream.get()); });
 
   const CudaGraph graph = CudaGraph::capture(stream.get(), [&](cudaStream_t s) { prob.enqueue_step(s); });
   const int cycle = prob.cycle_steps();
   std::unique_ptr<L2Flusher> flusher;
-  if (!hot) flusher = std::make_unique<L2Flusher>();  // untimed flush: no state resident when a sample starts
+  // Untimed flush before each sample (cold L2): no state resident when a sample starts.
+  if (!cfg.share_pools) flusher = std::make_unique<L2Flusher>();
   const StepTiming timing =
       time_model_steps(ctx.device, graph, stream.get(), cycle, prob.layer_steps(), sampling_rule(ctx), flusher.get());
   const ClockSample clock_after = sample_sm_clock(ctx.device);

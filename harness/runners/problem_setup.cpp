@@ -16,7 +16,8 @@ TokenInputSets::TokenInputSets(DeviceFootprint& mem, const GdnShape& s, int sets
   v_ = mem.alloc<bf16>(size_t(sets) * per_set_v());
   a_ = mem.alloc<bf16>(size_t(sets) * per_set_gate());
   b_ = mem.alloc<bf16>(size_t(sets) * per_set_gate());
-  for (const DeviceBuffer<bf16>* x : {&q_, &k_, &v_, &a_, &b_}) fill_normal(x->get(), x->size(), 0.f, 1.f, seeds.next());
+  for (const DeviceBuffer<bf16>* x : {&q_, &k_, &v_, &a_, &b_})
+    fill_normal(x->get(), x->size(), 0.f, 1.f, seeds.next());
 
   std::uniform_real_distribution<double> uA(1.0, 16.0), udt(std::log(1e-3), std::log(1e-1));
   std::vector<float> A_log(size_t(sets) * s.heads_v), dt_bias(A_log.size());

@@ -83,6 +83,21 @@ class TokenInputSets {
   DeviceBuffer<float> A_log_, dt_bias_;
 };
 
+/// A launch params struct (RecurrentDecodeParams, KVBufferDecodeParams, RecurrentVerifyParams, KVBufferVerifyParams)
+/// with the fields they all have set: shape, batch, inputs, slot indices, outputs and their dtype.
+template <typename Params>
+Params token_launch(const GdnShape& s, int batch, const TokenInputs& in, const int32_t* slot, void* o,
+                    OutputDtype o_dtype) {
+  Params p;
+  p.shape = s;
+  p.batch = batch;
+  p.in = in;
+  p.slot = slot;
+  p.o = o;
+  p.o_dtype = o_dtype;
+  return p;
+}
+
 /// `count` fp32 state values ~ N(0, 1/sqrt(K)), so that S^T k^ has the scale of v. Throws CudaError.
 DeviceBuffer<float> random_states(DeviceFootprint& mem, const GdnShape& s, size_t count, FillSeeds& seeds);
 

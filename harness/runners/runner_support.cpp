@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -39,6 +40,16 @@ int cold_l2_groups(double step_state_bytes, int device) {
   int l2_bytes = 0;
   KVB_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
   return int(std::clamp(std::ceil(3.0 * l2_bytes / step_state_bytes), 1.0, 16.0));
+}
+
+LaunchCheck run_check(const std::function<LaunchCheck()>& check) {
+  LaunchCheck c;
+  {
+    ScopedRange r("check");
+    c = check();
+  }
+  if (!c.pass()) throw std::runtime_error("check failed: " + c.detail);
+  return c;
 }
 
 SamplingRule sampling_rule(const SweepContext& ctx, double seconds_share) {

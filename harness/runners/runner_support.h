@@ -11,9 +11,11 @@
 
 #include "harness/profile/cupti_range_profiler.h"
 #include "harness/profile/gpu_clock.h"
+#include "harness/runners/check_support.h"
 #include "harness/runners/graph_timer.h"
 #include "harness/sweep/experiment_kind.h"
 #include "kernels/byte_model.h"
+#include "kernels/cuda_check.h"
 #include "kernels/gdn_shape.h"
 
 namespace kvb {
@@ -28,9 +30,38 @@ GdnShape point_shape(const Point& pt);
 /// Whole-point check of the shape: validate_shape(point_shape(pt)).
 std::string validate_point_shape(const Point& pt);
 
+/// Reads into a problem config (DecodeConfig, VerifyConfig) the axes both experiments have: the shape, batch, layers
+/// and seed; for a KVBuffer point also buffer_size and phase (staggered unless "aligned"). Throws UsageError on a
+/// non-integer.
+template <typename Config>
+void read_model_point(const Point& pt, bool kvbuffer, Config& c) {
+  c.shape = point_shape(pt);
+  c.batch = int(pt.get_int("batch"));
+  c.layers = int(pt.get_int("layers"));
+  c.seed = uint64_t(pt.get_int("seed"));
+  if (kvbuffer) {
+    c.buffer_size = int(pt.get_int("buffer_size"));
+    c.staggered = pt.get("phase") != "aligned";
+  }
+}
+
 /// Model replicas per step for cold L2: ceil(3 x L2 / step_state_bytes) clamped to [1, 16], so that no state is still
 /// resident when its layer comes round again. Throws CudaError when the device's L2 size cannot be read.
 int cold_l2_groups(double step_state_bytes, int device);
+
+/// Makes ctx.device current and lays a problem config out for the L2 mode: "hot" shares one set of pools among all
+/// layers (share_pools); cold replicates the model cold_l2_groups(batch x state bytes x layers) times. Throws
+/// CudaError.
+template <typename Config>
+void place_for_l2(const SweepContext& ctx, Config& c) {
+  KVB_CUDA_CHECK(cudaSetDevice(ctx.device));
+  if (ctx.l2_mode == "hot") c.share_pools = true;
+  else c.groups = cold_l2_groups(double(c.batch) * double(c.shape.state_bytes()) * c.layers, ctx.device);
+}
+
+/// Runs a pre-timing check inside NVTX range "check". Throws std::runtime_error("check failed: <detail>") when it
+/// did not pass; CudaError from the check propagates.
+LaunchCheck run_check(const std::function<LaunchCheck()>& check);
 
 /// Sampling rule from the sweep context, with `seconds_share` of the point's time budget.
 SamplingRule sampling_rule(const SweepContext& ctx, double seconds_share = 1.0);

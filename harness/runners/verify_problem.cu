@@ -85,16 +85,11 @@ double VerifyProblem::mean_accepted() const {
 }
 
 RecurrentVerifyParams VerifyProblem::recurrent_verify_params(int set) const {
-  RecurrentVerifyParams p;
-  p.shape = cfg_.shape;
-  p.batch = cfg_.batch;
-  p.in = inputs_.inputs(set);
+  auto p = token_launch<RecurrentVerifyParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
+                                               cfg_.o_dtype);
   p.state = state(set);
   p.num_slots = cfg_.batch;
   p.scratch = scratch(set);
-  p.slot = slot_.get();
-  p.o = o(set);
-  p.o_dtype = cfg_.o_dtype;
   return p;
 }
 
@@ -112,16 +107,11 @@ RecurrentAcceptParams VerifyProblem::recurrent_accept_params(int set) const {
 }
 
 KVBufferVerifyParams VerifyProblem::kvbuffer_verify_params(int set) const {
-  KVBufferVerifyParams p;
-  p.shape = cfg_.shape;
-  p.batch = cfg_.batch;
-  p.in = inputs_.inputs(set);
+  auto p = token_launch<KVBufferVerifyParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
+                                              cfg_.o_dtype);
   p.pool = entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
-  p.slot = slot_.get();
   p.draft_deltas = draft_deltas(set);
   p.draft_log_decay = draft_log_decay(set);
-  p.o = o(set);
-  p.o_dtype = cfg_.o_dtype;
   return p;
 }
 

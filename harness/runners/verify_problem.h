@@ -26,7 +26,7 @@ struct VerifyConfig {
   int batch = 1;
   int draft_tokens = 1;      ///< m, 1 .. kMaxDraftTokens
   AcceptedSpec accepted;     ///< accepted drafts per row, drawn once on the host (draw_accepted with `seed`)
-  int buffer_size = 1;       ///< B (kvbuffer only); the pool's capacity is B - 1 + m
+  int buffer_size = 1;       ///< B (kvbuffer only); the pool's capacity is max(B - 1, 1)
   bool staggered = true;     ///< row i starts at buffer position i mod B; else every row at 0 (aligned)
   int layers = 36;
   int groups = 1;
@@ -53,7 +53,7 @@ class VerifyProblem {
   /// Kernel launches of one kind (verify, or accept) per model step: groups * layers.
   int layer_steps() const { return cfg_.groups * cfg_.layers; }
   /// Entries per KVBuffer slot: B - 1 + m (an accept may overflow B before it flushes; kernels/gdn_params.h).
-  int capacity() const { return cfg_.buffer_size - 1 + cfg_.draft_tokens; }
+  int capacity() const { return std::max(cfg_.buffer_size - 1, 1); }  // a slot never holds B entries
   /// Recurrent scratch pools allocated (0 for kvbuffer).
   int scratch_sets() const { return scratch_sets_; }
 

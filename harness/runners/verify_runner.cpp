@@ -3,7 +3,6 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -22,35 +21,19 @@ namespace {
 VerifyConfig verify_config(const Point& pt) {
   VerifyConfig c;
   c.variant = pt.get("variant") == "kvbuffer_verify" ? VerifyVariant::kvbuffer : VerifyVariant::recurrent;
-  c.shape = point_shape(pt);
-  c.batch = int(pt.get_int("batch"));
+  read_model_point(pt, c.variant == VerifyVariant::kvbuffer, c);
   c.draft_tokens = int(pt.get_int("draft_tokens"));
   c.accepted = parse_accepted(pt.get("accepted"));
-  c.layers = int(pt.get_int("layers"));
-  c.seed = uint64_t(pt.get_int("seed"));
-  if (c.variant == VerifyVariant::kvbuffer) {
-    c.buffer_size = int(pt.get_int("buffer_size"));
-    c.staggered = pt.get("phase") != "aligned";
-  }
   return c;
 }
 
 Row run_verify_point(const Point& pt, SweepContext& ctx) {
   VerifyConfig cfg = verify_config(pt);
-  KVB_CUDA_CHECK(cudaSetDevice(ctx.device));
-  const bool hot = ctx.l2_mode == "hot";
-  if (hot) cfg.share_pools = true;
-  else cfg.groups = cold_l2_groups(double(cfg.batch) * double(cfg.shape.state_bytes()) * cfg.layers, ctx.device);
-
+  place_for_l2(ctx, cfg);
   ScopedRange point_range(pt.label());
   CudaStream stream;
   VerifyProblem prob(cfg);
-  VerifyCheck chk;
-  {
-    ScopedRange r("check");
-    chk = check_verify_step(prob, stream.get());
-  }
-  if (!chk.pass()) throw std::runtime_error("check failed: " + chk.detail);
+  const VerifyCheck chk = run_check([&] { return check_verify_step(prob, stream.get()); });
 
   const CudaGraph verify = CudaGraph::capture(stream.get(), [&](cudaStream_t s) { prob.enqueue_verify(s); });
   const CudaGraph verify_accept =
@@ -59,7 +42,7 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
   const auto restore = [&](cudaStream_t s) { prob.restore_fill(s); };
   const SamplingRule rule = sampling_rule(ctx, 0.5);
   std::unique_ptr<L2Flusher> flusher;
-  if (!hot) flusher = std::make_unique<L2Flusher>();
+  if (!cfg.share_pools) flusher = std::make_unique<L2Flusher>();
   StepTiming tv, tva;
   {
     ScopedRange r("verify");

@@ -1,0 +1,313 @@
+// Serving capacity (harness/capacity): per-request bytes against hand-computed values for two shapes, the budget's
+// capacity with allocator granules, ratios, the CSV, the config, and `kvb capacity` end to end without a GPU.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "cli_runner.h"
+#include "harness/capacity/capacity_config.h"
+#include "harness/capacity/capacity_model.h"
+#include "harness/capacity/capacity_table.h"
+#include "harness/device/device_info.h"
+#include "harness/sweep/csv.h"
+#include "harness/sweep/experiment_kind.h"
+#include "test_sweep_support.h"
+
+namespace kvb::capacity {
+namespace {
+
+constexpr int64_t kMiB = int64_t(1) << 20;
+constexpr int64_t kGiB = int64_t(1) << 30;
+
+ModelShape qwen3_next() { return ModelShape{}; }  // H 16, HV 32, K 128, V 128, 36 layers
+
+/// H = 2, HV = 4, K = 32, V = 64, 3 layers.
+ModelShape small_model() {
+  ModelShape m;
+  m.shape.heads_qk = 2;
+  m.shape.heads_v = 4;
+  m.shape.head_dim_k = 32;
+  m.shape.head_dim_v = 64;
+  m.layers = 3;
+  return m;
+}
+
+// Qwen3-Next, by hand: |S| = 32*128*128*4 = 2097152; entry = 16*128*2 + 32*128*4 + 32*4 = 4096 + 16384 + 128 = 20608;
+// conv window = 3 * (2*16*128 + 32*128) * 2 = 49152.
+TEST(CapacityModel, Qwen3NextBytesPerRequest) {
+  const ModelShape m = qwen3_next();
+  EXPECT_EQ(entry_bytes(m.shape), 20608);
+  EXPECT_EQ(conv_state_bytes(m.shape), 49152);
+
+  const CapacityPlan rd = make_plan({Variant::recurrent_decode, 0, 0}, m);
+  EXPECT_EQ(rd.per_layer.total, 2097152);
+  EXPECT_EQ(rd.per_request.total, 75497472);  // 36 * 2 MiB = 72 MiB
+  EXPECT_EQ(rd.per_request.conv_state, 1769472);  // reported, not counted
+  EXPECT_EQ(rd.buffer_entries, 0);
+
+  const CapacityPlan rv = make_plan({Variant::recurrent_verify, 0, 4}, m);
+  EXPECT_EQ(rv.per_request.state, 75497472);
+  EXPECT_EQ(rv.per_request.intermediate_state, 301989888);  // 4 * 72 MiB
+  EXPECT_EQ(rv.per_request.total, 377487360);               // 5 states: 360 MiB
+
+  const CapacityPlan kd4 = make_plan({Variant::kvbuffer_decode, 4, 0}, m);
+  EXPECT_EQ(kd4.buffer_entries, 3);                         // B - 1: a slot never holds B entries
+  EXPECT_EQ(kd4.per_layer.total, 2158976);                  // 2097152 + 3 * 20608
+  EXPECT_EQ(kd4.per_request.buffer, 36 * 61824 + 4);        // entries, plus the fill index once
+  EXPECT_EQ(kd4.per_request.total, 77723140);
+
+  const CapacityPlan kv4 = make_plan({Variant::kvbuffer_verify, 4, 4}, m);
+  EXPECT_EQ(kv4.buffer_entries, 3);                         // B - 1: accept folds an overflow in shared memory
+  EXPECT_EQ(kv4.per_layer.buffer, 61824);                   // 3 * 20608
+  EXPECT_EQ(kv4.per_layer.draft, 82432);                    // 4 * 20608: keys, deltas, log-decay of 4 drafts
+  EXPECT_EQ(kv4.per_layer.total, 2241408);
+  EXPECT_EQ(kv4.per_request.total, 80690692);               // 36 * 2241408 + 4
+
+  const CapacityPlan kv8 = make_plan({Variant::kvbuffer_verify, 8, 4}, m);
+  EXPECT_EQ(kv8.buffer_entries, 7);
+  EXPECT_EQ(kv8.per_layer.total, 2323840);                  // 2097152 + 11 * 20608
+  EXPECT_EQ(kv8.per_request.total, 83658244);
+
+  // One step's inputs and output per request: verify with 4 tokens, q 4*16*128*2, v 4*32*128*2, a and b 4*32*2
+  // each, o 4*32*128*2, slot 4; recurrent verify also k (KVBuffer keeps its keys per layer as draft entries).
+  EXPECT_EQ(kv4.per_request.io, 16384 + 32768 + 512 + 32768 + 4);
+  EXPECT_EQ(rv.per_request.io, 16384 * 2 + 32768 + 512 + 32768 + 4);
+  EXPECT_EQ(fixed_bytes(rv), 2 * 36 * 32 * 4);  // A_log and dt_bias of 36 layers
+}
+
+// Small shape, by hand: |S| = 4*32*64*4 = 32768; entry = 2*32*2 + 4*64*4 + 4*4 = 128 + 1024 + 16 = 1168;
+// conv window = 3 * (2*2*32 + 4*64) * 2 = 2304.
+TEST(CapacityModel, SmallShapeBytesPerRequest) {
+  ModelShape m = small_model();
+  EXPECT_EQ(entry_bytes(m.shape), 1168);
+  EXPECT_EQ(conv_state_bytes(m.shape), 2304);
+  EXPECT_EQ(make_plan({Variant::recurrent_decode, 0, 0}, m).per_request.total, 98304);
+  EXPECT_EQ(make_plan({Variant::recurrent_verify, 0, 2}, m).per_request.total, 294912);
+  EXPECT_EQ(make_plan({Variant::kvbuffer_decode, 3, 0}, m).per_request.total, 3 * (32768 + 2 * 1168) + 4);
+
+  const CapacityPlan kv = make_plan({Variant::kvbuffer_verify, 3, 2}, m);
+  EXPECT_EQ(kv.per_request.state, 98304);
+  EXPECT_EQ(kv.per_request.buffer, 3 * 2 * 1168 + 4);
+  EXPECT_EQ(kv.per_request.draft, 3 * 2 * 1168);
+  EXPECT_EQ(kv.per_request.total, 112324);
+  EXPECT_EQ(kv.per_request.io, 2 * 2 * 32 * 2 + 2 * 4 * 64 * 2 + 2 * 2 * 4 * 2 + 2 * 4 * 64 * 2 + 4);
+
+  // Counting the conv state adds one window per layer to every variant.
+  m.conv_state = true;
+  const CapacityPlan kvc = make_plan({Variant::kvbuffer_verify, 3, 2}, m);
+  EXPECT_EQ(kvc.per_request.conv_state, 3 * 2304);
+  EXPECT_EQ(kvc.per_request.total, 112324 + 3 * 2304);
+  EXPECT_EQ(make_plan({Variant::recurrent_decode, 0, 0}, m).per_request.total, 98304 + 3 * 2304);
+}
+
+TEST(CapacityModel, MaxRequestsWithGranules) {
+  // Qwen3-Next, 2 layers, recurrent decode, 2 GiB: 4 MiB of headroom leave 2044 MiB; the workspace (gate
+  // parameters, slot, q, k, v, a, b, o) takes 12 MiB at 508 requests (12552192 bytes) and 509 (12577280), and each
+  // request 2 layers * 2 MiB: 12 + 4 * 508 = 2044 fits, 12 + 4 * 509 = 2048 does not.
+  ModelShape m;
+  m.layers = 2;
+  const CapacityPlan p = make_plan({Variant::recurrent_decode, 0, 0}, m);
+  EXPECT_EQ(workspace_bytes(p, 508), 12552192);
+  EXPECT_EQ(workspace_bytes(p, 509), 12577280);
+  EXPECT_EQ(footprint_bytes(p, 508), 2044 * kMiB);
+  EXPECT_EQ(max_requests(p, 2 * kGiB), 508);
+
+  // Without granules or headroom the capacity is the plain quotient, up to the workspace's 256-byte alignment.
+  for (const Variant v : {Variant::recurrent_verify, Variant::kvbuffer_verify}) {
+    const CapacityPlan q = make_plan({v, 4, 4}, qwen3_next());
+    const int64_t budget = 80 * kGiB;
+    const int64_t n = max_requests(q, budget, 1, 0);
+    const int64_t quotient = (budget - fixed_bytes(q)) / (q.per_request.total + q.per_request.io);
+    EXPECT_LE(footprint_bytes(q, n, 1), budget);
+    EXPECT_GT(footprint_bytes(q, n + 1, 1), budget);
+    EXPECT_LE(n, quotient);
+    EXPECT_GE(n, quotient - 1);
+  }
+  EXPECT_EQ(max_requests(p, 1 * kMiB), 0);
+}
+
+TEST(CapacityModel, RejectsCasesTheKernelsDoNotTake) {
+  const ModelShape m = qwen3_next();
+  EXPECT_NE(validate_case({Variant::kvbuffer_decode, 0, 0}, m), "");
+  EXPECT_NE(validate_case({Variant::kvbuffer_verify, 4, 9}, m), "");
+  EXPECT_NE(validate_case({Variant::kvbuffer_verify, 256, 2}, m), "");
+  EXPECT_EQ(validate_case({Variant::kvbuffer_verify, 256, 1}, m), "");
+  EXPECT_THROW(make_plan({Variant::recurrent_verify, 0, 0}, m), std::invalid_argument);
+}
+
+std::vector<CapacityRow> rows_for(const CapacitySettings& s, int64_t budget) {
+  std::vector<CapacityRow> rows;
+  for (const CapacityCase& c : capacity_cases(s)) {
+    CapacityRow r;
+    r.plan = make_plan(c, s.model);
+    r.budget_bytes = budget;
+    r.max_requests_model = max_requests(r.plan, budget);
+    r.status = kStatusNoGpu;
+    rows.push_back(r);
+  }
+  fill_ratios(rows);
+  return rows;
+}
+
+const CapacityRow& find(const std::vector<CapacityRow>& rows, Variant v, int b, int m) {
+  for (const CapacityRow& r : rows)
+    if (r.plan.c.variant == v && r.plan.c.buffer_size == b && r.plan.c.draft_tokens == m) return r;
+  throw std::out_of_range("no such row");
+}
+
+TEST(CapacityTable, RatiosAgainstTheRecurrentRowWithTheSameDrafts) {
+  CapacitySettings s;
+  std::vector<CapacityRow> rows = rows_for(s, 80 * kGiB);
+  ASSERT_EQ(rows.size(), 1u + 4u + 5u + 20u);
+  const CapacityRow& rd = find(rows, Variant::recurrent_decode, 0, 0);
+  const CapacityRow& rv4 = find(rows, Variant::recurrent_verify, 0, 4);
+  const CapacityRow& kv44 = find(rows, Variant::kvbuffer_verify, 4, 4);
+  const CapacityRow& kd8 = find(rows, Variant::kvbuffer_decode, 8, 0);
+  // 80 GiB less 4 MiB over 360 MiB (+ io) per request: 227; over 76.95 MiB (+ io, 2 MiB granules): 1059.
+  EXPECT_EQ(rv4.max_requests_model, 227);
+  EXPECT_EQ(kv44.max_requests_model, 1059);
+  EXPECT_DOUBLE_EQ(*kv44.ratio_to_recurrent, 1059.0 / 227.0);
+  EXPECT_DOUBLE_EQ(*kd8.ratio_to_recurrent, double(kd8.max_requests_model) / double(rd.max_requests_model));
+  EXPECT_DOUBLE_EQ(*rv4.ratio_to_recurrent, 1.0);
+  // Measured values are used once both rows have them.
+  rows[0].max_requests_measured = 1000;
+  for (CapacityRow& r : rows)
+    if (r.plan.c.variant == Variant::kvbuffer_decode && r.plan.c.buffer_size == 8) r.max_requests_measured = 900;
+  fill_ratios(rows);
+  EXPECT_DOUBLE_EQ(*find(rows, Variant::kvbuffer_decode, 8, 0).ratio_to_recurrent, 0.9);
+
+  const std::vector<CapacityRow> model_rows = rows_for(s, 80 * kGiB);
+  const double at8 = double(find(model_rows, Variant::kvbuffer_verify, 8, 4).max_requests_model) / 227.0;
+  EXPECT_EQ(claim_check_line(model_rows),
+            fmt::format("4 drafts: KVBuffer/recurrent = 4.67x at B = 4, {:.2f}x at B = 8 (paper: 5x)", at8));
+  const std::string target = target_check_line(model_rows);
+  EXPECT_NE(target.find("met at B = 1, 2, 4, 8"), std::string::npos) << target;
+  EXPECT_EQ(target.find("not met"), std::string::npos) << target;
+}
+
+TEST(CapacityTable, CsvColumnsAndEmptyAxes) {
+  CapacitySettings s;
+  s.buffer_sizes = {4};
+  s.draft_tokens = {4};
+  const CsvTable t = parse_csv(format_capacity_csv(rows_for(s, 80 * kGiB), "", "2026-01-01T00:00:00Z"), "capacity");
+  const std::vector<std::string> first{"variant", "buffer_size", "draft_tokens", "budget_bytes", "bytes_per_request",
+                                       "max_requests_model", "max_requests_measured", "status"};
+  ASSERT_GE(t.header.size(), first.size());
+  EXPECT_EQ(std::vector<std::string>(t.header.begin(), t.header.begin() + 8), first);
+  EXPECT_EQ(t.header.back(), "timestamp");
+  ASSERT_EQ(t.rows.size(), 4u);
+  EXPECT_EQ(t.rows[0][0], "recurrent_decode");
+  EXPECT_EQ(t.rows[0][1], "");
+  EXPECT_EQ(t.rows[0][2], "");
+  EXPECT_EQ(t.rows[1][2], "4");
+  EXPECT_EQ(t.rows[3][0], "kvbuffer_verify");
+  EXPECT_EQ(t.rows[3][4], "80690692");  // B = 4, m = 4: 36 * (2097152 + 3 * 20608 + 4 * 20608) + 4
+  EXPECT_EQ(t.rows[3][6], "");
+  EXPECT_EQ(t.rows[3][7], "model only (no GPU)");
+}
+
+TEST(CapacityConfig, ListsAndToml) {
+  EXPECT_EQ(parse_int_list("1, 2,8", "--draft-tokens", 1, 8), (std::vector<int>{1, 2, 8}));
+  for (const char* bad : {"", "1,,2", "1,", "x", "0", "9", "2,2", "1.5"}) {
+    try {
+      parse_int_list(bad, "--draft-tokens", 1, 8);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("--draft-tokens"), std::string::npos) << e.what();
+    }
+  }
+  CapacitySettings s;
+  load_capacity_config(std::string(KVB_SOURCE_DIR) + "/experiments/capacity.toml", s);
+  EXPECT_EQ(s.buffer_sizes, (std::vector<int>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(s.draft_tokens, (std::vector<int>{1, 2, 3, 4, 6, 8}));
+  EXPECT_EQ(s.model.layers, 36);
+  EXPECT_EQ(s.model.shape.heads_v, 32);
+  EXPECT_FALSE(s.model.conv_state);
+  EXPECT_FALSE(s.budget_gib.has_value());
+  EXPECT_EQ(capacity_cases(s).size(), 1u + 6u + 5u + 30u);
+
+  CapacitySettings t;
+  EXPECT_THROW(apply_capacity_config("[capacity]\nbufer_sizes = [1]\n", "x.toml", t), UsageError);
+  EXPECT_THROW(apply_capacity_config("[capacity]\ndraft_tokens = [1, 9]\n", "x.toml", t), UsageError);
+  EXPECT_THROW(apply_capacity_config("[capacity]\nlayers = \"36\"\n", "x.toml", t), UsageError);
+  EXPECT_THROW(apply_capacity_config("[capacity\n", "x.toml", t), UsageError);
+  apply_capacity_config("[capacity]\nbudget_gib = 80\nconv_state = true\n", "x.toml", t);
+  EXPECT_DOUBLE_EQ(*t.budget_gib, 80.0);
+  EXPECT_TRUE(t.model.conv_state);
+}
+
+// ---- `kvb capacity` end to end ----
+
+using test::count_lines;
+using test::Result;
+using test::run_kvb;
+using test::TempDir;
+
+TEST(CapacityCli, BadInputExits2WithOneLineAndNoCsv) {
+  TempDir dir;
+  const std::string out = " --out '" + dir.file("results/capacity.csv") + "'";
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"--budget-gib 80 --buffer-sizes 1,x", "--buffer-sizes"},
+      {"--budget-gib 80 --buffer-sizes 0", "--buffer-sizes"},
+      {"--budget-gib 80 --draft-tokens 9", "--draft-tokens"},
+      {"--budget-gib 80 --draft-tokens 2,2", "--draft-tokens"},
+      {"--budget-gib 80 --draft-tokens ''", "--draft-tokens"},
+      {"--budget-gib 0", "--budget-gib"},
+      {"--budget-gib -3", "--budget-gib"},
+      {"--budget-gib 80 --layers 0", "--layers"},
+      {"--budget-gib 80 --heads-v 24", "--heads-v"},
+      {"--budget-gib 80 --config '" + dir.file("absent.toml") + "'", "absent.toml"},
+  };
+  for (const auto& [args, names] : cases) {
+    const Result r = run_kvb(dir, "capacity " + args + out);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+    EXPECT_EQ(count_lines(r.err), 1u) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(names), std::string::npos) << args << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("results")));
+}
+
+TEST(CapacityCli, NoGpuNeedsBudget) {
+  if (cuda_device_present()) GTEST_SKIP() << "a CUDA device is present: the budget defaults to its free memory";
+  TempDir dir;
+  const Result r = run_kvb(dir, "capacity --out '" + dir.file("capacity.csv") + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("--budget-gib"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("capacity.csv")));
+}
+
+TEST(CapacityCli, ModelOnlyCsv) {
+  TempDir dir;
+  const std::string csv = dir.file("out/capacity.csv");
+  const bool gpu = cuda_device_present();
+  const Result r = run_kvb(dir, "capacity --budget-gib 80 --config experiments/capacity.toml --out '" + csv + "'" +
+                                    (gpu ? " --no-probe" : ""));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("4 drafts: KVBuffer/recurrent = 4.67x at B = 4, 4.51x at B = 8"), std::string::npos) << r.out;
+  const CsvTable t = read_csv_file(csv);
+  ASSERT_EQ(t.rows.size(), 1u + 6u + 5u + 30u);
+  const std::string status = gpu ? kStatusNoProbe : kStatusNoGpu;
+  for (const auto& row : t.rows) {
+    EXPECT_EQ(row[3], std::to_string(80 * kGiB));
+    EXPECT_EQ(row[6], "");
+    EXPECT_EQ(row[7], status);
+  }
+  // Recurrent verify m = 3: 4 states of 72 MiB; KVBuffer verify B = 2, m = 3: 2 MiB + (1 + 3) entries per layer.
+  EXPECT_EQ(t.rows[3][0], "recurrent_verify");
+  EXPECT_EQ(t.rows[3][2], "3");
+  EXPECT_EQ(t.rows[3][4], std::to_string(4 * 75497472));
+  bool found = false;
+  for (const auto& row : t.rows)
+    if (row[0] == "kvbuffer_verify" && row[1] == "2" && row[2] == "3") {
+      found = true;
+      EXPECT_EQ(row[4], std::to_string(36 * (2097152 + 4 * 20608) + 4));
+      EXPECT_NEAR(std::stod(row[14]), std::stod(row[5]) / std::stod(t.rows[3][5]), 1e-4);
+    }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace kvb::capacity
