@@ -117,11 +117,7 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
 template <int K, int VB, int THREADS = kThreads>
 cudaError_t launch_tile(const KVBufferDecodeParams& p, cudaStream_t stream) {
   const size_t smem = smem_bytes<K, VB>(p.pool.capacity);
-  if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(kvbuffer_decode_kernel<K, VB, THREADS>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-    if (e != cudaSuccess) return e;
-  }
+  if (const cudaError_t e = allow_dynamic_smem(kvbuffer_decode_kernel<K, VB, THREADS>, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   kvbuffer_decode_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
   return cudaGetLastError();

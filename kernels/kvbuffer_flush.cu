@@ -49,11 +49,7 @@ template <int K, int VB>
 cudaError_t launch_tile(const KVBufferFlushParams& p, cudaStream_t stream) {
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.count);
   const size_t smem = SmemTile<K, VB>::bytes(p.pool.capacity) + BufferSmem<K>::bytes(p.pool.capacity);
-  if (smem > 48 * 1024) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(kvbuffer_flush_kernel<K, VB>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-    if (e != cudaSuccess) return e;
-  }
+  if (const cudaError_t e = allow_dynamic_smem(kvbuffer_flush_kernel<K, VB>, smem); e != cudaSuccess) return e;
   kvbuffer_flush_kernel<K, VB><<<grid, kThreads, smem, stream>>>(p);
   return cudaGetLastError();
 }

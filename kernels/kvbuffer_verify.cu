@@ -297,11 +297,7 @@ template <int K, int VB, int THREADS = kThreads>
 cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t stream) {
   const int cap = p.pool.capacity;
   const size_t smem = SmemTile<K, VB, THREADS>::bytes(cap) + BufferSmem<K>::bytes(cap) + 2 * kM * cap * sizeof(float);
-  if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(kvbuffer_verify_kernel<K, VB, THREADS>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-    if (e != cudaSuccess) return e;
-  }
+  if (const cudaError_t e = allow_dynamic_smem(kvbuffer_verify_kernel<K, VB, THREADS>, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   kvbuffer_verify_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
   return cudaGetLastError();
@@ -311,11 +307,7 @@ template <int K, int VB, int THREADS = kThreads>
 cudaError_t launch_accept_tile(const KVBufferAcceptParams& p, cudaStream_t stream) {
   const int rows_cap = p.pool.buffer_size - 1 + p.draft_tokens;
   const size_t smem = SmemTile<K, VB, THREADS>::bytes(rows_cap) + BufferSmem<K>::bytes(rows_cap);
-  if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(kvbuffer_accept_kernel<K, VB, THREADS>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-    if (e != cudaSuccess) return e;
-  }
+  if (const cudaError_t e = allow_dynamic_smem(kvbuffer_accept_kernel<K, VB, THREADS>, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   kvbuffer_accept_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
   return cudaGetLastError();

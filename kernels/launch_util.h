@@ -1,6 +1,9 @@
 // Host-side helpers shared by the launchers: input validation and cached device facts.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
 #include <string>
 
 #include "kernels/gdn_params.h"
@@ -17,6 +20,14 @@ std::string validate_pool(const KVBufferPool& pool);
 /// Tile shape forced through the environment variable KVB_TILE ("VB,THREADS", e.g. "64,256": a tuning override for
 /// A/B measurements), as VB * 1000 + THREADS; 0 when unset or malformed. Read once per process.
 int tile_override();
+
+/// Lets `kernel` take `bytes` of dynamic shared memory (raises its limit past the default 48 KiB when needed).
+/// Returns cudaFuncSetAttribute's error, or cudaSuccess.
+template <class Kernel>
+cudaError_t allow_dynamic_smem(Kernel kernel, size_t bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+}
 
 /// Streaming multiprocessors of the current device (cached per device; 132 when it cannot be read).
 int sm_count();

@@ -134,11 +134,7 @@ cudaError_t launch_tile(const RecurrentDecodeParams& p, cudaStream_t stream) {
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   if (p.layout == StateLayout::kv) {
     const size_t smem = SmemTile<K, VB, THREADS>::bytes(0);
-    if (smem > 48 * 1024) {
-      const cudaError_t e = cudaFuncSetAttribute(recurrent_decode_kv_kernel<K, VB, THREADS>,
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-      if (e != cudaSuccess) return e;
-    }
+    if (const cudaError_t e = allow_dynamic_smem(recurrent_decode_kv_kernel<K, VB, THREADS>, smem); e != cudaSuccess) return e;
     recurrent_decode_kv_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
   } else if constexpr (K <= 128) {
     recurrent_decode_vk_kernel<K, VB><<<grid, kThreads, 0, stream>>>(p);

@@ -85,11 +85,7 @@ __global__ void recurrent_accept_kernel(const RecurrentAcceptParams p) {
 template <int K, int VB, int THREADS = kThreads>
 cudaError_t launch_tile(const RecurrentVerifyParams& p, cudaStream_t stream) {
   const size_t smem = SmemTile<K, VB, THREADS>::bytes(0);
-  if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(recurrent_verify_kernel<K, VB, THREADS>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-    if (e != cudaSuccess) return e;
-  }
+  if (const cudaError_t e = allow_dynamic_smem(recurrent_verify_kernel<K, VB, THREADS>, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   recurrent_verify_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
   return cudaGetLastError();

@@ -12,6 +12,7 @@ int run_compare_command(const CompareCommandOptions& options) {
   CompareOptions compare;
   compare.threshold_pct = options.threshold_pct;
   compare.allow_different_gpu = options.allow_different_gpu;
+  compare.metric = options.metric;
   const CsvInput baseline = read_input_csv(options.baseline);
   const CsvInput candidate = read_input_csv(options.candidate);
   const Comparison c = compare_tables(baseline, candidate, experiment_kinds(), compare);

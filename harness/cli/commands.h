@@ -79,6 +79,7 @@ struct CompareCommandOptions {
   double threshold_pct = 5.0;       ///< smallest median change that counts, percent
   bool markdown = false;            ///< GitHub Markdown table instead of aligned text
   bool allow_different_gpu = false;
+  std::string metric;               ///< latency column prefix ("" = latency_us, or verify_accept_us for spec_verify)
 };
 
 /// Prints the per-point comparison (harness/sweep/compare.h) to stdout. Exit 1 when any point is slower beyond the

@@ -1,6 +1,7 @@
 // Matching and classification of two result CSVs (compare.h).
 #include "harness/sweep/compare.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -36,16 +37,30 @@ double positive_number(const Side& s, const std::vector<std::string>& row, size_
   return x;
 }
 
-Side read_side(const CsvInput& in, const std::vector<ExperimentKind>& kinds) {
+/// The latency column prefix of `h`: `metric`, or when empty latency_us or else verify_accept_us.
+std::string latency_metric(const std::vector<std::string>& h, const std::string& metric, const std::string& path) {
+  auto has = [&](const std::string& c) { return std::find(h.begin(), h.end(), c) != h.end(); };
+  if (!metric.empty()) {
+    if (!has(metric + "_median"))
+      throw UsageError(fmt::format("--metric = '{}': {} has no column {}_median (allowed: latency_us for decode CSVs, "
+                                   "verify_us or verify_accept_us for spec_verify CSVs)",
+                                   metric, path, metric));
+    return metric;
+  }
+  return has("latency_us_median") || !has("verify_accept_us_median") ? "latency_us" : "verify_accept_us";
+}
+
+Side read_side(const CsvInput& in, const std::vector<ExperimentKind>& kinds, const std::string& metric) {
   Side s;
   s.input = &in;
   const auto& h = in.table.header;
   if (h.empty()) throw UsageError(fmt::format("{}: empty file (no header; is it a kvb sweep CSV?)", in.path));
   s.axis_columns = csv_axis_columns(h, kinds, in.path);
   const RowKeyer keyer(h, s.axis_columns, in.path);
-  s.med = require_column(h, "latency_us_median", in.path);
-  s.p10 = require_column(h, "latency_us_p10", in.path);
-  s.p90 = require_column(h, "latency_us_p90", in.path);
+  const std::string m = latency_metric(h, metric, in.path);
+  s.med = require_column(h, m + "_median", in.path);
+  s.p10 = require_column(h, m + "_p10", in.path);
+  s.p90 = require_column(h, m + "_p90", in.path);
   s.gpu = require_column(h, "gpu", in.path);
   const size_t status = require_column(h, "status", in.path);
   for (const auto& row : in.table.rows) {
@@ -93,7 +108,7 @@ Comparison compare_tables(const CsvInput& baseline, const CsvInput& candidate, c
                           const CompareOptions& options) {
   if (!(options.threshold_pct >= 0 && options.threshold_pct <= 1000))
     throw UsageError(fmt::format("--threshold {}: allowed: a percentage in [0, 1000]", options.threshold_pct));
-  const Side base = read_side(baseline, kinds), cand = read_side(candidate, kinds);
+  const Side base = read_side(baseline, kinds, options.metric), cand = read_side(candidate, kinds, options.metric);
   if (base.axis_columns != cand.axis_columns)
     throw UsageError(fmt::format("{}: axis columns ({}) differ from {}'s ({}); compare CSVs of one experiment kind",
                                  candidate.path, fmt::join(cand.axis_columns, ","), baseline.path,

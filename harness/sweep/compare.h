@@ -23,6 +23,9 @@ struct Latency {
 /// Comparison settings.
 struct CompareOptions {
   double threshold_pct = 5.0;        ///< smallest change of the median that counts, percent, in [0, 1000]
+  /// Latency columns compared: METRIC_median, METRIC_p10, METRIC_p90. "" picks latency_us (decode) when the CSV has
+  /// it, else verify_accept_us (spec_verify); verify_us selects spec_verify's verify-alone columns.
+  std::string metric;
   bool allow_different_gpu = false;  ///< compare rows whose "gpu" values differ
 };
 

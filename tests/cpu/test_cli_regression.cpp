@@ -87,6 +87,19 @@ TEST_F(CliCompare, UnusableInputExits2WithOneLine) {
   EXPECT_EQ(run_kvb(dir, "compare " + shell_quote(dir.file("base.csv"))).code, 2);  // CANDIDATE is required
 }
 
+TEST_F(CliCompare, SpecVerifyCsvsCompareOnTheirLatencyColumns) {
+  // The committed spec_verify results against themselves: verify + accept by default, verify alone on request.
+  const std::string spec = shell_quote(std::string(KVB_SOURCE_DIR) + "/results/spec_verify.csv");
+  const Result dflt = run_kvb(dir, "compare " + spec + " " + spec);
+  EXPECT_EQ(dflt.code, 0) << dflt.err;
+  EXPECT_NE(dflt.out.find("32 same"), std::string::npos) << dflt.out;
+  EXPECT_EQ(run_kvb(dir, "compare " + spec + " " + spec + " --metric verify_us").code, 0);
+  const Result bad = run_kvb(dir, "compare " + spec + " " + spec + " --metric latency_us");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--metric"), std::string::npos) << bad.err;
+  EXPECT_EQ(count_lines(bad.err), 1u) << bad.err;
+}
+
 TEST_F(CliCompare, MergeJoinsAndRejects) {
   // Two halves of base.csv merge back into it.
   const CsvTable base = read_csv_file(dir.file("base.csv"));
