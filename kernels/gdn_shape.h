@@ -28,7 +28,7 @@ struct GdnShape {
 };
 
 /// Memory order of each K x V state matrix. kv: [K][V], V contiguous (flash-linear-attention's default).
-/// vk: [V][K], K contiguous (SGLang's newer pools). A layout is always named, never assumed (ANCHORS.md faults).
+/// vk: [V][K], K contiguous (SGLang's newer pools). A layout is always named, never assumed (a mismatch silently gives garbage from the second token on).
 enum class StateLayout : int { kv = 0, vk = 1 };
 
 /// Element type of the output o. bf16 as served; fp32 for checking against the reference.

@@ -1,4 +1,4 @@
-"""Reference numbers from the project's anchors document (ANCHORS.md, "Measured on an NVIDIA H200"), 2026-11-29.
+"""Reference numbers from the project's anchors document (the README's anchors, "Measured on an NVIDIA H200"), 2026-11-29.
 
 These are measurements of other projects' kernels quoted in that document, not results of this project: the figures
 draw them as labelled reference series. NVIDIA H200 (132 SMs, 60 MB L2, driver 580, CUDA 13.0); Qwen3-Next TP1
@@ -15,7 +15,7 @@ READ_GBPS = 4570.0
 # flash-linear-attention 0.5.2 (Triton) fused_recurrent_gated_delta_rule, one decode token:
 # batch -> per-layer latency (us).
 FLA_RECURRENT_US = {1: 3.9, 8: 13.6, 32: 48.9, 64: 94.0, 128: 184.1, 256: 364.4, 512: 725.8}
-FLA_LABEL = "fla Triton recurrent (ANCHORS.md, H200)"
+FLA_LABEL = "fla Triton recurrent (anchor, H200)"
 
 # The same table's "floor read state only @ 4.57 TB/s" column: batch -> us (rounded to 0.1 us).
 READ_STATE_FLOOR_US = {1: 0.5, 8: 3.7, 32: 14.7, 64: 29.4, 128: 58.7, 256: 117.5, 512: 235.0}
@@ -29,7 +29,7 @@ REPLAYSSM_US = {
     16: {8: 11.1, 32: 28.7, 64: 48.6, 128: 86.6, 256: 163.6, 512: 321.7},
     32: {8: 10.8, 32: 29.6, 64: 51.2, 128: 92.3, 256: 174.4, 512: 343.6},
 }
-REPLAYSSM_LABEL = "SGLang ReplaySSM (ANCHORS.md, H200)"
+REPLAYSSM_LABEL = "SGLang ReplaySSM (anchor, H200)"
 
 # SGLang speculative-verify kernel: draft tokens m -> {batch -> per-layer latency (us)}.
 SPEC_VERIFY_US = {
@@ -38,4 +38,4 @@ SPEC_VERIFY_US = {
     4: {64: 187.6, 256: 709.4},
     8: {64: 333.1, 256: 1301.6},
 }
-SPEC_VERIFY_LABEL = "SGLang speculative verify (ANCHORS.md, H200)"
+SPEC_VERIFY_LABEL = "SGLang speculative verify (anchor, H200)"

@@ -88,12 +88,12 @@ def read_state_floor_us(batch: float, state_bytes: float, read_gbps: float) -> f
 
     floor = batch * state_bytes / (read_gbps * 1e9 B/s) * 1e6 us. This is the least any decode kernel that keeps
     the state in device memory can take: KVBuffer must at least read its checkpoint, the recurrent kernel must also
-    write the state back (ANCHORS.md, "floor read state only").
+    write the state back (the README's anchors, "floor read state only").
     """
     return batch * state_bytes / (read_gbps * 1e3)
 
 
 def is_qwen3_next_tp1(row: Mapping[str, str], path) -> bool:
-    """True when the row's shape is the one ANCHORS.md measured: HV = 32, K = V = 128, fp32 state."""
+    """True when the row's shape is the one the README's anchors measured: HV = 32, K = V = 128, fp32 state."""
     hv, k, v = (style.num(row, c, path) for c in SHAPE_COLUMNS)
     return (hv, k, v) == (32, 128, 128) and (row.get("state_dtype") or "").strip() == "fp32"

@@ -2,7 +2,7 @@
 
 Top panel (log-log): median per-layer latency (us) of each series, error bars p10..p90; the read-only state floor,
 batch * HV*K*V*bytes(state_dtype) / read_gbps, from the CSV's own shape and measured read bandwidth (the least time
-any decode kernel that reads its state from device memory can take); and, when the CSV's shape is ANCHORS.md's
+any decode kernel that reads its state from device memory can take); and, when the CSV's shape is the README's anchors's
 (HV = 32, K = V = 128, fp32 state), the fla Triton recurrent kernel measured there on an H200, as a reference.
 Bottom panel (log x): each series' latency over this CSV's recurrent latency at the same batch.
 

@@ -2,7 +2,9 @@
 # The main job: set up and build (scripts/setup.sh), then
 #   kvb info                                         GPU, versions, measured bandwidth
 #   kvb check-golden tests/data/golden/*.gdn         float64 reference (and the kernels on a GPU) vs golden cases
-#   kvb sweep --config experiments/decode_latency.toml   on a GPU only -> results/decode_latency.csv
+#   kvb sweep --config experiments/decode_latency.toml   on a GPU only -> $KVB_BUILD_DIR/results/decode_latency.csv
+#                                                    (a fresh file of this machine's own; rerunning resumes it; the
+#                                                    committed results/ stay as they are until you copy it there)
 # Without a GPU it says what it ran and what it skipped. Exit status: non-zero when any step failed.
 set -uo pipefail
 
@@ -31,8 +33,8 @@ gpu=0
 step "kvb info" "$KVB" info
 if ((gpu)); then
   step "kvb check-golden (reference and GPU kernels)" "$KVB" check-golden tests/data/golden/*.gdn
-  step "kvb sweep decode_latency -> results/decode_latency.csv" \
-    "$KVB" sweep --config experiments/decode_latency.toml --out results/decode_latency.csv
+  step "kvb sweep decode_latency -> $BUILD_DIR/results/decode_latency.csv" \
+    "$KVB" sweep --config experiments/decode_latency.toml --out "$BUILD_DIR/results/decode_latency.csv"
 else
   step "kvb check-golden (float64 reference only)" "$KVB" check-golden tests/data/golden/*.gdn
   skipped+=("GPU kernel golden checks (no CUDA device)")

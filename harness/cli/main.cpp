@@ -3,6 +3,7 @@
 // Exit codes: 0 success, 1 a check or sweep point failed (or a runtime error), 2 bad input.
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <exception>
 
 #include <fmt/format.h>
@@ -43,14 +44,13 @@ int main(int argc, char** argv) {
   sweep_cmd->add_flag("--no-cupti", sweep.no_cupti, "skip the CUPTI DRAM byte counts");
   CLI::Option* min_opt = sweep_cmd->add_option("--min-samples", min_samples, "fewest timed samples per point")
                              ->check(CLI::Range(1, 1000000));
-  CLI::Option* max_opt = sweep_cmd->add_option("--max-seconds", max_seconds, "time budget per point, seconds")
-                             ->check(CLI::PositiveNumber);
+  CLI::Option* max_opt = sweep_cmd->add_option("--max-seconds", max_seconds, "time budget per point, seconds (> 0)");
   CLI::Option* device_opt =
       sweep_cmd->add_option("--device", sweep.device, "CUDA device index")->check(CLI::Range(0, 1023));
-  sweep_cmd->add_option("--shard", sweep.shard,
+  CLI::Option* shard_opt = sweep_cmd->add_option("--shard", sweep.shard,
                         "run grid points i with i % N == I (I/N, 0 <= I < N); default output "
                         "results/<name>.shardI-of-N.csv");
-  sweep_cmd->add_option("--devices", sweep.devices,
+  CLI::Option* devices_opt = sweep_cmd->add_option("--devices", sweep.devices,
                         "one worker process per GPU (0,1,... or all), rows merged into --out");
 
   MergeCommandOptions merge;
@@ -83,6 +83,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     fmt::print(stderr, "kvb: {} (see kvb --help)\n", e.what());
+    return 2;
+  }
+  // Values CLI11's checks let through: an empty --shard/--devices, a non-finite time budget.
+  const char* bad = nullptr;
+  if (shard_opt->count() && sweep.shard.empty()) bad = "--shard '': allowed: I/N with 0 <= I < N";
+  if (devices_opt->count() && sweep.devices.empty()) bad = "--devices '': allowed: all, or GPU indices 0,1,...";
+  if (max_opt->count() && !(std::isfinite(max_seconds) && max_seconds > 0))
+    bad = "--max-seconds: allowed: a finite number of seconds > 0";
+  if (bad) {
+    fmt::print(stderr, "kvb: {}\n", bad);
     return 2;
   }
   if (min_opt->count()) sweep.min_samples = min_samples;

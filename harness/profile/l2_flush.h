@@ -1,5 +1,5 @@
 // Leaves no earlier data resident (and nothing dirty) in the device's L2 cache, between timed samples and around
-// profiled ranges (DESIGN.md section 4: "flush it between samples and say so"; CUPTI-NOTES: writes lag in L2).
+// profiled ranges (DESIGN.md section 4: "flush it between samples and say so"; writes lag in L2 on the H200).
 #pragma once
 
 #include <cuda_runtime_api.h>

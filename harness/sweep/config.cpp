@@ -4,6 +4,7 @@
 #include <toml++/toml.h>
 
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -56,7 +57,8 @@ double positive_number(const toml::node& node, const std::string& origin, const 
   if (auto i = node.as_integer()) v = double(i->get());
   else if (auto f = node.as_floating_point()) v = f->get();
   else throw UsageError(fmt::format("{}: timing.{} must be a number > 0", origin, key));
-  if (!(v > 0)) throw UsageError(fmt::format("{}: timing.{} = {} must be > 0", origin, key, v));
+  if (!(v > 0) || !std::isfinite(v))
+    throw UsageError(fmt::format("{}: timing.{} = {} must be a finite number > 0", origin, key, v));
   return v;
 }
 

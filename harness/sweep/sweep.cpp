@@ -181,6 +181,14 @@ SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& poi
   CsvTable table = load_resume_table(kind, options.out_path);
   if (table.header.empty()) table.header = cols;
 
+  // Resuming continues a run on the same GPU: rows measured on another GPU are not this run's results.
+  const size_t gpu_col = column_index(cols, "gpu");
+  for (const auto& row : table.rows)
+    if (row.size() > gpu_col && !row[gpu_col].empty() && !ctx.gpu.empty() && row[gpu_col] != ctx.gpu)
+      throw UsageError(fmt::format("--out {}: holds results measured on '{}', this run is on '{}' (allowed: a file "
+                                   "from the same GPU to resume, or a new --out)",
+                                   options.out_path, row[gpu_col], ctx.gpu));
+
   std::map<std::string, size_t> row_of;  // key -> index in table.rows
   for (size_t r = 0; r < table.rows.size(); ++r) row_of[table_row_key(kind, table.rows[r])] = r;
   const std::vector<bool> done = finished_points(kind, options.experiment, points, table);

@@ -174,6 +174,23 @@ TEST_F(SweepRun, ResumeWithMismatchedHeaderIsUsageError) {
   EXPECT_EQ(read_text(options.out_path), "experiment,variant,batch\nx,recurrent,1\n");
 }
 
+TEST_F(SweepRun, ResumeRefusesRowsFromAnotherGpu) {
+  const ExperimentKind kind = fake.kind();
+  const auto pts = points(kind, "1, 3");
+  run_sweep(kind, pts, ctx, options);
+  const std::string before = read_text(options.out_path);
+  ctx.gpu = "another GPU";
+  fake.calls = 0;
+  try {
+    run_sweep(kind, pts, ctx, options);
+    ADD_FAILURE() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--out"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(fake.calls, 0);
+  EXPECT_EQ(read_text(options.out_path), before);
+}
+
 TEST_F(SweepRun, UnwritableOutputIsUsageErrorBeforeRunning) {
   const ExperimentKind kind = fake.kind();
   write_text(dir.file("afile"), "x");

@@ -178,7 +178,7 @@ TEST(RecurrentDecodeGpu, Bf16OutputsAndOddShapes) {
 
 TEST(RecurrentDecodeGpu, StateReadInTheWrongLayoutGivesGarbage) {
   KVB_REQUIRE_GPU();
-  // A [K][V] state read as [V][K]: the first step's outputs are already far off (the ANCHORS.md layout fault), so
+  // A [K][V] state read as [V][K]: the first step's outputs are already far off (the layout fault serving systems have shipped), so
   // the layout parameter is really honoured.
   const GdnShape s = shape(1, 2, 64, 64);
   ref::Qwen3NextInputs gen(s, 21);
