@@ -21,6 +21,8 @@ CsvInput read_input_csv(const std::string& path) {
 }
 
 int run_merge_command(const MergeCommandOptions& options) {
+  if (!options.force && std::filesystem::exists(options.out))
+    throw UsageError(fmt::format("OUT {} exists (kvb merge OUT IN...: pass --force to replace it)", options.out));
   check_output_writable(options.out, "OUT");
   MergeSpec spec;
   if (!options.config.empty()) {

@@ -63,6 +63,7 @@ struct MergeCommandOptions {
   std::vector<std::string> inputs; ///< shard CSVs
   std::string config;              ///< optional: order rows as in this config's full grid and check its experiment
   std::vector<std::string> sets;   ///< AXIS=V1,V2,... overrides of that grid
+  bool force = false;              ///< replace an existing OUT (otherwise an existing OUT is refused)
 };
 
 /// Joins shard CSVs (kvb/sweep/merge.h). Exit 0, or UsageError (exit 2, nothing written) for a missing or malformed

@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   merge_cmd->add_option("inputs", merge.inputs, "shard CSVs")->required();
   merge_cmd->add_option("--config", merge.config, "order rows as in this config's full grid; check its experiment");
   merge_cmd->add_option("--set", merge.sets, "axis override of that grid: AXIS=V1,V2,... (repeatable)");
+  merge_cmd->add_flag("--force", merge.force, "replace OUT when it exists");
 
   CompareCommandOptions compare;
   CLI::App* compare_cmd = app.add_subcommand(

@@ -113,6 +113,14 @@ TEST_F(CliCompare, MergeJoinsAndRejects) {
   const CsvTable merged = read_csv_file(dir.file("out/merged.csv"));
   EXPECT_EQ(merged.rows.size(), base.rows.size());
   EXPECT_EQ(compare("base.csv", "out/merged.csv").code, 0);
+  // An existing OUT is never replaced by accident (the first argument is the output).
+  const std::string again = "merge " + shell_quote(dir.file("out/merged.csv")) + " " + shell_quote(dir.file("even.csv"));
+  r = run_kvb(dir, again);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+  EXPECT_EQ(read_csv_file(dir.file("out/merged.csv")).rows.size(), base.rows.size());
+  EXPECT_EQ(run_kvb(dir, again + " --force").code, 0);
+  EXPECT_EQ(read_csv_file(dir.file("out/merged.csv")).rows.size(), even.rows.size());
 
   for (const std::string bad : {"other.csv", "base.csv", "absent.csv"}) {
     r = run_kvb(dir, "merge " + shell_quote(dir.file("bad.csv")) + " " + shell_quote(dir.file("even.csv")) + " " +
