@@ -4,7 +4,9 @@
 #include <toml++/toml.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -172,15 +174,31 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
     if (values.empty())
       throw UsageError(fmt::format("{}: axis {} has no values (give it in [axes] or with --set {}=...)", config.path,
                                    axis, axis));
-    if (!kind.axes[i].check) continue;
-    for (const auto& value : values) {
-      const std::string reason = kind.axes[i].check(value);
-      if (reason.empty()) continue;
-      throw UsageError(reason.find(axis) != std::string::npos ? reason
-                                                               : fmt::format("axis {} = '{}': {}", axis, value, reason));
+    if (kind.axes[i].check) {
+      for (const auto& value : values) {
+        const std::string reason = kind.axes[i].check(value);
+        if (reason.empty()) continue;
+        throw UsageError(reason.find(axis) != std::string::npos
+                             ? reason
+                             : fmt::format("axis {} = '{}': {}", axis, value, reason));
+      }
     }
+    // One spelling per value, so that 64, 064 and +64 (or .7 and 0.7) are one point and resume finds it.
+    for (auto& value : axes[i].second) value = canonical_axis_value(value);
   }
   return axes;
+}
+
+std::string canonical_axis_value(const std::string& value) {
+  if (value.empty() || std::isspace(static_cast<unsigned char>(value.front()))) return value;
+  char* end = nullptr;
+  errno = 0;
+  const long long i = std::strtoll(value.c_str(), &end, 10);
+  if (errno == 0 && end && *end == '\0') return std::to_string(i);
+  errno = 0;
+  const double d = std::strtod(value.c_str(), &end);
+  if (errno == 0 && end && *end == '\0' && std::isfinite(d)) return fmt::format("{}", d);
+  return value;
 }
 
 }  // namespace kvb

@@ -50,4 +50,8 @@ AxisValues parse_axis_override(const std::string& text);
 std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConfig& config,
                                      const std::vector<AxisValues>& overrides);
 
+/// The one spelling of an axis value: integers in plain decimal ("064", "+64" -> "64"), other numbers in their
+/// shortest form (".7" -> "0.7"), words unchanged.
+std::string canonical_axis_value(const std::string& value);
+
 }  // namespace kvb

@@ -175,5 +175,16 @@ TEST(Config, HeadsVNotAMultipleOfHeadsQkFailsValidation) {
   EXPECT_NO_THROW(validate_points(kind, {points[0]}));
 }
 
+TEST(ConfigCanonical, OneSpellingPerAxisValue) {
+  EXPECT_EQ(canonical_axis_value("064"), "64");
+  EXPECT_EQ(canonical_axis_value("+64"), "64");
+  EXPECT_EQ(canonical_axis_value("64"), "64");
+  EXPECT_EQ(canonical_axis_value(".7"), "0.7");
+  EXPECT_EQ(canonical_axis_value("0.70"), "0.7");
+  EXPECT_EQ(canonical_axis_value("recurrent"), "recurrent");
+  EXPECT_EQ(canonical_axis_value("all"), "all");
+  EXPECT_EQ(canonical_axis_value(""), "");
+}
+
 }  // namespace
 }  // namespace kvb
