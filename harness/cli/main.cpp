@@ -79,6 +79,18 @@ int main(int argc, char** argv) {
   CapacityCommandOptions capacity;
   CLI::App* capacity_cmd = add_capacity_command(app, capacity);
 
+  if (argc > 1 && argv[1][0] != '-') {  // a word that names no subcommand: say which ones exist
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      found = found || sub->get_name() == argv[1];
+    }
+    if (!found) {
+      fmt::print(stderr, "kvb: unknown subcommand '{}' (allowed: {})\n", argv[1], known);
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
