@@ -27,15 +27,6 @@ namespace {
 
 constexpr double kGiB = double(int64_t(1) << 30);
 
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 bool row_passed(const std::string& status) {
   return status == "ok" || status == capacity::kStatusNoGpu || status == capacity::kStatusNoProbe ||
          status == "kernel not available";
@@ -173,7 +164,7 @@ int run_capacity_command(const CapacityCommandOptions& o) {
 
   const std::filesystem::path parent = std::filesystem::path(o.out).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
-  write_file_atomic(o.out, capacity::format_capacity_csv(rows, gpu_name, utc_now()));
+  write_file_atomic(o.out, capacity::format_capacity_csv(rows, gpu_name, utc_timestamp()));
   fmt::print("wrote {} ({} rows)\n", o.out, rows.size());
   return all_passed ? 0 : 1;
 }

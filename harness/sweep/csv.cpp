@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -168,6 +169,15 @@ void check_output_writable(const std::string& path, const std::string& flag) {
     throw UsageError(fmt::format("{} {}: directory '{}' is not writable", flag, path, dir.string()));
   if (fs::exists(p, ec) && ::access(p.c_str(), R_OK) != 0)
     throw UsageError(fmt::format("{} {}: the existing file is not readable (needed to resume)", flag, path));
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace kvb

@@ -49,4 +49,7 @@ void write_file_atomic(const std::string& path, const std::string& content);
 /// naming `flag` (for example "--out") and the path.
 void check_output_writable(const std::string& path, const std::string& flag = "--out");
 
+/// The current time as ISO 8601 UTC ("2026-11-29T21:15:00Z"), for the timestamp column.
+std::string utc_timestamp();
+
 }  // namespace kvb

@@ -38,15 +38,6 @@ std::string one_line(std::string s) {
   return s;
 }
 
-std::string utc_timestamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 bool is_ok(const std::string& status) { return status == "ok"; }
 
 size_t column_index(const std::vector<std::string>& cols, const std::string& name) {
