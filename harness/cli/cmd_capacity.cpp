@@ -6,7 +6,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
-#include <ctime>
 #include <filesystem>
 #include <optional>
 #include <stdexcept>

@@ -2,7 +2,6 @@
 #include "harness/sweep/sweep.h"
 
 #include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <map>
 #include <set>
