@@ -32,6 +32,8 @@ FIGURES = (
     Figure("decode_latency", "decode_latency.csv"),
     Figure("decode_efficiency", "decode_latency.csv"),
     Figure("decode_bytes", "decode_latency.csv"),
+    Figure("spec_verify", "spec_verify.csv"),
+    Figure("capacity", "capacity.csv"),
 )
 
 # Modules in plots/ that are not figure scripts.

@@ -1,5 +1,5 @@
-// `kvb`: the command line of kvbuffer-bench. Subcommands info, check-golden, sweep, merge, compare, capacity
-// (harness/cli/commands.h).
+// `kvb`: the command line of kvbuffer-bench. Subcommands info, check-golden, sweep, merge, compare, capacity,
+// reproduce (harness/cli/commands.h).
 // Exit codes: 0 success, 1 a check or sweep point failed (or a runtime error), 2 bad input.
 #include <CLI/CLI.hpp>
 
@@ -79,6 +79,15 @@ int main(int argc, char** argv) {
   CapacityCommandOptions capacity;
   CLI::App* capacity_cmd = add_capacity_command(app, capacity);
 
+  ReproduceOptions reproduce;
+  CLI::App* reproduce_cmd = app.add_subcommand(
+      "reproduce", "run the experiments the paper's figures need (or, without a GPU, what needs none), the figures "
+                   "and the claims table");
+  reproduce_cmd->add_flag("--quick", reproduce.quick, "reduced grids (under two minutes on one H200)");
+  reproduce_cmd->add_option("--out-dir", reproduce.out_dir, "folder of the CSVs and figures/ (default results)");
+  reproduce_cmd->add_flag("--no-plots", reproduce.no_plots, "do not run plots/make_all.py");
+  reproduce_cmd->add_option("--device", reproduce.device, "CUDA device index")->check(CLI::Range(0, 1023));
+
   if (argc > 1 && argv[1][0] != '-') {  // a word that names no subcommand: say which ones exist
     std::string known;
     bool found = false;
@@ -119,6 +128,7 @@ int main(int argc, char** argv) {
     if (merge_cmd->parsed()) return run_merge_command(merge);
     if (compare_cmd->parsed()) return run_compare_command(compare);
     if (capacity_cmd->parsed()) return run_capacity_command(capacity);
+    if (reproduce_cmd->parsed()) return run_reproduce_command(reproduce);
   } catch (const kvb::UsageError& e) {
     fmt::print(stderr, "kvb: {}\n", e.what());
     return 2;

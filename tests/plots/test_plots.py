@@ -72,7 +72,96 @@ def synthetic_decode_rows() -> list[dict[str, str]]:
     return rows
 
 
-SYNTHETIC = {"decode_latency.csv": synthetic_decode_rows}
+# Header of a spec_verify CSV as `kvb sweep` writes it (README "Speculative verification").
+SPEC_VERIFY_HEADER = (
+    "experiment,variant,batch,draft_tokens,accepted,buffer_size,phase,layers,heads_qk,heads_v,head_dim_k,head_dim_v,"
+    "seed,state_dtype,buffer_form,output_dtype,capacity,mean_accepted,verify_us_median,verify_us_p10,verify_us_p90,"
+    "verify_samples,verify_noise_pct,verify_sample_stop,verify_steps_per_sample,verify_accept_us_median,"
+    "verify_accept_us_p10,verify_accept_us_p90,verify_accept_samples,verify_accept_noise_pct,"
+    "verify_accept_sample_stop,verify_accept_steps_per_sample,verify_model_bytes,verify_model_read_bytes,"
+    "verify_model_write_bytes,verify_floor_us,verify_over_floor,verify_accept_model_bytes,"
+    "verify_accept_model_read_bytes,verify_accept_model_write_bytes,verify_accept_floor_us,verify_accept_over_floor,"
+    "max_rel_err,max_rel_err_o,l2,l2_rotation,scratch_sets,copy_gbps,read_gbps,device_bytes,dram_read_bytes,"
+    "dram_write_bytes,measured_over_model,cupti_status,sm_clock_mhz,throttled,status,gpu,driver,cuda,git_sha,timestamp"
+).split(",")
+
+
+def synthetic_spec_verify_rows() -> list[dict[str, str]]:
+    """A small spec_verify sweep on a made-up GPU: HV = 4, K = V = 16, batches 8 and 32, m = 1, 2, 4, accepted 0.7,
+    all and none, recurrent verify and KVBuffer B = 2, 4, one failed point. Recurrent verify costs one state per draft
+    (3 us + 1.5 us per draft per 8 requests); KVBuffer one state plus 0.4 us per draft; accept adds 30%."""
+    rows = []
+
+    def add(variant, batch, m, acc, b, status="ok"):
+        per8 = (1.5 * m + 1.0) if variant == "recurrent_verify" else (1.0 + 0.4 * m + 0.1 * int(b or 0))
+        verify = 3.0 + per8 * batch / 8
+        accept = verify * (1.3 if acc != "none" else 1.05)
+        row = dict.fromkeys(SPEC_VERIFY_HEADER, "")
+        row.update(
+            experiment="synthetic", variant=variant, batch=str(batch), draft_tokens=str(m), accepted=acc,
+            buffer_size=b, phase="staggered" if b else "", layers="4", heads_qk="2", heads_v="4", head_dim_k="16",
+            head_dim_v="16", seed="0", state_dtype="fp32", output_dtype="bf16",
+            verify_us_median=f"{verify:.4f}", verify_us_p10=f"{verify * 0.98:.4f}", verify_us_p90=f"{verify * 1.03:.4f}",
+            verify_accept_us_median=f"{accept:.4f}", verify_accept_us_p10=f"{accept * 0.97:.4f}",
+            verify_accept_us_p90=f"{accept * 1.04:.4f}", status=status, gpu="Synthetic GPU X1", driver="1.0",
+            cuda="12.9", git_sha="0123456789ab", timestamp="2026-01-01T00:00:00Z",
+        )
+        rows.append(row)
+
+    for batch in (8, 32):
+        for m in (1, 2, 4):
+            for acc in ("0.7", "all", "none"):
+                add("recurrent_verify", batch, m, acc, "")
+                for b in ("2", "4"):
+                    add("kvbuffer_verify", batch, m, acc, b)
+    add("kvbuffer_verify", 32, 4, "0.7", "2", status="failed: synthetic")
+    return rows
+
+
+CAPACITY_HEADER = (
+    "variant,buffer_size,draft_tokens,budget_bytes,bytes_per_request,max_requests_model,max_requests_measured,status,"
+    "layers,state_bytes,intermediate_state_bytes,buffer_bytes,draft_bytes,conv_state_bytes,ratio_to_recurrent,"
+    "buffer_entries,io_bytes_per_request,fixed_bytes,conv_state_counted,heads_qk,heads_v,head_dim_k,head_dim_v,gpu,"
+    "timestamp"
+).split(",")
+
+
+def synthetic_capacity_rows(measured: bool = True) -> list[dict[str, str]]:
+    """A capacity table for a 10 MiB budget and a made-up 4-layer model (state 1000 bytes per layer, entry 50 bytes):
+    recurrent verify holds (1 + m) states, KVBuffer verify one state plus max(B - 1, 1) + m entries. Measured
+    counts one less than the model when `measured`, else blank with status "model only (no GPU)"."""
+    budget, layers, state, entry = 10 * 2**20, 4, 1000, 50
+    rows = []
+
+    def add(variant, b, m, per_layer):
+        per_request = per_layer * layers
+        model = budget // per_request
+        row = dict.fromkeys(CAPACITY_HEADER, "")
+        row.update(
+            variant=variant, buffer_size=str(b) if b else "", draft_tokens=str(m) if m else "",
+            budget_bytes=str(budget), bytes_per_request=str(per_request), max_requests_model=str(model),
+            max_requests_measured=str(model - 1) if measured else "",
+            status="ok" if measured else "model only (no GPU)", layers=str(layers), heads_qk="2", heads_v="4",
+            head_dim_k="16", head_dim_v="16", gpu="Synthetic GPU X1" if measured else "",
+            timestamp="2026-01-01T00:00:00Z",
+        )
+        rows.append(row)
+
+    add("recurrent_decode", None, None, state)
+    for m in (1, 2, 4):
+        add("recurrent_verify", None, m, (1 + m) * state)
+    for b in (2, 4):
+        add("kvbuffer_decode", b, None, state + max(b - 1, 1) * entry)
+        for m in (1, 2, 4):
+            add("kvbuffer_verify", b, m, state + (max(b - 1, 1) + m) * entry)
+    return rows
+
+
+SYNTHETIC = {
+    "decode_latency.csv": synthetic_decode_rows,
+    "spec_verify.csv": synthetic_spec_verify_rows,
+    "capacity.csv": synthetic_capacity_rows,
+}
 
 
 def write_csv(path: Path, rows, drop: str | None = None) -> Path:
@@ -237,3 +326,52 @@ def test_make_all_runs_present_and_lists_skipped(tmp_path):
     assert f"made {len(make_all.FIGURES)} figure(s)" in r.stdout
     for name in FIGURE_IDS:
         assert_figure(out, name)
+
+
+def test_capacity_uses_model_counts_without_measured_ones(tmp_path):
+    path = write_csv(tmp_path / "capacity.csv", synthetic_capacity_rows(measured=False))
+    r = run_script("capacity", "--csv", str(path), "--out-dir", str(tmp_path / "figures"))
+    assert r.returncode == 0, r.stderr
+    assert_figure(tmp_path / "figures", "capacity")
+    module = importlib.import_module("capacity")
+    rows = module.capacity_rows(path)
+    fig = module.build(rows, path)
+    texts = [t.get_text() for t in fig.texts]
+    assert any("requests: max_requests_model" in t for t in texts), texts
+    ratios = fig.axes[1].lines
+    # B = 2, m = 4: (1000 + 5 * 50) * 4 bytes per request against (1 + 4) * 1000 * 4.
+    budget = 10 * 2**20
+    expected = (budget // ((1000 + 5 * 50) * 4)) / (budget // (5 * 1000 * 4))
+    b2 = next(line for line in ratios if line.get_label() == "B = 2")
+    assert list(b2.get_xdata()) == [1, 2, 4]
+    assert b2.get_ydata()[-1] == pytest.approx(expected)
+    paper = next(line for line in ratios if line.get_label().startswith("paper"))
+    assert list(paper.get_ydata()) == [5.0, 5.0]
+
+
+def test_capacity_prefers_measured_counts(tmp_path):
+    path = write_csv(tmp_path / "capacity.csv", synthetic_capacity_rows(measured=True))
+    module = importlib.import_module("capacity")
+    fig = module.build(module.capacity_rows(path), path)
+    assert any("requests: max_requests_measured" in t.get_text() for t in fig.texts)
+    budget = 10 * 2**20
+    rec = next(line for line in fig.axes[0].lines if line.get_label() == "recurrent verify")
+    assert list(rec.get_ydata()) == [budget // ((1 + m) * 4000) - 1 for m in (1, 2, 4)]
+
+
+def test_spec_verify_draws_anchor_markers_only_for_the_anchor_shape(tmp_path):
+    module = importlib.import_module("spec_verify")
+    rows = [r for r in synthetic_spec_verify_rows() if r["status"] == "ok"]
+    fig = module.build(rows, "synthetic")
+    labels = [line.get_label() for ax in fig.axes for line in ax.lines]
+    assert not any("SGLang" in label for label in labels)
+    for r in rows:
+        r.update(heads_v="32", head_dim_k="128", head_dim_v="128")
+    rows = [r for r in rows if r["batch"] == "8"]
+    for r in rows:
+        r["batch"] = "64"
+    fig = module.build(rows, "synthetic")
+    anchor = [line for line in fig.axes[0].lines if "SGLang" in line.get_label()]
+    assert len(anchor) == 1
+    assert list(anchor[0].get_xdata()) == sorted(anchors.SPEC_VERIFY_US)
+    assert list(anchor[0].get_ydata()) == [anchors.SPEC_VERIFY_US[m][64] for m in sorted(anchors.SPEC_VERIFY_US)]

@@ -1,0 +1,76 @@
+// The paper's headline claims and this project's measured counterparts, computed from result CSVs (kvb reproduce).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/sweep/csv.h"
+
+namespace kvb::claims {
+
+/// fla 0.5.2 Triton `fused_recurrent_gated_delta_rule` decode on an H200, per-layer microseconds by batch, Qwen3-Next
+/// TP1 shape (HV = 32, K = V = 128, fp32 state), 36 layers (README "Anchors"; plots/anchors.py FLA_RECURRENT_US).
+const std::map<int, double>& fla_triton_anchor_us();
+
+/// Paper values: "up to 45.17%" lower decode latency; 5x the requests with 4 draft tokens.
+inline constexpr double kPaperDecodeReduction = 0.4517;
+inline constexpr double kPaperCapacityRatio = 5.0;
+
+/// The largest decode latency reduction 1 - kvbuffer / baseline over the batches >= min_batch, where kvbuffer is the
+/// fastest KVBuffer row (any buffer size B) at that batch. Latencies are latency_us_median, microseconds.
+struct DecodeReduction {
+  double reduction = 0;      ///< 1 - kvbuffer_us / baseline_us (0.35 = 35% lower)
+  int batch = 0;             ///< requests
+  int buffer_size = 0;       ///< B of the fastest KVBuffer row at that batch
+  double kvbuffer_us = 0;    ///< its per-layer latency, us
+  double baseline_us = 0;    ///< recurrent (this CSV) or the Triton anchor, per-layer us
+  std::string phase;         ///< phase of that KVBuffer row ("" when the CSV has none)
+};
+
+/// Against this CSV's recurrent rows at the same batch. Only rows with status ok (or without a status column) count.
+/// Returns nullopt when no batch >= min_batch has both a recurrent and a KVBuffer row. Throws UsageError naming
+/// `origin` when a needed column (variant, batch, buffer_size, latency_us_median) is missing or a value is not a
+/// number.
+std::optional<DecodeReduction> best_reduction_vs_recurrent(const CsvTable& decode, const std::string& origin,
+                                                           int min_batch = 64);
+
+/// Against the Triton anchor (fla_triton_anchor_us) at the anchor's batches >= min_batch. KVBuffer rows count only
+/// when their shape is the anchor's (heads_v 32, head_dim_k = head_dim_v = 128, state_dtype fp32, where those columns
+/// exist). Same errors as best_reduction_vs_recurrent.
+std::optional<DecodeReduction> best_reduction_vs_triton(const CsvTable& decode, const std::string& origin,
+                                                        int min_batch = 64);
+
+/// Requests KVBuffer verification serves over recurrent verification with the same draft tokens m (capacity CSV of
+/// kvb capacity): max_requests_measured of both rows when both are set, else max_requests_model.
+struct CapacityRatio {
+  double ratio = 0;           ///< kvbuffer_requests / recurrent_requests
+  int buffer_size = 0;        ///< B
+  int draft_tokens = 0;       ///< m
+  long long kvbuffer_requests = 0, recurrent_requests = 0;
+  bool measured = false;      ///< true: max_requests_measured (allocation proof); false: the model
+};
+
+/// The ratio for kvbuffer_verify (B, m) against recurrent_verify (m); nullopt when either row is missing or has no
+/// request count. Throws UsageError naming `origin` when a needed column is missing or a count is not a number.
+std::optional<CapacityRatio> capacity_ratio(const CsvTable& capacity, const std::string& origin, int buffer_size,
+                                            int draft_tokens);
+
+/// One line of the claims table.
+struct ClaimLine {
+  std::string claim;     ///< the paper's claim
+  std::string paper;     ///< its number as the paper states it
+  std::string measured;  ///< this run's counterpart ("not measured ..." when there is none)
+  std::string source;    ///< the CSV and configuration it came from
+};
+
+/// The claims table from a decode CSV and a capacity CSV (either path may be absent: its claims say so): decode
+/// reduction against recurrent and against the Triton anchor at batch >= 64; capacity ratio with 4 drafts at B = 4
+/// and B = 8; stateless short contexts (no experiment yet). Throws UsageError for a malformed CSV.
+std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::string& capacity_csv);
+
+/// The table as aligned text, one claim per line, with a header.
+std::string format_claims(const std::vector<ClaimLine>& lines);
+
+}  // namespace kvb::claims

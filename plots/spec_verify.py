@@ -1,0 +1,117 @@
+"""Speculative verification latency per layer against draft tokens m: recurrent and KVBuffer, one panel per batch.
+
+Each panel (log y): median per-layer latency (us) of verify + accept, error bars p10..p90, for recurrent verify and
+KVBuffer verify (one series per buffer size B); accepted = 0.7 solid, accepted = all dashed when the CSV has it; verify
+alone as thin dotted lines (accepted = 0.7). SGLang's speculative-verify kernel measured on an H200 (the README's
+anchors, plots/anchors.py) is drawn as reference markers when the CSV's shape is the anchors' (HV = 32, K = V = 128,
+fp32 state).
+
+Usage: python3 plots/spec_verify.py [--csv results/spec_verify.csv] [--out-dir results/figures]
+Writes OUT_DIR/spec_verify.png and .pdf. Exit 2 on bad input (a missing column is named).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from matplotlib.ticker import FuncFormatter
+
+import anchors
+import decode_data as dd
+import style
+
+NAME = "spec_verify"
+DEFAULT_CSV = "spec_verify.csv"
+REQUIRED_COLUMNS = (
+    ("variant", "batch", "draft_tokens", "accepted", "buffer_size")
+    + dd.SHAPE_COLUMNS
+    + ("state_dtype", "verify_us_median", "verify_accept_us_median", "verify_accept_us_p10", "verify_accept_us_p90")
+    + dd.FOOTNOTE_COLUMNS
+)
+VARIANTS = ("recurrent_verify", "kvbuffer_verify")
+# accepted value -> line style of verify + accept; others are not drawn.
+ACCEPTED_STYLE = {"0.7": "-", "all": "--"}
+
+
+def series_key(row, path) -> tuple[str, int]:
+    """(variant, B) of a row; B = 0 for recurrent verify. Exits 2 on an unknown variant."""
+    v = row["variant"].strip()
+    if v not in VARIANTS:
+        style.fail(f"CSV {path} column variant: '{v}' is not one of {', '.join(VARIANTS)}")
+    return v, 0 if v == "recurrent_verify" else int(style.num(row, "buffer_size", path))
+
+
+def label_and_colour(key: tuple[str, int]):
+    variant, b = key
+    if variant == "recurrent_verify":
+        return "recurrent verify", style.RECURRENT_COLOUR
+    return f"KVBuffer verify B = {b}", style.buffer_colour(b)
+
+
+def build(rows, path):
+    """The figure for spec_verify `rows` read from `path`."""
+    style.require_single(rows, dd.SHAPE_COLUMNS + ("state_dtype", "layers"), path)
+    accepted_values = [a for a in ACCEPTED_STYLE if a in style.distinct(rows, "accepted")]
+    if not accepted_values:
+        style.fail(f"CSV {path} column accepted holds none of {', '.join(ACCEPTED_STYLE)}")
+    for r in rows:
+        series_key(r, path)
+    batches = sorted({int(style.num(r, "batch", path)) for r in rows})
+    anchor_shape = dd.is_qwen3_next_tp1(rows[0], path)
+    fig, axes = style.figure((8.4, 3.6 * len(batches)), nrows=len(batches), sharex=True)
+    all_m: set[int] = set()
+    for ax, batch in zip(axes, batches):
+        at_batch = [r for r in rows if int(style.num(r, "batch", path)) == batch]
+        keys = sorted({series_key(r, path) for r in at_batch}, key=lambda k: (k[0] != "recurrent_verify", k[1]))
+        for key in keys:
+            label, colour = label_and_colour(key)
+            for acc in accepted_values:
+                pts = sorted((r for r in at_batch if series_key(r, path) == key and r["accepted"].strip() == acc),
+                             key=lambda r: style.num(r, "draft_tokens", path))
+                if not pts:
+                    continue
+                m = [style.num(r, "draft_tokens", path) for r in pts]
+                all_m.update(int(x) for x in m)
+                med = [style.num(r, "verify_accept_us_median", path) for r in pts]
+                lo = [max(y - style.num(r, "verify_accept_us_p10", path), 0.0) for y, r in zip(med, pts)]
+                hi = [max(style.num(r, "verify_accept_us_p90", path) - y, 0.0) for y, r in zip(med, pts)]
+                ax.errorbar(m, med, yerr=[lo, hi], color=colour, ls=ACCEPTED_STYLE[acc],
+                            marker="o" if key[0] == "recurrent_verify" else "s",
+                            lw=2.0 if key[0] == "recurrent_verify" else 1.4,
+                            label=f"{label}, verify + accept ({acc})", zorder=3)
+                if acc == accepted_values[0]:
+                    ax.plot(m, [style.num(r, "verify_us_median", path) for r in pts], color=colour, ls=":",
+                            lw=1.0, label=f"{label}, verify alone", zorder=2)
+        if anchor_shape:
+            am = sorted(m for m, by_b in anchors.SPEC_VERIFY_US.items() if batch in by_b)
+            if am:
+                ax.plot(am, [anchors.SPEC_VERIFY_US[m][batch] for m in am], ls="none", marker="x", ms=7,
+                        color=style.ANCHOR_COLOUR, label=anchors.SPEC_VERIFY_LABEL.replace(" (", "\n("), zorder=4)
+        ax.set_yscale("log")
+        style.plain_log_axis(ax.yaxis)
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_ylabel("latency per layer (us)")
+        ax.set_title(f"batch {batch}")
+        style.legend_outside(ax)
+    last = axes[-1]
+    last.set_xticks(sorted(all_m))
+    last.set_xlabel("draft tokens m")
+    layers = style.distinct(rows, "layers")
+    fig.suptitle("GDN speculative verification per layer" + (f", {layers[0]} layers per step" if layers else ""),
+                 fontsize=10)
+    style.footnote(fig, rows, path, extra="verify + accept: median, error bars p10..p90; accepted 0.7 = each draft "
+                   "accepted with probability 0.7 until the first rejection, all = every draft accepted; "
+                   "the SGLang anchor is verify alone")
+    return fig
+
+
+def main(argv=None) -> int:
+    """Command line entry: parse arguments, read and check the CSV, write the figure; returns the exit status."""
+    args = style.parser(__doc__.split("\n\n")[0], DEFAULT_CSV).parse_args(argv)
+    rows = style.read_csv(args.csv, REQUIRED_COLUMNS)
+    style.save(build(rows, args.csv), args.out_dir, NAME)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+// The claims table (harness/sweep/claims.h) on small synthetic CSVs, and `kvb reproduce` without a GPU end to end.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli_runner.h"
+#include "harness/device/device_info.h"
+#include "harness/sweep/claims.h"
+#include "harness/sweep/csv.h"
+#include "harness/sweep/experiment_kind.h"
+#include "test_sweep_support.h"
+
+namespace kvb {
+namespace {
+
+using test::Result;
+using test::run_kvb;
+using test::TempDir;
+
+/// A decode CSV: recurrent and KVBuffer (B = 2, 4) at batches 32, 64, 128 of the anchor's shape, plus a faster
+/// KVBuffer row that failed and one of another shape at batch 64.
+CsvTable synthetic_decode() {
+  CsvTable t;
+  t.header = {"experiment", "variant", "batch", "buffer_size", "phase", "heads_v", "head_dim_k", "head_dim_v",
+              "state_dtype", "latency_us_median", "status"};
+  auto add = [&](const char* variant, int batch, const char* b, double us, const char* status = "ok",
+                 const char* hv = "32") {
+    t.rows.push_back({"x", variant, std::to_string(batch), b, *b ? "staggered" : "", hv, "128", "128", "fp32",
+                      fmt::format("{}", us), status});
+  };
+  add("recurrent", 32, "", 40.0);
+  add("kvbuffer", 32, "4", 10.0);  // below min_batch: never counts
+  add("recurrent", 64, "", 80.0);
+  add("kvbuffer", 64, "2", 60.0);
+  add("kvbuffer", 64, "4", 50.0);
+  add("kvbuffer", 64, "8", 5.0, "failed: check");
+  add("kvbuffer", 64, "16", 4.0, "ok", "16");  // another shape: not comparable with the anchor
+  add("recurrent", 128, "", 150.0);
+  add("kvbuffer", 128, "2", 120.0);
+  add("kvbuffer", 128, "4", 105.0);
+  return t;
+}
+
+TEST(Claims, DecodeReductionAgainstRecurrentTakesTheBestBatchAndBufferSize) {
+  const auto d = claims::best_reduction_vs_recurrent(synthetic_decode(), "synthetic.csv");
+  ASSERT_TRUE(d.has_value());
+  // batch 64: the other-shape row (4 us) is the fastest ok KVBuffer row against this CSV's recurrent 80 us.
+  EXPECT_EQ(d->batch, 64);
+  EXPECT_EQ(d->buffer_size, 16);
+  EXPECT_DOUBLE_EQ(d->reduction, 1.0 - 4.0 / 80.0);
+  EXPECT_EQ(d->phase, "staggered");
+}
+
+TEST(Claims, DecodeReductionAgainstTritonKeepsTheAnchorShape) {
+  const auto d = claims::best_reduction_vs_triton(synthetic_decode(), "synthetic.csv");
+  ASSERT_TRUE(d.has_value());
+  const double at64 = 1.0 - 50.0 / claims::fla_triton_anchor_us().at(64);
+  const double at128 = 1.0 - 105.0 / claims::fla_triton_anchor_us().at(128);
+  ASSERT_GT(at64, at128);
+  EXPECT_EQ(d->batch, 64);
+  EXPECT_EQ(d->buffer_size, 4);
+  EXPECT_DOUBLE_EQ(d->reduction, at64);
+  EXPECT_DOUBLE_EQ(d->baseline_us, 94.0);
+}
+
+TEST(Claims, DecodeReductionNeedsBothVariantsAndItsColumns) {
+  CsvTable t = synthetic_decode();
+  EXPECT_FALSE(claims::best_reduction_vs_recurrent(t, "x.csv", 256).has_value());
+  t.header[9] = "latency";
+  EXPECT_THROW(claims::best_reduction_vs_recurrent(t, "x.csv"), UsageError);
+  CsvTable bad = synthetic_decode();
+  bad.rows[2][9] = "fast";
+  EXPECT_THROW(claims::best_reduction_vs_recurrent(bad, "x.csv"), UsageError);
+}
+
+CsvTable synthetic_capacity(bool measured) {
+  CsvTable t;
+  t.header = {"variant", "buffer_size", "draft_tokens", "max_requests_model", "max_requests_measured", "status"};
+  auto add = [&](const char* v, const char* b, const char* m, int model, int meas) {
+    t.rows.push_back({v, b, m, std::to_string(model), measured ? std::to_string(meas) : "", "ok"});
+  };
+  add("recurrent_decode", "", "", 1000, 990);
+  add("recurrent_verify", "", "2", 400, 390);
+  add("recurrent_verify", "", "4", 200, 190);
+  add("kvbuffer_verify", "4", "4", 950, 931);
+  add("kvbuffer_verify", "8", "4", 900, 893);
+  add("kvbuffer_verify", "4", "2", 970, 960);
+  return t;
+}
+
+TEST(Claims, CapacityRatioPrefersMeasuredCounts) {
+  const auto r = claims::capacity_ratio(synthetic_capacity(true), "c.csv", 4, 4);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->measured);
+  EXPECT_EQ(r->kvbuffer_requests, 931);
+  EXPECT_EQ(r->recurrent_requests, 190);
+  EXPECT_DOUBLE_EQ(r->ratio, 931.0 / 190.0);
+
+  const auto m = claims::capacity_ratio(synthetic_capacity(false), "c.csv", 8, 4);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_FALSE(m->measured);
+  EXPECT_DOUBLE_EQ(m->ratio, 900.0 / 200.0);
+
+  EXPECT_FALSE(claims::capacity_ratio(synthetic_capacity(true), "c.csv", 16, 4).has_value());
+  CsvTable no_col = synthetic_capacity(true);
+  no_col.header[3] = "requests";
+  EXPECT_THROW(claims::capacity_ratio(no_col, "c.csv", 4, 4), UsageError);
+}
+
+TEST(Claims, TableNamesEveryClaimAndItsSource) {
+  TempDir dir;
+  const std::string decode = dir.file("decode.csv"), cap = dir.file("cap.csv");
+  test::write_text(decode, format_csv(synthetic_decode()));
+  test::write_text(cap, format_csv(synthetic_capacity(true)));
+  const std::string table = claims::format_claims(claims::compute_claims(decode, cap));
+  EXPECT_NE(table.find(fmt::format("{:.1f}%", (1.0 - 4.0 / 80.0) * 100)), std::string::npos) << table;
+  EXPECT_NE(table.find(fmt::format("{:.2f}x (931 vs 190)", 931.0 / 190.0)), std::string::npos) << table;
+  EXPECT_NE(table.find(fmt::format("{:.2f}x (893 vs 190)", 893.0 / 190.0)), std::string::npos) << table;
+  EXPECT_NE(table.find("45.17%"), std::string::npos);
+  EXPECT_NE(table.find("5x"), std::string::npos);
+  EXPECT_NE(table.find("max_requests_measured"), std::string::npos);
+  EXPECT_NE(table.find("not measured yet"), std::string::npos);
+  EXPECT_NE(table.find(decode), std::string::npos);
+
+  const std::string missing = claims::format_claims(claims::compute_claims(dir.file("a.csv"), dir.file("b.csv")));
+  EXPECT_NE(missing.find("a.csv not found"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("b.csv not found"), std::string::npos) << missing;
+}
+
+bool python_has_matplotlib() { return std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") == 0; }
+
+TEST(CliReproduce, WithoutGpuRunsWhatNeedsNoneAndPrintsTheCommittedClaims) {
+  if (cuda_device_present()) GTEST_SKIP() << "a CUDA device is present: kvb reproduce would run the GPU sweeps";
+  TempDir dir;
+  const std::string out = dir.file("repro");
+  const Result r = run_kvb(dir, "reproduce --out-dir " + test::shell_quote(out));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("skipped: kvb sweep --config experiments/decode_latency.toml"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped: kvb sweep --config experiments/spec_verify.toml"), std::string::npos);
+  EXPECT_NE(r.out.find("skipped: kvb capacity allocation proof"), std::string::npos);
+
+  const CsvTable model = read_csv_file(out + "/capacity_model.csv");
+  ASSERT_FALSE(model.rows.empty());
+  const auto col = [&](const std::string& name) {
+    return size_t(std::find(model.header.begin(), model.header.end(), name) - model.header.begin());
+  };
+  ASSERT_LT(col("status"), model.header.size());
+  ASSERT_LT(col("budget_bytes"), model.header.size());
+  for (const auto& row : model.rows) {
+    EXPECT_EQ(row[col("status")].rfind("model only", 0), 0u) << row[col("status")];
+    EXPECT_EQ(row[col("budget_bytes")], std::to_string(135LL << 30));
+  }
+
+  // The committed H200 numbers: batch 256, KVBuffer B = 4 at 176.03 us, recurrent 271.45 us, Triton 364.4 us;
+  // capacity 1794 and 1732 requests against 384.
+  EXPECT_NE(r.out.find(fmt::format("{:.1f}%", (1.0 - 176.03 / 271.45) * 100)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("{:.1f}%", (1.0 - 176.03 / 364.4) * 100)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("batch 256, KVBuffer B = 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("{:.2f}x (1794 vs 384)", 1794.0 / 384.0)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(fmt::format("{:.2f}x (1732 vs 384)", 1732.0 / 384.0)), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("results/decode_latency.csv"), std::string::npos);
+  EXPECT_NE(r.out.find("results/capacity.csv"), std::string::npos);
+  EXPECT_NE(r.out.find("no short_context experiment"), std::string::npos);
+
+  if (python_has_matplotlib()) {
+    for (const char* name : {"decode_latency", "spec_verify", "capacity"})
+      EXPECT_TRUE(std::filesystem::is_regular_file(out + "/figures/" + name + ".png")) << name << "\n" << r.out;
+  } else {
+    EXPECT_NE(r.out.find("skipped: figures"), std::string::npos) << r.out;
+  }
+}
+
+TEST(CliReproduce, NoPlotsAndBadOutDir) {
+  if (cuda_device_present()) GTEST_SKIP() << "a CUDA device is present: kvb reproduce would run the GPU sweeps";
+  TempDir dir;
+  const std::string out = dir.file("repro");
+  Result r = run_kvb(dir, "reproduce --no-plots --out-dir " + test::shell_quote(out));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("skipped: figures (--no-plots)"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(out + "/figures"));
+
+  test::write_text(dir.file("file"), "x");
+  r = run_kvb(dir, "reproduce --no-plots --out-dir " + test::shell_quote(dir.file("file")));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--out-dir"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace kvb
