@@ -98,10 +98,7 @@ def build(rows, path):
 
 def main(argv=None) -> int:
     """Command line entry: parse arguments, read and check the CSV, write the figure; returns the exit status."""
-    args = style.parser(__doc__.split("\n\n")[0], DEFAULT_CSV).parse_args(argv)
-    rows = capacity_rows(args.csv)
-    style.save(build(rows, args.csv), args.out_dir, NAME)
-    return 0
+    return style.run_figure(__doc__, DEFAULT_CSV, NAME, capacity_rows, build, argv)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Top panel (log-log): median per-layer latency (us) of each series, error bars p10..p90; the read-only state floor,
 batch * HV*K*V*bytes(state_dtype) / read_gbps, from the CSV's own shape and measured read bandwidth (the least time
-any decode kernel that reads its state from device memory can take); and, when the CSV's shape is the README's anchors's
+any decode kernel that reads its state from device memory can take); and, when the CSV's shape is the README anchors'
 (HV = 32, K = V = 128, fp32 state), the fla Triton recurrent kernel measured there on an H200, as a reference.
 Bottom panel (log x): each series' latency over this CSV's recurrent latency at the same batch.
 
@@ -112,13 +112,8 @@ def build(rows, path, phase: str = "staggered"):
 
 def main(argv=None) -> int:
     """Command line entry: parse arguments, read and check the CSV, write the figure; returns the exit status."""
-    p = style.parser(__doc__.split("\n\n")[0], DEFAULT_CSV)
-    p.add_argument("--phase", choices=("staggered", "aligned"), default="staggered",
-                   help="KVBuffer buffer phases to plot (default staggered)")
-    args = p.parse_args(argv)
-    rows = style.read_csv(args.csv, REQUIRED_COLUMNS)
-    style.save(build(rows, args.csv, args.phase), args.out_dir, NAME)
-    return 0
+    return style.run_figure(__doc__, DEFAULT_CSV, NAME, lambda path: style.read_csv(path, REQUIRED_COLUMNS), build,
+                            argv, with_phase=True)
 
 
 if __name__ == "__main__":

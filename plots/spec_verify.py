@@ -107,10 +107,8 @@ def build(rows, path):
 
 def main(argv=None) -> int:
     """Command line entry: parse arguments, read and check the CSV, write the figure; returns the exit status."""
-    args = style.parser(__doc__.split("\n\n")[0], DEFAULT_CSV).parse_args(argv)
-    rows = style.read_csv(args.csv, REQUIRED_COLUMNS)
-    style.save(build(rows, args.csv), args.out_dir, NAME)
-    return 0
+    return style.run_figure(__doc__, DEFAULT_CSV, NAME, lambda path: style.read_csv(path, REQUIRED_COLUMNS), build,
+                            argv)
 
 
 if __name__ == "__main__":

@@ -244,6 +244,21 @@ def parser(description: str, default_csv: str) -> argparse.ArgumentParser:
     return p
 
 
+def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=None, with_phase: bool = False) -> int:
+    """The command line of one figure script: parse --csv/--out-dir (and --phase when `with_phase`), read the rows
+    with `read_rows(csv_path)`, draw `build(rows, csv_path[, phase])` and save it as NAME.png and NAME.pdf.
+    Returns the exit status (bad input exits 2 inside read_rows)."""
+    p = parser(doc.split("\n\n")[0], default_csv)
+    if with_phase:
+        p.add_argument("--phase", choices=("staggered", "aligned"), default="staggered",
+                       help="KVBuffer buffer phases to plot (default staggered)")
+    args = p.parse_args(argv)
+    rows = read_rows(args.csv)
+    fig = build(rows, args.csv, args.phase) if with_phase else build(rows, args.csv)
+    save(fig, args.out_dir, name)
+    return 0
+
+
 def _display_path(path) -> str:
     """`path` relative to the repository root when it lies inside it, else as given."""
     p = Path(path).resolve()

@@ -279,7 +279,7 @@ def test_bad_number_is_named(tmp_path, capsys):
 
 
 def test_read_state_floor_reproduces_anchors_column():
-    # the README's anchors's "floor read state only @ 4.57 TB/s" column, rounded to 0.1 us there.
+    # the README anchors' "floor read state only @ 4.57 TB/s" column, rounded to 0.1 us there.
     state = decode_data.state_bytes_per_request(
         {"heads_v": "32", "head_dim_k": "128", "head_dim_v": "128", "state_dtype": "fp32"}, "anchors")
     assert state == 32 * 128 * 128 * 4
