@@ -1,7 +1,6 @@
 // `kvb capacity` settings: list parsing, the TOML config, validation and the table's rows (capacity_config.h).
 #include "harness/capacity/capacity_config.h"
-
-#include <toml++/toml.h>
+#include "harness/sweep/toml_parse.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -82,13 +81,7 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& flag
 }
 
 void apply_capacity_config(const std::string& toml_text, const std::string& origin, CapacitySettings& s) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, origin);
-  } catch (const toml::parse_error& e) {
-    const auto& where = e.source().begin;
-    throw UsageError(fmt::format("{}:{}:{}: malformed TOML: {}", origin, where.line, where.column, e.description()));
-  }
+  const toml::table root = parse_toml(toml_text, origin);
   for (const auto& [key, node] : root) {
     const std::string k(key.str());
     if (k != "experiment" && k != "capacity")

@@ -1,7 +1,6 @@
 // TOML config loading, --set overrides and axis resolution (config.h).
 #include "harness/sweep/config.h"
-
-#include <toml++/toml.h>
+#include "harness/sweep/toml_parse.h"
 
 #include <cctype>
 #include <cerrno>
@@ -66,14 +65,17 @@ double positive_number(const toml::node& node, const std::string& origin, const 
 
 }  // namespace
 
-SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& origin) {
-  toml::table root;
+toml::table parse_toml(const std::string& toml_text, const std::string& origin) {
   try {
-    root = toml::parse(toml_text, origin);
+    return toml::parse(toml_text, origin);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
     throw UsageError(fmt::format("{}:{}:{}: malformed TOML: {}", origin, where.line, where.column, e.description()));
   }
+}
+
+SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& origin) {
+  const toml::table root = parse_toml(toml_text, origin);
   check_keys(root, origin, "", {"experiment", "axes", "timing"});
 
   SweepConfig config;
