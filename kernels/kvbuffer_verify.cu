@@ -16,33 +16,67 @@ namespace kvb {
 namespace {
 
 using namespace dev;
-constexpr int kM = kMaxDraftTokens;
 
 /// The drafts of one (row, value head) in shared memory: normalised keys and queries (q^ includes the scale),
 /// gates, D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i) and
 /// kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i).
-template <int K>
+template <int K, int M>
 struct DraftSmem {
-  float khat[kM][K];
-  float qhat[kM][K];
-  float g[kM], beta[kM], D[kM];
-  float kk[kM][kM], kq[kM][kM];
+  float khat[M][K];
+  float qhat[M][K];
+  float g[M], beta[M], D[M];
+  float kk[M][M], kq[M][M];
 };
 
-template <int K, int VB, int THREADS>
-__global__ void __launch_bounds__(THREADS) kvbuffer_verify_kernel(const KVBufferVerifyParams p) {
-  using Tile = SmemTile<K, VB, THREADS>;
-  extern __shared__ __align__(16) char dyn_smem[];  // tile (K + cap rows) | BufferSmem(cap) | dk, dq [kM][cap]
-  __shared__ float red[2][2 * Tile::WARPS * VB];
-  __shared__ DraftSmem<K> ds;
+/// Verify pass layout: the block covers VB columns of one (row, value head) with VB / 16 warps; warp w owns the 16
+/// columns [v0 + 16 w, v0 + 16 w + 16) over every state row, lane = 4 sub + cg holds 4 of them (cg) and the rows
+/// sub, sub + 8, sub + 16, ... Partial sums therefore meet inside one warp (three shuffles, no block barrier), and
+/// the 8 row subgroups read 8 consecutive coefficients per step (one shared-memory wavefront).
+template <int VB>
+struct VerifyLanes {
+  static constexpr int THREADS = VB / 16 * 32;
+  static constexpr int SUBS = 8;  ///< row subgroups per warp
+  int c4;       ///< float4 column of this lane inside the tile
+  int sub;      ///< row subgroup
+  int col;      ///< first column of this lane in the whole V
+  bool active;  ///< col < V
+  __device__ __forceinline__ VerifyLanes(int v0, int V) {
+    const int lane = threadIdx.x % 32;
+    c4 = (threadIdx.x / 32) * 4 + lane % 4;
+    sub = lane / 4;
+    col = v0 + 4 * c4;
+    active = col < V;
+  }
+  /// Sums x over the 8 row subgroups of the warp; every lane gets its columns' totals.
+  __device__ __forceinline__ static void reduce(float (&x)[4]) {
+#pragma unroll
+    for (int off = 4; off < 32; off <<= 1)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) x[c] += __shfl_xor_sync(0xffffffffu, x[c], off);
+  }
+};
+
+__device__ __forceinline__ void fma4(float a, const float4& u, float (&acc)[4]) {
+  acc[0] = fmaf(a, u.x, acc[0]);
+  acc[1] = fmaf(a, u.y, acc[1]);
+  acc[2] = fmaf(a, u.z, acc[2]);
+  acc[3] = fmaf(a, u.w, acc[3]);
+}
+
+template <int K, int VB, int M>
+__global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kernel(const KVBufferVerifyParams p) {
+  constexpr int THREADS = VerifyLanes<VB>::THREADS, WARPS = THREADS / 32, SUBS = VerifyLanes<VB>::SUBS;
+  using Tile = SmemTile<K, VB, THREADS>;  // storage and asynchronous copies of the checkpoint slice and the deltas
+  extern __shared__ __align__(16) char dyn_smem[];  // tile (K + cap rows) | BufferSmem(cap) | dk, dq [M][cap]
+  __shared__ DraftSmem<K, M> ds;
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const KVBufferPool& pool = p.pool;
-  const int cap = pool.capacity, m = p.in.tokens;
+  const int cap = pool.capacity;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slot = p.slot[row];
   if (slot < 0 || slot >= pool.num_slots) {
-    for (int i = 0; i < m; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * m + i) * HV + h) * V, v0, VB, V);
+    for (int i = 0; i < M; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V, v0, VB, V);
     return;
   }
   const int n = min(max(pool.fill[slot], 0), pool.buffer_size - 1);
@@ -51,16 +85,16 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_verify_kernel(const KVBuffer
   tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
   BufferSmem<K> bs;
   bs.setup(dyn_smem + Tile::bytes(cap), cap);
-  float* dk = reinterpret_cast<float*>(dyn_smem + Tile::bytes(cap) + BufferSmem<K>::bytes(cap));  // [kM][cap]
-  float* dq = dk + kM * cap;
+  float* dk = reinterpret_cast<float*>(dyn_smem + Tile::bytes(cap) + BufferSmem<K>::bytes(cap));  // [M][cap]
+  float* dq = dk + M * cap;
   tile.load_state_async(pool.checkpoint + (int64_t(slot) * HV + h) * K * V, V);
   tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
   bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
 
   // The drafts' normalised keys and queries and their gates, while the copies are in flight.
-  for (int i = warp; i < m; i += Tile::WARPS) {
-    const int64_t tok = int64_t(row) * m + i;
+  for (int i = warp; i < M; i += WARPS) {
+    const int64_t tok = int64_t(row) * M + i;
     WarpVec<K> qv, kv;
     qv.load(p.in.q + (tok * H + hk) * K, lane);
     kv.load(p.in.k + (tok * H + hk) * K, lane);
@@ -82,10 +116,11 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_verify_kernel(const KVBuffer
   // Buffer weights w_j = e^{sum of g after j} and 1/|k_j| (warp 0 scan, all warps norms).
   buffer_coefficients<K>(n, 0.f, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bs);
   // Raw buffer-draft products k_j . k^_i and k_j . q^_i.
-  for (int j = warp; j < n; j += Tile::WARPS) {
+  for (int j = warp; j < n; j += WARPS) {
     WarpVecBf16<K> kj;
     kj.load(bs.keys + j * K, lane);
-    for (int i = 0; i < m; ++i) {
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
       WarpVec<K> ki, qi;
 #pragma unroll
       for (int e = 0; e < WarpVec<K>::N; ++e) {
@@ -99,9 +134,9 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_verify_kernel(const KVBuffer
       }
     }
   }
-  // Draft-draft coefficients with their decays (sums of at most m g's).
-  for (int pair = warp; pair < m * m; pair += Tile::WARPS) {
-    const int ip = pair / m, i = pair % m;  // earlier draft ip, later draft i
+  // Draft-draft coefficients with their decays (sums of at most M g's).
+  for (int pair = warp; pair < M * M; pair += WARPS) {
+    const int ip = pair / M, i = pair % M;  // earlier draft ip, later draft i
     if (ip > i) continue;
     float sk = 0.f, sq = 0.f;
 #pragma unroll
@@ -122,7 +157,8 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_verify_kernel(const KVBuffer
   }
   if (threadIdx.x == 0) {
     float gsum = 0.f;
-    for (int i = 0; i < m; ++i) {
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
       gsum += ds.g[i];
       ds.D[i] = expf(gsum);
     }
@@ -130,32 +166,25 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_verify_kernel(const KVBuffer
   __syncthreads();
 
   // One pass over the checkpoint rows and the buffer rows for every draft.
-  float ak[kM][4], aq[kM][4];
+  const VerifyLanes<VB> ln(v0, V);
+  const float4* sm = tile.sm;
+  float ak[M][4], aq[M][4];
 #pragma unroll
-  for (int i = 0; i < kM; ++i)
+  for (int i = 0; i < M; ++i)
 #pragma unroll
     for (int c = 0; c < 4; ++c) ak[i][c] = aq[i][c] = 0.f;
+#pragma unroll 4
+  for (int r = ln.sub; r < K; r += SUBS) {
+    const float4 s = sm[r * Tile::CG + ln.c4];
 #pragma unroll
-  for (int r = 0; r < Tile::ROWS; ++r) {
-    const float4 s = tile.at(tile.row(r));
-#pragma unroll
-    for (int i = 0; i < kM; ++i) {
-      if (i >= m) break;
-      const float kw = ds.khat[i][tile.row(r)], qw = ds.qhat[i][tile.row(r)];
-      ak[i][0] = fmaf(s.x, kw, ak[i][0]);
-      ak[i][1] = fmaf(s.y, kw, ak[i][1]);
-      ak[i][2] = fmaf(s.z, kw, ak[i][2]);
-      ak[i][3] = fmaf(s.w, kw, ak[i][3]);
-      aq[i][0] = fmaf(s.x, qw, aq[i][0]);
-      aq[i][1] = fmaf(s.y, qw, aq[i][1]);
-      aq[i][2] = fmaf(s.z, qw, aq[i][2]);
-      aq[i][3] = fmaf(s.w, qw, aq[i][3]);
+    for (int i = 0; i < M; ++i) {
+      fma4(ds.khat[i][r], s, ak[i]);
+      fma4(ds.qhat[i][r], s, aq[i]);
     }
   }
   const float decay0 = bs.decay0[0];
 #pragma unroll
-  for (int i = 0; i < kM; ++i) {
-    if (i >= m) break;
+  for (int i = 0; i < M; ++i) {
     const float d = decay0 * ds.D[i];
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
@@ -163,56 +192,46 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_verify_kernel(const KVBuffer
       aq[i][c] *= d;
     }
   }
-  for (int j = tile.rg; j < n; j += Tile::RG) {
-    const float4 u = tile.at(K + j);
+  for (int j = ln.sub; j < n; j += SUBS) {
+    const float4 u = sm[(K + j) * Tile::CG + ln.c4];
     const float wj = bs.w[j] * bs.rk[j];
 #pragma unroll
-    for (int i = 0; i < kM; ++i) {
-      if (i >= m) break;
-      const float a = wj * ds.D[i] * dk[i * cap + j], b = wj * ds.D[i] * dq[i * cap + j];
-      ak[i][0] = fmaf(a, u.x, ak[i][0]);
-      ak[i][1] = fmaf(a, u.y, ak[i][1]);
-      ak[i][2] = fmaf(a, u.z, ak[i][2]);
-      ak[i][3] = fmaf(a, u.w, ak[i][3]);
-      aq[i][0] = fmaf(b, u.x, aq[i][0]);
-      aq[i][1] = fmaf(b, u.y, aq[i][1]);
-      aq[i][2] = fmaf(b, u.z, aq[i][2]);
-      aq[i][3] = fmaf(b, u.w, aq[i][3]);
+    for (int i = 0; i < M; ++i) {
+      const float wd = wj * ds.D[i];
+      fma4(wd * dk[i * cap + j], u, ak[i]);
+      fma4(wd * dq[i * cap + j], u, aq[i]);
     }
   }
 #pragma unroll
-  for (int i = 0; i < kM; ++i) {
-    if (i >= m) break;
-    tile.reduce_rows(ak[i], aq[i], red[i & 1]);
+  for (int i = 0; i < M; ++i) {
+    VerifyLanes<VB>::reduce(ak[i]);
+    VerifyLanes<VB>::reduce(aq[i]);
   }
 
   // The triangular dependency among the drafts, column by column: ak[i] becomes u_i, aq[i] becomes o_i.
 #pragma unroll
-  for (int i = 0; i < kM; ++i) {
-    if (i >= m) break;
-    const int64_t tok = int64_t(row) * m + i;
-    const int64_t vo = (tok * HV + h) * V + tile.col;
+  for (int i = 0; i < M; ++i) {
+    const int64_t tok = int64_t(row) * M + i;
+    const int64_t vo = (tok * HV + h) * V + ln.col;
     float vv[4];
-    load4(p.in.v + vo, tile.active, vv);
+    load4(p.in.v + vo, ln.active, vv);
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       float corr = 0.f;
 #pragma unroll
-      for (int ip = 0; ip < kM; ++ip)
-        if (ip < i) corr = fmaf(ds.kk[ip][i], ak[ip][c], corr);
+      for (int ip = 0; ip < i; ++ip) corr = fmaf(ds.kk[ip][i], ak[ip][c], corr);
       ak[i][c] = ds.beta[i] * (vv[c] - ak[i][c] - corr);
       float o = aq[i][c];
 #pragma unroll
-      for (int ip = 0; ip < kM; ++ip)
-        if (ip <= i) o = fmaf(ds.kq[ip][i], ak[ip][c], o);
+      for (int ip = 0; ip <= i; ++ip) o = fmaf(ds.kq[ip][i], ak[ip][c], o);
       aq[i][c] = o;
     }
-    if (tile.rg == 0 && tile.active) {
+    if (ln.sub == 0 && ln.active) {
       store_output4(p.o, p.o_dtype, vo, aq[i]);
       *reinterpret_cast<float4*>(p.draft_deltas + vo) = make_float4(ak[i][0], ak[i][1], ak[i][2], ak[i][3]);
     }
   }
-  if (blockIdx.x == 0 && threadIdx.x < m) p.draft_log_decay[(int64_t(row) * m + threadIdx.x) * HV + h] = ds.g[threadIdx.x];
+  if (blockIdx.x == 0 && threadIdx.x < M) p.draft_log_decay[(int64_t(row) * M + threadIdx.x) * HV + h] = ds.g[threadIdx.x];
 }
 
 /// Accept: append the first a drafts' entries, or fold buffer and drafts into the checkpoint (see gdn_params.h).
@@ -293,15 +312,33 @@ __global__ void kvbuffer_advance_accepted_kernel(int32_t* fill, const int32_t* s
   fill[s] = n >= buffer_size ? 0 : n;
 }
 
-template <int K, int VB, int THREADS = kThreads>
+template <int K, int VB, int M>
 cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t stream) {
   const int cap = p.pool.capacity;
-  const size_t smem = SmemTile<K, VB, THREADS>::bytes(cap) + BufferSmem<K>::bytes(cap) + 2 * kM * cap * sizeof(float);
-  if (const cudaError_t e = allow_dynamic_smem(kvbuffer_verify_kernel<K, VB, THREADS>, smem); e != cudaSuccess) return e;
+  const size_t smem = SmemTile<K, VB, VerifyLanes<VB>::THREADS>::bytes(cap) + BufferSmem<K>::bytes(cap) +
+                      2 * size_t(M) * cap * sizeof(float);
+  if (const cudaError_t e = allow_dynamic_smem(kvbuffer_verify_kernel<K, VB, M>, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  kvbuffer_verify_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
+  kvbuffer_verify_kernel<K, VB, M><<<grid, VerifyLanes<VB>::THREADS, smem, stream>>>(p);
   return cudaGetLastError();
 }
+
+/// The draft count as a compile-time constant (every loop over drafts fully unrolled).
+template <int K, int VB>
+cudaError_t launch_verify_drafts(const KVBufferVerifyParams& p, cudaStream_t stream) {
+  switch (p.in.tokens) {
+    case 1: return launch_verify_tile<K, VB, 1>(p, stream);
+    case 2: return launch_verify_tile<K, VB, 2>(p, stream);
+    case 3: return launch_verify_tile<K, VB, 3>(p, stream);
+    case 4: return launch_verify_tile<K, VB, 4>(p, stream);
+    case 5: return launch_verify_tile<K, VB, 5>(p, stream);
+    case 6: return launch_verify_tile<K, VB, 6>(p, stream);
+    case 7: return launch_verify_tile<K, VB, 7>(p, stream);
+    case 8: return launch_verify_tile<K, VB, 8>(p, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+static_assert(kMaxDraftTokens == 8, "launch_verify_drafts covers 1 to 8 drafts");
 
 template <int K, int VB, int THREADS = kThreads>
 cudaError_t launch_accept_tile(const KVBufferAcceptParams& p, cudaStream_t stream) {
@@ -343,12 +380,15 @@ std::string validate(const KVBufferAcceptParams& p) {
 
 cudaError_t launch_kvbuffer_verify(const KVBufferVerifyParams& p, cudaStream_t stream) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
-  const bool narrow = int64_t(p.batch) * p.shape.heads_v * num_slices(p.shape.head_dim_v, 32) < 4 * sm_count();
   switch (p.shape.head_dim_k) {
-    case 32: return narrow ? launch_verify_tile<32, 16>(p, stream) : launch_verify_tile<32, 32>(p, stream);
-    case 64: return narrow ? launch_verify_tile<64, 16>(p, stream) : launch_verify_tile<64, 32>(p, stream);
-    case 128: return narrow ? launch_verify_tile<128, 16>(p, stream) : launch_verify_tile<128, 32>(p, stream);
-    case 256: return launch_verify_tile<256, 16>(p, stream);
+    case 32: return launch_verify_drafts<32, 64>(p, stream);
+    case 64: return launch_verify_drafts<64, 64>(p, stream);
+    case 128:
+      // One block per value head at batch * HV >= 4 blocks per SM; half heads below.
+      if (tile_override() == 64128 || int64_t(p.batch) * p.shape.heads_v < 4 * sm_count())
+        return launch_verify_drafts<128, 64>(p, stream);
+      return launch_verify_drafts<128, 128>(p, stream);
+    case 256: return launch_verify_drafts<256, 64>(p, stream);
   }
   return cudaErrorInvalidValue;
 }

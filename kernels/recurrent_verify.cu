@@ -13,6 +13,13 @@ namespace {
 
 using namespace dev;
 
+__device__ __forceinline__ void fma4(float a, const float4& u, float (&acc)[4]) {
+  acc[0] = fmaf(a, u.x, acc[0]);
+  acc[1] = fmaf(a, u.y, acc[1]);
+  acc[2] = fmaf(a, u.z, acc[2]);
+  acc[3] = fmaf(a, u.w, acc[3]);
+}
+
 template <int K, int VB, int THREADS>
 __global__ void __launch_bounds__(THREADS) recurrent_verify_kernel(const RecurrentVerifyParams p) {
   using Tile = SmemTile<K, VB, THREADS>;
@@ -69,6 +76,111 @@ __global__ void __launch_bounds__(THREADS) recurrent_verify_kernel(const Recurre
   }
 }
 
+/// Register layout of the recurrent verify: warp w of a block owns CGW float4 columns (4 CGW columns) over every
+/// state row; lane = CGW sub + cg holds the 4 columns cg and the rows sub, sub + SUBS, ... in registers, so each draft
+/// step (S^T k^ and S^T q^, then S <- e^g S + k^ u^T and its write to the scratch pool) needs no block barrier: the
+/// partial sums meet inside the warp by shuffles.
+template <int K>
+struct VerifyRegLanes {
+  static constexpr int CGW = K >= 256 ? 2 : 4;  ///< float4 columns per warp (16 state rows per lane at K = 128, 256)
+  static constexpr int SUBS = 32 / CGW;         ///< row subgroups per warp
+  static constexpr int ROWS = K / SUBS;         ///< state rows per lane
+  static_assert(K % SUBS == 0, "VerifyRegLanes: K must be a multiple of the row subgroups");
+};
+
+/// Per block: the drafts' normalised keys and queries (q^ includes the scale), k^ . q^, gates.
+template <int K>
+struct RecurrentDraftSmem {
+  float khat[kMaxDraftTokens][K];
+  float qhat[kMaxDraftTokens][K];
+  float kq[kMaxDraftTokens], g[kMaxDraftTokens], beta[kMaxDraftTokens];
+};
+
+template <int K, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) recurrent_verify_regs_kernel(const RecurrentVerifyParams p) {
+  using L = VerifyRegLanes<K>;
+  constexpr int VB = WARPS * L::CGW * 4;  // columns per block
+  __shared__ RecurrentDraftSmem<K> ds;
+  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
+  const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
+  const int m = p.in.tokens;
+  const int slot = p.slot[row];
+  if (slot < 0 || slot >= p.num_slots) {
+    for (int i = 0; i < m; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * m + i) * HV + h) * V, v0, VB, V);
+    return;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int cg = lane % L::CGW, sub = lane / L::CGW;
+  const int col = v0 + 4 * (warp * L::CGW + cg);
+  const bool active = col < V;
+
+  // This lane's state rows, streamed once (the pool is read only here).
+  const float* s0 = p.state + (int64_t(slot) * HV + h) * K * V + (active ? col : 0);
+  float4 S[L::ROWS];
+#pragma unroll
+  for (int t = 0; t < L::ROWS; ++t)
+    S[t] = active ? __ldcs(reinterpret_cast<const float4*>(s0 + int64_t(sub + L::SUBS * t) * V))
+                  : make_float4(0.f, 0.f, 0.f, 0.f);
+
+  // The drafts' normalised keys and queries, one warp per draft, while the state loads are in flight.
+  for (int i = warp; i < m; i += WARPS) {
+    const int64_t tok = int64_t(row) * m + i;
+    WarpVec<K> qv, kv;
+    qv.load(p.in.q + (tok * H + hk) * K, lane);
+    kv.load(p.in.k + (tok * H + hk) * K, lane);
+    const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
+#pragma unroll
+    for (int e = 0; e < WarpVec<K>::N; ++e) {
+      ds.khat[i][lane * WarpVec<K>::N + e] = kv.x[e] * nrm.rk;
+      ds.qhat[i][lane * WarpVec<K>::N + e] = qv.x[e] * nrm.rq;
+    }
+    if (lane == 0) {
+      const Gate gate = prepare_gate(p.in, tok, h, HV);
+      ds.kq[i] = nrm.kq;
+      ds.g[i] = gate.g;
+      ds.beta[i] = gate.beta;
+    }
+  }
+  __syncthreads();
+
+  for (int i = 0; i < m; ++i) {
+    const int64_t tok = int64_t(row) * m + i;
+    const int64_t vo = (tok * HV + h) * V + col;
+    float vv[4];
+    load4(p.in.v + vo, active, vv);
+    float sk[4] = {0.f, 0.f, 0.f, 0.f}, sq[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int t = 0; t < L::ROWS; ++t) {
+      const int r = sub + L::SUBS * t;
+      fma4(ds.khat[i][r], S[t], sk);
+      fma4(ds.qhat[i][r], S[t], sq);
+    }
+#pragma unroll
+    for (int off = L::CGW; off < 32; off <<= 1)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        sk[c] += __shfl_xor_sync(0xffffffffu, sk[c], off);
+        sq[c] += __shfl_xor_sync(0xffffffffu, sq[c], off);
+      }
+    const float decay = expf(ds.g[i]), beta = ds.beta[i], kq = ds.kq[i];
+    float u[4], o[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      u[c] = beta * (vv[c] - decay * sk[c]);
+      o[c] = decay * sq[c] + kq * u[c];
+    }
+    float* dst = p.scratch + ((int64_t(slot) * m + i) * HV + h) * K * V + col;
+#pragma unroll
+    for (int t = 0; t < L::ROWS; ++t) {
+      const float kr = ds.khat[i][sub + L::SUBS * t];
+      S[t] = make_float4(fmaf(kr, u[0], decay * S[t].x), fmaf(kr, u[1], decay * S[t].y),
+                         fmaf(kr, u[2], decay * S[t].z), fmaf(kr, u[3], decay * S[t].w));
+      if (active) __stcs(reinterpret_cast<float4*>(dst + int64_t(sub + L::SUBS * t) * V), S[t]);
+    }
+    if (sub == 0 && active) store_output4(p.o, p.o_dtype, vo, o);
+  }
+}
+
 /// state[slot] = scratch[slot][a - 1]: blockIdx.y is the row, blocks stride over the state's float4s.
 __global__ void recurrent_accept_kernel(const RecurrentAcceptParams p) {
   const int row = blockIdx.y;
@@ -88,6 +200,14 @@ cudaError_t launch_tile(const RecurrentVerifyParams& p, cudaStream_t stream) {
   if (const cudaError_t e = allow_dynamic_smem(recurrent_verify_kernel<K, VB, THREADS>, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   recurrent_verify_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <int K, int WARPS>
+cudaError_t launch_regs(const RecurrentVerifyParams& p, cudaStream_t stream) {
+  constexpr int VB = WARPS * VerifyRegLanes<K>::CGW * 4;
+  const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
+  recurrent_verify_regs_kernel<K, WARPS><<<grid, WARPS * 32, 0, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -122,9 +242,16 @@ cudaError_t launch_recurrent_verify(const RecurrentVerifyParams& p, cudaStream_t
     case 32: return narrow ? launch_tile<32, 16>(p, stream) : launch_tile<32, 32>(p, stream);
     case 64: return narrow ? launch_tile<64, 16>(p, stream) : launch_tile<64, 32>(p, stream);
     case 128:
-      if (narrow) return launch_tile<128, 16>(p, stream);
-      if (int64_t(p.batch) * p.shape.heads_v < 8 * sm_count()) return launch_tile<128, 32>(p, stream);
-      return launch_tile<128, 128, 256>(p, stream);
+      switch (tile_override()) {
+        case 32128: return launch_tile<128, 32>(p, stream);
+        case 64256: return launch_tile<128, 64, 256>(p, stream);
+        case 128256: return launch_tile<128, 128, 256>(p, stream);
+        case 16128: return launch_regs<128, 2>(p, stream);
+        case 64128: return launch_regs<128, 4>(p, stream);
+        case 128512: return launch_regs<128, 8>(p, stream);
+        default: break;
+      }
+      return narrow ? launch_regs<128, 2>(p, stream) : launch_regs<128, 4>(p, stream);
     case 256: return launch_tile<256, 16>(p, stream);
   }
   return cudaErrorInvalidValue;
