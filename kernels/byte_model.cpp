@@ -61,6 +61,24 @@ ByteCount kvbuffer_advance_bytes(int rows) {
   return b;
 }
 
+ByteCount kvbuffer_stateless_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill,
+                                          OutputDtype o_dtype) {
+  ByteCount b = decode_io_bytes(s, rows, o_dtype);
+  const double entry = kvbuffer_entry_bytes(s);
+  b.read += rows * (fill * entry + 4 + 1 + 4);  // entries, state_slot, has_state, fill
+  if (fill + 1 >= buffer_size) b.write += rows * state_bytes(s);
+  else b.write += rows * entry;
+  return b;
+}
+
+ByteCount kvbuffer_prefill_bytes(const GdnShape& s, int rows, int prompt_len, int buffer_size, OutputDtype o_dtype) {
+  ByteCount b = token_io_bytes(s, rows * prompt_len, o_dtype);
+  b.read += rows * 12.0 + gate_param_bytes(s);  // slot, state_slot, prompt_len
+  if (prompt_len < buffer_size) b.write += double(rows) * prompt_len * kvbuffer_entry_bytes(s);
+  else b.write += rows * state_bytes(s);
+  return b;
+}
+
 ByteCount recurrent_verify_bytes(const GdnShape& s, int rows, int draft_tokens, OutputDtype o_dtype) {
   ByteCount b = token_io_bytes(s, rows * draft_tokens, o_dtype);
   b.read += rows * (state_bytes(s) + 4) + gate_param_bytes(s);

@@ -9,6 +9,10 @@
 //                      head) + HV*V*4 (fp32 corrected deltas) + HV*4 (fp32 log-decay); then either the new entry
 //                      written (same size) or, on the flush step (n + 1 = B), the checkpoint written; inputs, output,
 //                      slot as above, plus fill (4).
+//   stateless decode   (has_state 0) no checkpoint read: the n entries, inputs, output, slot, state_slot, has_state
+//                      and fill read; the new entry written, or on the flush step the materialised state (not read).
+//   stateless prefill  L tokens' inputs and outputs, slot, state_slot, prompt_len; L entries written (or one state
+//                      when L = B); nothing read from the pool.
 //   kvbuffer advance   once per model step: slot (4) + fill read and write (8) per row; a per-layer figure divides it
 //                      by the layer count.
 //   recurrent verify   state read once, m intermediate states written, m tokens' inputs and outputs.
@@ -61,6 +65,17 @@ ByteCount kvbuffer_decode_cycle_bytes(const GdnShape& s, int rows, int buffer_si
 
 /// The once-per-model-step advance of buffer positions for `rows` rows.
 ByteCount kvbuffer_advance_bytes(int rows);
+
+/// Stateless KVBuffer decode (has_state 0, DESIGN.md section 3) of `rows` rows that all hold `fill` entries before
+/// the step (one layer, one step): no checkpoint read; the fill entries, inputs, output and the per-row slot,
+/// state_slot, has_state and fill (13 bytes) read; the new entry written, or on the flush step (fill + 1 = B) the
+/// state materialised from zero written (not read).
+ByteCount kvbuffer_stateless_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, OutputDtype o_dtype);
+
+/// Stateless prefill of `rows` rows with `prompt_len` tokens each (one layer): the tokens' inputs and outputs, slot,
+/// state_slot and prompt_len (12 bytes) per row, gate parameters once; nothing read from the pool; the prompt_len
+/// entries written when prompt_len < B, else the state materialised from zero written.
+ByteCount kvbuffer_prefill_bytes(const GdnShape& s, int rows, int prompt_len, int buffer_size, OutputDtype o_dtype);
 
 /// Recurrent verification of `rows` rows with m drafts: state read once, m intermediate states written, m tokens'
 /// inputs and outputs, slot indices, gate parameters once.

@@ -249,6 +249,11 @@ struct SmemTile {
       acc2[3] = fmaf(s.w, w2[i], acc2[3]);
     }
   }
+  /// In the tile: S = 0 on this thread's rows and columns (a stateless row's S0).
+  __device__ __forceinline__ void zero_state() const {
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) at(row(i)) = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
   /// In the tile: S = decay * S + kcol u^T on this thread's rows and columns.
   __device__ __forceinline__ void decay_rank1(float decay, const float (&kcol)[ROWS], const float (&u)[4]) const {
 #pragma unroll

@@ -61,6 +61,12 @@ struct KVBufferPool {
   int num_slots = 0;
   int capacity = 0;              ///< entries per slot, >= max(buffer_size - 1, 1): a slot never holds B entries
   int buffer_size = 1;           ///< B: the decode step that brings a slot to B entries flushes it (B = 1: recurrent)
+  /// Checkpoint rows of `checkpoint` when they differ from the buffer rows (0 = num_slots): a pool can hold many more
+  /// buffers than states, since a stateless request (DESIGN.md section 3) has a buffer row and no checkpoint row.
+  int num_checkpoints = 0;
+
+  /// Rows of `checkpoint`: num_checkpoints, or num_slots when it is 0.
+  KVB_HOST_DEVICE int checkpoint_rows() const { return num_checkpoints > 0 ? num_checkpoints : num_slots; }
 };
 
 /// KVBuffer decode: o_t from S0 plus the buffer; appends (k_t, u_t, g_t) at position fill[slot]; when that makes B
@@ -74,6 +80,15 @@ struct KVBufferDecodeParams {
   const int32_t* slot = nullptr; ///< [N], -1 = padding: pool untouched, o row zeroed
   void* o = nullptr;             ///< [N, HV, V]
   OutputDtype o_dtype = OutputDtype::bf16;
+  /// Stateless short contexts (DESIGN.md section 3). Buffers (keys, deltas, log_decay, fill) stay indexed by slot;
+  /// the checkpoint of row i is row state_slot[i] of pool.checkpoint. A row with has_state[i] = 0 has S0 identically
+  /// zero: its checkpoint is neither read nor written, and the step reads only its buffer, except on its flush step
+  /// (fill + 1 = B), which materialises the state: the fold starts from zero (nothing read) and writes the new
+  /// checkpoint at state_slot[i], which the scheduler assigns exactly then. A stateless row that flushes with
+  /// state_slot[i] < 0 writes nothing to the checkpoint pool (the state is dropped). A row with a state whose
+  /// state_slot is outside [0, pool.checkpoint_rows()) is treated as padding.
+  const int32_t* state_slot = nullptr; ///< optional [N] checkpoint row; nullptr = slot (one checkpoint per buffer)
+  const uint8_t* has_state = nullptr;  ///< optional [N] 1 = the state exists, 0 = stateless; nullptr = all 1
 };
 
 /// Standalone flush: folds the fill[slot] buffered entries of each listed slot into its checkpoint
@@ -83,6 +98,11 @@ struct KVBufferFlushParams {
   int count = 0;                 ///< slots listed
   const int32_t* slot = nullptr; ///< [count], -1 entries are skipped
   KVBufferPool pool;
+  /// As in KVBufferDecodeParams: checkpoint row and state flag of each listed slot. A stateless entry folds its
+  /// buffer into a zero state (nothing read) and writes it at state_slot (nothing when state_slot < 0), even with an
+  /// empty buffer (a zero checkpoint); an entry with a state and an empty buffer is left untouched.
+  const int32_t* state_slot = nullptr; ///< optional [count]; nullptr = slot
+  const uint8_t* has_state = nullptr;  ///< optional [count]; nullptr = all 1
 };
 
 std::string validate(const RecurrentDecodeParams& p);

@@ -2,6 +2,8 @@
 //   u_t = beta (v - e^{G_t} S0^T k^_t - sum_j e^{G_t - G_j} (k^_j . k^_t) u_j)
 //   o_t = e^{G_t} S0^T q^_t + sum_{j<=t} e^{G_t - G_j} (k^_j . q^_t) u_j
 // then appends (k_t, u_t, g_t), or, when that makes B entries, flushes: S0 <- e^{G_t} S0 + sum_{j<=t} ... k^_j u_j^T.
+// A stateless row (has_state 0, DESIGN.md section 3) streams no checkpoint tile: S0 = 0, only its buffer is read; its
+// flush folds the buffer into a zero tile and writes the materialised state at state_slot.
 // One pass over S0 serves both products: the buffer rows join the checkpoint rows in the same column reduction.
 // Grid: (V slices, HV, N); block: kThreads threads owning a K x VB slice of S0.
 #include <algorithm>
@@ -38,16 +40,24 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
     zero_output_slice(p.o, p.o_dtype, vo, v0, VB, V);
     return;
   }
+  // Stateless rows (no state yet: S0 = 0) read no checkpoint; their flush materialises one at state_slot.
+  const bool has_state = !p.has_state || p.has_state[row] != 0;
+  const int cslot = p.state_slot ? p.state_slot[row] : slot;
+  const bool cslot_ok = cslot >= 0 && cslot < pool.checkpoint_rows();
+  if (has_state && !cslot_ok) {  // a state that cannot be found: treated as padding
+    zero_output_slice(p.o, p.o_dtype, vo, v0, VB, V);
+    return;
+  }
   const int n = min(max(pool.fill[slot], 0), pool.buffer_size - 1);  // precondition 0 <= fill < B; clamped
   const bool flush = n + 1 == pool.buffer_size;
-  float* s0 = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
+  float* s0 = cslot_ok ? pool.checkpoint + (int64_t(cslot) * HV + h) * K * V : nullptr;
 
   // Checkpoint slice, deltas, keys and log-decays stream into shared memory while the token is prepared.
   Tile tile;
   tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
   BufferSmem<K> bs;
   bs.setup(dyn_smem + Tile::bytes(cap), cap);
-  tile.load_state_async(s0, V);
+  if (has_state) tile.load_state_async(s0, V);
   tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
   bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
@@ -75,7 +85,7 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
   buffer_coefficients<K>(n, gate.g, &kv, &qv, nrm, bs);
   // [S0; u_1..u_n]^T [e^{G_t} k^; w_j (k^_j . k^_t)] and the same with q^: one pass over checkpoint and buffer.
   float sk[4] = {0.f, 0.f, 0.f, 0.f}, sq[4] = {0.f, 0.f, 0.f, 0.f};
-  tile.accumulate2(kr, sk, qr, sq);
+  if (has_state) tile.accumulate2(kr, sk, qr, sq);
   __syncthreads();  // buffer coefficients in shared memory
   const float decay0 = bs.decay0[0];
 #pragma unroll
@@ -95,6 +105,8 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
   if (tile.rg == 0 && tile.active) store_output4(p.o, p.o_dtype, vo + tile.col, o);
 
   if (flush) {  // S0 <- e^{G_t} S0 + k^_t u_t^T + sum_j w_j k^_j u_j^T, written once
+    if (!s0) return;                  // stateless row without a checkpoint row: nothing written
+    if (!has_state) tile.zero_state();  // materialise from S0 = 0
     tile.decay_rank1(decay0, kr, u);
     fold_buffer<K>(n, bs, tile);
     tile.store_state(s0, V);
@@ -129,6 +141,8 @@ std::string validate_pool(const KVBufferPool& pool) {
   if (!pool.checkpoint || !pool.keys || !pool.deltas || !pool.log_decay || !pool.fill)
     return "pool: checkpoint, keys, deltas, log_decay and fill must be set";
   if (pool.num_slots < 1) return "pool.num_slots must be >= 1";
+  if (pool.num_checkpoints < 0)
+    return "pool.num_checkpoints = " + std::to_string(pool.num_checkpoints) + " must be >= 0 (0: num_slots)";
   if (pool.buffer_size < 1 || pool.buffer_size > dev::kMaxBuffer)
     return "buffer_size = " + std::to_string(pool.buffer_size) + " is out of range (allowed: 1 to " +
            std::to_string(dev::kMaxBuffer) + ")";

@@ -1,5 +1,7 @@
 // Standalone KVBuffer flush (DESIGN.md section 3): S0 <- e^{G_n} S0 + sum_j e^{G_n - G_j} k^_j u_j^T for the listed
-// slots, n = fill[slot]. Slots with n = 0 are left untouched. fill is not changed (launch_kvbuffer_clear does that).
+// slots, n = fill[slot]. Slots with a state and n = 0 are left untouched. fill is not changed (launch_kvbuffer_clear
+// does that). A stateless entry (has_state 0) folds into a zero tile without reading a checkpoint and writes it at
+// state_slot.
 // Grid: (V slices, HV, count).
 #include <string>
 
@@ -21,13 +23,17 @@ __global__ void __launch_bounds__(kThreads) kvbuffer_flush_kernel(const KVBuffer
   const KVBufferPool& pool = p.pool;
   const int slot = p.slot[blockIdx.z];
   if (slot < 0 || slot >= pool.num_slots) return;
+  const bool has_state = !p.has_state || p.has_state[blockIdx.z] != 0;
+  const int cslot = p.state_slot ? p.state_slot[blockIdx.z] : slot;
+  if (cslot < 0 || cslot >= pool.checkpoint_rows()) return;  // no checkpoint row: nothing written
   const int n = min(max(pool.fill[slot], 0), pool.capacity);
-  if (n == 0) return;
-  float* s0 = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
+  if (n == 0 && has_state) return;
+  float* s0 = pool.checkpoint + (int64_t(cslot) * HV + h) * K * V;
   const int64_t e0 = int64_t(slot) * pool.capacity;
   Tile tile;
   tile.setup(dyn_smem, v0, V);
-  tile.load_state_async(s0, V);
+  if (has_state) tile.load_state_async(s0, V);
+  else tile.zero_state();  // stateless: materialise from S0 = 0, nothing read
   tile.load_extra_async(pool.deltas + (e0 * HV + h) * V, int64_t(HV) * V, n);
   BufferSmem<K> bs;
   bs.setup(dyn_smem + (K + pool.capacity) * Tile::CG, pool.capacity);

@@ -14,7 +14,7 @@ namespace kvb {
 std::string validate_inputs(const TokenInputs& in, int batch);
 
 /// "" when a KVBuffer pool is usable (pointers set, 1 <= buffer_size, max(buffer_size - 1, 1) <= capacity <=
-/// kMaxBuffer), else the reason.
+/// kMaxBuffer, num_checkpoints >= 0), else the reason.
 std::string validate_pool(const KVBufferPool& pool);
 
 /// Tile shape forced through the environment variable KVB_TILE ("VB,THREADS", e.g. "64,256": a tuning override for

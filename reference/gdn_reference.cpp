@@ -257,6 +257,55 @@ void kvbuffer_flush(const GdnShape& s, KVBufferSlot& slot) {
   slot.entries.clear();
 }
 
+void kvbuffer_prefill(const GdnShape& s, int buffer_size, const std::vector<TokenPrepared>& prompt, KVBufferSlot& slot,
+                      std::vector<double>& o) {
+  check_shape(s);
+  for (const TokenPrepared& t : prompt) check_prepared(s, t);
+  const int L = int(prompt.size()), K = s.head_dim_k, V = s.head_dim_v, group = s.group();
+  if (L < 1 || L > buffer_size) {
+    throw std::invalid_argument("kvbuffer_prefill: prompt length " + std::to_string(L) + " must be in [1, " +
+                                std::to_string(buffer_size) + "] (buffer_size)");
+  }
+  if (!slot.checkpoint.empty() || !slot.entries.empty())
+    throw std::invalid_argument("kvbuffer_prefill: the slot must be stateless and empty");
+  const size_t head_out = size_t(s.heads_v) * V;
+  o.assign(size_t(L) * head_out, 0.0);
+  std::vector<BufferEntry> entries(L);
+  for (int t = 0; t < L; ++t) {
+    entries[t].k_hat = prompt[t].k_hat;
+    entries[t].g = prompt[t].g;
+    entries[t].u.assign(head_out, 0.0);
+  }
+  for (int h = 0; h < s.heads_v; ++h) {
+    const int kh = h / group;
+    RowMat Kh(L, K), Qh(L, K), Vh(L, V);
+    for (int t = 0; t < L; ++t) {
+      Kh.row(t) = ConstVecMap(prompt[t].k_hat.data() + size_t(kh) * K, K).transpose();
+      Qh.row(t) = ConstVecMap(prompt[t].q_hat.data() + size_t(kh) * K, K).transpose();
+      Vh.row(t) = prompt[t].beta[h] * ConstVecMap(prompt[t].v.data() + size_t(h) * V, V).transpose();
+    }
+    RowMat W = RowMat::Zero(L, L);  // w_tj = exp(g_{j+1} + ... + g_t), j <= t
+    for (int t = 0; t < L; ++t) {
+      double sum = 0.0;
+      for (int j = t; j >= 0; --j) {
+        W(t, j) = std::exp(sum);
+        sum += prompt[j].g[h];
+      }
+    }
+    RowMat A = W.cwiseProduct(Kh * Kh.transpose());  // the unit diagonal of I + A replaces A's own diagonal
+    for (int t = 0; t < L; ++t) A.row(t) *= prompt[t].beta[h];
+    const RowMat Uh = A.triangularView<Eigen::UnitLower>().solve(Vh);
+    const RowMat QK = W.cwiseProduct(Qh * Kh.transpose());  // zero above the diagonal (W is)
+    const RowMat Oh = QK * Uh;
+    for (int t = 0; t < L; ++t) {
+      VecMap(entries[t].u.data() + size_t(h) * V, V) = Uh.row(t).transpose();
+      VecMap(o.data() + size_t(t) * head_out + size_t(h) * V, V) = Oh.row(t).transpose();
+    }
+  }
+  slot.entries = std::move(entries);
+  if (L == buffer_size) kvbuffer_flush(s, slot);
+}
+
 std::vector<double> kvbuffer_state(const GdnShape& s, const KVBufferSlot& slot) {
   check_shape(s);
   check_checkpoint(s, slot);

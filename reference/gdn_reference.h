@@ -76,7 +76,8 @@ struct KVBufferSlot {
 
 /// KVBuffer decode of one request (mirrors launch_kvbuffer_decode): computes u_t and o_t [HV][V] from S0 and the
 /// buffer, appends the entry, and flushes (folds every entry into S0, empties the buffer) when the buffer then holds
-/// buffer_size entries. A stateless slot gets its checkpoint materialised (from zero) at that flush.
+/// buffer_size entries. A stateless slot (empty checkpoint: the kernels' has_state = 0) reads no S0 and gets its
+/// checkpoint materialised (from zero) at that flush.
 /// Requires buffer_size >= 1 and fewer than buffer_size entries on entry (else std::invalid_argument).
 void kvbuffer_decode(const GdnShape& s, int buffer_size, const TokenPrepared& t, KVBufferSlot& slot,
                      std::vector<double>& o);
@@ -84,6 +85,14 @@ void kvbuffer_decode(const GdnShape& s, int buffer_size, const TokenPrepared& t,
 /// Folds all entries into the checkpoint and empties the buffer (mirrors launch_kvbuffer_flush + clear):
 /// S0 <- e^{G_n} S0 + sum_j e^{G_n - G_j} k^_j u_j^T. Afterwards the slot always holds a checkpoint.
 void kvbuffer_flush(const GdnShape& s, KVBufferSlot& slot);
+
+/// Stateless prefill of one request (mirrors launch_kvbuffer_prefill, DESIGN.md section 3): the prompt's L tokens
+/// (1 <= L <= buffer_size) into an empty stateless slot (no checkpoint, no entries, else std::invalid_argument), as
+/// one L x L unit-lower-triangular solve per value head: (I + A) U = diag(beta) V with A_tj = beta_t w_tj (k^_t . k^_j)
+/// for j < t, then o = (W o (Q^ K^^T), lower triangle with diagonal) U, w_tj = e^{G_t - G_j}. o is [L][HV][V]. The L
+/// entries are appended; when L = buffer_size they are folded into a checkpoint materialised from zero instead.
+void kvbuffer_prefill(const GdnShape& s, int buffer_size, const std::vector<TokenPrepared>& prompt, KVBufferSlot& slot,
+                      std::vector<double>& o);
 
 /// The current state S_n = e^{G_n} S0 + sum_j e^{G_n - G_j} k^_j u_j^T, materialised, [HV][K][V].
 std::vector<double> kvbuffer_state(const GdnShape& s, const KVBufferSlot& slot);

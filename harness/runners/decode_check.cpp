@@ -54,6 +54,7 @@ DecodeCheck check_decode_step(const DecodeProblem& p, cudaStream_t stream) {
     } else {
       c.n = fill[c.slot];
       c.buf = download_kvbuffer_slot(pool, s, c.slot, c.n);
+      if (p.stateless()) c.buf.checkpoint.clear();  // S0 = 0; a flush materialises it at the row's slot
     }
     cases.push_back(std::move(c));
   }

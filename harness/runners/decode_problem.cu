@@ -1,5 +1,6 @@
 #include "harness/runners/decode_problem.h"
 
+#include <algorithm>
 #include <random>
 #include <stdexcept>
 
@@ -17,17 +18,34 @@ DecodeProblem::DecodeProblem(const DecodeConfig& cfg) : cfg_(cfg) {
   FillSeeds seeds(cfg_.seed);
   std::mt19937_64 rng(cfg_.seed);
 
+  if (stateless() && cfg_.context_len >= cfg_.buffer_size)
+    throw std::invalid_argument("DecodeProblem: a stateless context_len must be < buffer_size");
   inputs_ = TokenInputSets(mem_, s, sets_, cfg_.batch, 1, seeds, rng);
-  state_ = random_states(mem_, s, sets * N * size_t(s.state_elems()), seeds);
+  state_rows_ = stateless() && !materialises() ? 0 : N;
+  state_ = random_states(mem_, s, std::max<size_t>(sets * state_rows_, 1) * size_t(s.state_elems()), seeds);
   if (cfg_.variant == DecodeVariant::kvbuffer)
     entries_ = KVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), inputs_, seeds);
   host_slot_ = shuffled_slots(cfg_.batch, rng);
   slot_ = mem_.copy(host_slot_);
-  positions_ = BufferPositions(mem_, cfg_.share_pools ? 1 : cfg_.groups, host_slot_, cfg_.buffer_size, cfg_.staggered);
+  const int groups = cfg_.share_pools ? 1 : cfg_.groups;
+  if (stateless()) {
+    positions_ = BufferPositions(mem_, groups, N, cfg_.context_len);
+    state_slot_ = mem_.copy(materialises() ? host_slot_ : std::vector<int32_t>(N, -1));
+    has_state_ = mem_.copy(std::vector<uint8_t>(N, 0));
+  } else {
+    positions_ = BufferPositions(mem_, groups, host_slot_, cfg_.buffer_size, cfg_.staggered);
+  }
 
   o_ = mem_.alloc<unsigned char>(sets * o_bytes_per_set());
   fill_bytes(o_.get(), o_.bytes(), 0xff);
   KVB_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+double step_working_set_bytes(const DecodeConfig& c) {
+  const double per_row = c.variant == DecodeVariant::kvbuffer && c.context_len > 0
+                             ? kvbuffer_stateless_decode_bytes(c.shape, 1, c.buffer_size, c.context_len, c.o_dtype).total()
+                             : double(c.shape.state_bytes());
+  return per_row * c.batch * c.layers;
 }
 
 size_t DecodeProblem::o_bytes_per_set() const {
@@ -49,6 +67,11 @@ KVBufferDecodeParams DecodeProblem::kvbuffer_params(int set) const {
   auto p = token_launch<KVBufferDecodeParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
                                               cfg_.o_dtype);
   p.pool = entries_.pool(set, state(set), fill(cfg_.share_pools ? 0 : set / cfg_.layers), cfg_.buffer_size);
+  if (stateless()) {
+    p.pool.num_checkpoints = int(std::max<size_t>(state_rows_, 1));
+    p.state_slot = state_slot_.get();
+    p.has_state = has_state_.get();
+  }
   return p;
 }
 
@@ -60,7 +83,7 @@ void DecodeProblem::enqueue_layer(int set, cudaStream_t stream) const {
 void DecodeProblem::enqueue_step(cudaStream_t stream) const {
   for (int g = 0; g < cfg_.groups; ++g) {
     for (int l = 0; l < cfg_.layers; ++l) enqueue_layer(cfg_.share_pools ? 0 : g * cfg_.layers + l, stream);
-    if (cfg_.variant == DecodeVariant::kvbuffer)
+    if (cfg_.variant == DecodeVariant::kvbuffer && !stateless())
       KVB_CUDA_CHECK(launch_kvbuffer_advance(fill(cfg_.share_pools ? 0 : g), slot_.get(), cfg_.batch,
                                              cfg_.buffer_size, stream));
   }
@@ -68,6 +91,8 @@ void DecodeProblem::enqueue_step(cudaStream_t stream) const {
 
 ByteCount DecodeProblem::model_bytes_per_layer_step() const {
   if (cfg_.variant == DecodeVariant::recurrent) return recurrent_decode_bytes(cfg_.shape, cfg_.batch, cfg_.o_dtype);
+  if (stateless())
+    return kvbuffer_stateless_decode_bytes(cfg_.shape, cfg_.batch, cfg_.buffer_size, cfg_.context_len, cfg_.o_dtype);
   ByteCount b = kvbuffer_decode_cycle_bytes(cfg_.shape, cfg_.batch, cfg_.buffer_size, cfg_.o_dtype);
   ByteCount adv = kvbuffer_advance_bytes(cfg_.batch);
   b.read += adv.read / cfg_.layers;

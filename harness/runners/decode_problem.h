@@ -32,7 +32,16 @@ struct DecodeConfig {
   uint64_t seed = 0;
   OutputDtype o_dtype = OutputDtype::bf16;
   StateLayout layout = StateLayout::kv;
+  /// kvbuffer only. 0: stateful requests at the phases above. 1 .. buffer_size - 1: stateless short contexts (DESIGN.md
+  /// section 3): every request holds context_len entries and no state (has_state 0); positions are not advanced, so
+  /// every step is the step at that context (it appends entry context_len, the same position each time). At
+  /// context_len = buffer_size - 1 that step is the flush that materialises the state (checkpoint rows assigned then).
+  int context_len = 0;
 };
+
+/// Bytes one model step of `c` touches per group (for the cold-L2 rotation): states (recurrent, stateful KVBuffer), or
+/// the buffered entries read and written (stateless, plus the materialised states when the step flushes).
+double step_working_set_bytes(const DecodeConfig& c);
 
 /// Device memory and launch parameters of one decode workload. Move-only; frees everything on destruction.
 /// Layer-steps of one enqueue_step: groups * layers. Throws CudaError when an allocation or a fill fails.
@@ -45,11 +54,15 @@ class DecodeProblem {
   int sets() const { return sets_; }
   /// Kernel launches (layer-steps) per enqueue_step.
   int layer_steps() const { return cfg_.groups * cfg_.layers; }
-  /// Steps in one whole flush cycle: B for kvbuffer, 1 for recurrent.
-  int cycle_steps() const { return cfg_.variant == DecodeVariant::kvbuffer ? cfg_.buffer_size : 1; }
+  /// Steps in one whole flush cycle: B for kvbuffer, 1 for recurrent and stateless (every step the same).
+  int cycle_steps() const { return cfg_.variant == DecodeVariant::kvbuffer && !stateless() ? cfg_.buffer_size : 1; }
+  /// Requests are stateless (config context_len > 0, kvbuffer).
+  bool stateless() const { return cfg_.variant == DecodeVariant::kvbuffer && cfg_.context_len > 0; }
+  /// The stateless step flushes (context_len + 1 = B) and materialises every request's state.
+  bool materialises() const { return stateless() && cfg_.context_len + 1 == cfg_.buffer_size; }
 
-  /// Enqueues one model step for every group: one decode launch per layer, then (kvbuffer) the advance of that
-  /// group's buffer positions. Throws CudaError on a launch failure (also during graph capture).
+  /// Enqueues one model step for every group: one decode launch per layer, then (stateful kvbuffer) the advance of
+  /// that group's buffer positions. Throws CudaError on a launch failure (also during graph capture).
   void enqueue_step(cudaStream_t stream) const;
   /// Enqueues the decode of one layer-step (set index) without advancing positions (used by the checks).
   void enqueue_layer(int set, cudaStream_t stream) const;
@@ -67,7 +80,8 @@ class DecodeProblem {
   /// Resets every group's buffer positions to their initial values (so that a replay repeats identical work).
   void restore_fill(cudaStream_t stream) const { positions_.restore(stream); }
 
-  /// Model bytes per layer-step (kernel plus the advance's share), averaged over a whole flush cycle.
+  /// Model bytes per layer-step (kernel plus the advance's share), averaged over a whole flush cycle; stateless: the
+  /// step at context_len (kvbuffer_stateless_decode_bytes, no advance).
   ByteCount model_bytes_per_layer_step() const;
   /// Bytes of device memory this problem holds.
   size_t device_bytes() const { return mem_.bytes(); }
@@ -84,7 +98,7 @@ class DecodeProblem {
   size_t o_bytes_per_set() const;
 
  private:
-  float* state(int set) const { return state_.get() + size_t(set) * cfg_.batch * size_t(cfg_.shape.state_elems()); }
+  float* state(int set) const { return state_.get() + size_t(set) * state_rows_ * size_t(cfg_.shape.state_elems()); }
   size_t tok_v() const { return size_t(cfg_.shape.heads_v) * cfg_.shape.head_dim_v; }
   int capacity() const { return std::max(cfg_.buffer_size - 1, 1); }  // a slot never holds B entries
 
@@ -93,6 +107,9 @@ class DecodeProblem {
   DeviceFootprint mem_;
   TokenInputSets inputs_;
   DeviceBuffer<float> state_;  // recurrent state pool, or KVBuffer checkpoints
+  size_t state_rows_ = 0;      // rows per set; 0: stateless without a flush, one placeholder row shared, never touched
+  DeviceBuffer<int32_t> state_slot_;  // stateless: checkpoint row of each row (its slot when it materialises, else -1)
+  DeviceBuffer<uint8_t> has_state_;   // stateless: zeros
   KVBufferEntrySets entries_;
   BufferPositions positions_;
   DeviceBuffer<int32_t> slot_;

@@ -24,10 +24,23 @@ DecodeConfig decode_config(const Point& pt) {
   return c;
 }
 
-Row run_decode_point(const Point& pt, SweepContext& ctx) {
-  DecodeConfig cfg = decode_config(pt);
+Row run_decode_point(const Point& pt, SweepContext& ctx) { return run_decode(decode_config(pt), pt.label(), ctx); }
+
+}  // namespace
+
+std::vector<std::string> decode_result_columns() {
+  return {"state_dtype", "buffer_form", "output_dtype", "latency_us_median", "latency_us_p10", "latency_us_p90",
+          "samples", "noise_pct", "sample_stop", "steps_per_sample", "model_bytes", "model_read_bytes",
+          "model_write_bytes", "floor_us", "latency_over_floor", "max_rel_err", "max_rel_err_o", "l2", "l2_rotation",
+          "copy_gbps", "read_gbps", "device_bytes", "dram_read_bytes", "dram_write_bytes", "measured_over_model",
+          "cupti_status", "sm_clock_mhz", "throttled"};
+}
+
+Row run_decode(DecodeConfig cfg, const std::string& label, SweepContext& ctx) {
   place_for_l2(ctx, cfg);
-  ScopedRange point_range(pt.label());
+  // Cold L2: replicas against what a step touches (stateless requests touch their buffers, not states).
+  if (!cfg.share_pools) cfg.groups = cold_l2_groups(step_working_set_bytes(cfg), ctx.device);
+  ScopedRange point_range(label);
   CudaStream stream;
   DecodeProblem prob(cfg);
   const DecodeCheck chk = run_check([&] { return check_decode_step(prob, stream.get()); });
@@ -63,8 +76,6 @@ Row run_decode_point(const Point& pt, SweepContext& ctx) {
   return r;
 }
 
-}  // namespace
-
 ExperimentKind decode_experiment_kind() {
   ExperimentKind k;
   k.name = "decode";
@@ -75,11 +86,7 @@ ExperimentKind decode_experiment_kind() {
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
-  k.result_columns = {"state_dtype", "buffer_form", "output_dtype", "latency_us_median", "latency_us_p10",
-                      "latency_us_p90", "samples", "noise_pct", "sample_stop", "steps_per_sample", "model_bytes",
-                      "model_read_bytes", "model_write_bytes", "floor_us", "latency_over_floor", "max_rel_err",
-                      "max_rel_err_o", "l2", "l2_rotation", "copy_gbps", "read_gbps", "device_bytes", "dram_read_bytes",
-                      "dram_write_bytes", "measured_over_model", "cupti_status", "sm_clock_mhz", "throttled"};
+  k.result_columns = decode_result_columns();
   k.applies = [](const std::string& variant, const std::string& axis) {
     if (variant == "recurrent") return axis != "buffer_size" && axis != "phase";
     return true;

@@ -92,6 +92,15 @@ BufferPositions::BufferPositions(DeviceFootprint& mem, int groups, const std::ve
   for (int g = 0; g < groups; ++g)
     for (size_t i = 0; i < slots_; ++i)
       initial_[g * slots_ + slots[i]] = staggered ? int32_t(i % buffer_size) : 0;
+  upload_initial(mem);
+}
+
+BufferPositions::BufferPositions(DeviceFootprint& mem, int groups, size_t slots, int32_t fill) : slots_(slots) {
+  initial_.assign(size_t(groups) * slots_, fill);
+  upload_initial(mem);
+}
+
+void BufferPositions::upload_initial(DeviceFootprint& mem) {
   fill_ = mem.alloc<int32_t>(initial_.size());
   initial_dev_ = mem.copy(initial_);
   restore(nullptr);

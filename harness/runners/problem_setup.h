@@ -131,6 +131,8 @@ class BufferPositions {
   /// Allocates the device arrays and sets them to the initial positions. Throws CudaError.
   BufferPositions(DeviceFootprint& mem, int groups, const std::vector<int32_t>& slots, int buffer_size,
                   bool staggered);
+  /// Every slot of every group at position `fill` (stateless requests holding their whole context). Throws CudaError.
+  BufferPositions(DeviceFootprint& mem, int groups, size_t slots, int32_t fill);
   /// Device positions of `group` [slots].
   int32_t* fill(int group) const { return fill_.get() + size_t(group) * slots_; }
   /// Host copy of the initial positions, [groups][slots].
@@ -139,6 +141,8 @@ class BufferPositions {
   void restore(cudaStream_t stream) const;
 
  private:
+  void upload_initial(DeviceFootprint& mem);  // device arrays from initial_, positions set
+
   size_t slots_ = 0;
   std::vector<int32_t> initial_;
   DeviceBuffer<int32_t> fill_, initial_dev_;

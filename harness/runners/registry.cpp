@@ -2,13 +2,15 @@
 #include <fmt/format.h>
 
 #include "harness/runners/decode_runner.h"
+#include "harness/runners/short_context_runner.h"
 #include "harness/runners/verify_runner.h"
 #include "harness/sweep/experiment_kind.h"
 
 namespace kvb {
 
 const std::vector<ExperimentKind>& experiment_kinds() {
-  static const std::vector<ExperimentKind> kinds = {decode_experiment_kind(), spec_verify_experiment_kind()};
+  static const std::vector<ExperimentKind> kinds = {decode_experiment_kind(), spec_verify_experiment_kind(),
+                                                     short_context_experiment_kind()};
   return kinds;
 }
 
