@@ -19,9 +19,20 @@ namespace {
 
 DecodeConfig decode_config(const Point& pt) {
   DecodeConfig c;
-  c.variant = pt.get("variant") == "kvbuffer" ? DecodeVariant::kvbuffer : DecodeVariant::recurrent;
+  const std::string& v = pt.get("variant");
+  c.variant = v == "kvbuffer" || v == "kvbuffer_raw" ? DecodeVariant::kvbuffer : DecodeVariant::recurrent;
+  c.form = v == "kvbuffer_raw" ? BufferForm::raw : BufferForm::delta;
   read_model_point(pt, c.variant == DecodeVariant::kvbuffer, c);
   return c;
+}
+
+/// The shape check, and the raw form's buffer limit (kMaxRawBuffer).
+std::string validate_decode_point(const Point& pt) {
+  if (auto e = validate_point_shape(pt); !e.empty()) return e;
+  if (pt.get("variant") == "kvbuffer_raw" && pt.get_int("buffer_size") > kMaxRawBuffer)
+    return fmt::format("buffer_size = {} is out of range for variant kvbuffer_raw (allowed: 1 to {})",
+                       pt.get("buffer_size"), kMaxRawBuffer);
+  return "";
 }
 
 Row run_decode_point(const Point& pt, SweepContext& ctx) {
@@ -52,7 +63,7 @@ Row run_decode_point(const Point& pt, SweepContext& ctx) {
   const ByteCount model = prob.model_bytes_per_layer_step();
   Row r;
   r.emplace_back("state_dtype", "fp32");
-  r.emplace_back("buffer_form", cfg.variant == DecodeVariant::kvbuffer ? "delta" : "");
+  r.emplace_back("buffer_form", cfg.variant == DecodeVariant::kvbuffer ? to_string(cfg.form) : "");
   r.emplace_back("output_dtype", to_string(cfg.o_dtype));
   add_timing_columns(r, "latency", "", timing);
   add_model_columns(r, "", "latency_over_floor", model, timing.stats.median, ctx);
@@ -69,7 +80,7 @@ ExperimentKind decode_experiment_kind() {
   ExperimentKind k;
   k.name = "decode";
   k.axes = {
-      {"variant", {"recurrent", "kvbuffer"}, word_axis("variant", {"recurrent", "kvbuffer"})},
+      {"variant", {"recurrent", "kvbuffer"}, word_axis("variant", {"recurrent", "kvbuffer", "kvbuffer_raw"})},
       {"batch", {"64"}, int_axis("batch", 1, 4096)},
       {"buffer_size", {"16"}, int_axis("buffer_size", 1, 256)},
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
@@ -84,7 +95,7 @@ ExperimentKind decode_experiment_kind() {
     if (variant == "recurrent") return axis != "buffer_size" && axis != "phase";
     return true;
   };
-  k.validate = validate_point_shape;
+  k.validate = validate_decode_point;
   k.run = run_decode_point;
   return k;
 }
