@@ -8,6 +8,7 @@
 
 #include "harness/runners/check_support.h"
 #include "harness/runners/device_random.h"
+#include "harness/runners/raw_decode_check.h"
 #include "kernels/cuda_check.h"
 #include "reference/gdn_reference.h"
 #include "reference/tolerances.h"
@@ -16,6 +17,7 @@ namespace kvb {
 
 DecodeCheck check_decode_step(const DecodeProblem& p, cudaStream_t stream) {
   const DecodeConfig& cfg = p.config();
+  if (cfg.variant == DecodeVariant::kvbuffer && cfg.form == BufferForm::raw) return check_raw_decode_step(p, stream);
   const GdnShape& s = cfg.shape;
   const int N = cfg.batch, H = s.heads_qk, HV = s.heads_v, K = s.head_dim_k, V = s.head_dim_v;
   const size_t qk = size_t(H) * K, vv = size_t(HV) * V, se = size_t(s.state_elems());

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "harness/runners/device_random.h"
+#include "kernels/byte_model_raw.h"
 
 namespace kvb {
 
@@ -23,7 +24,9 @@ DecodeProblem::DecodeProblem(const DecodeConfig& cfg) : cfg_(cfg) {
   inputs_ = TokenInputSets(mem_, s, sets_, cfg_.batch, 1, seeds, rng);
   state_rows_ = stateless() && !materialises() ? 0 : N;
   state_ = random_states(mem_, s, std::max<size_t>(sets * state_rows_, 1) * size_t(s.state_elems()), seeds);
-  if (cfg_.variant == DecodeVariant::kvbuffer)
+  if (cfg_.variant == DecodeVariant::kvbuffer && cfg_.form == BufferForm::raw)
+    raw_entries_ = RawKVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), seeds);
+  else if (cfg_.variant == DecodeVariant::kvbuffer)
     entries_ = KVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), inputs_, seeds);
   host_slot_ = shuffled_slots(cfg_.batch, rng);
   slot_ = mem_.copy(host_slot_);
@@ -75,8 +78,16 @@ KVBufferDecodeParams DecodeProblem::kvbuffer_params(int set) const {
   return p;
 }
 
+RawKVBufferDecodeParams DecodeProblem::raw_params(int set) const {
+  auto p = token_launch<RawKVBufferDecodeParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
+                                                 cfg_.o_dtype);
+  p.pool = raw_entries_.pool(set, state(set), fill(cfg_.share_pools ? 0 : set / cfg_.layers), cfg_.buffer_size);
+  return p;
+}
+
 void DecodeProblem::enqueue_layer(int set, cudaStream_t stream) const {
   if (cfg_.variant == DecodeVariant::recurrent) KVB_CUDA_CHECK(launch_recurrent_decode(recurrent_params(set), stream));
+  else if (cfg_.form == BufferForm::raw) KVB_CUDA_CHECK(launch_kvbuffer_raw_decode(raw_params(set), stream));
   else KVB_CUDA_CHECK(launch_kvbuffer_decode(kvbuffer_params(set), stream));
 }
 
@@ -93,7 +104,9 @@ ByteCount DecodeProblem::model_bytes_per_layer_step() const {
   if (cfg_.variant == DecodeVariant::recurrent) return recurrent_decode_bytes(cfg_.shape, cfg_.batch, cfg_.o_dtype);
   if (stateless())
     return kvbuffer_stateless_decode_bytes(cfg_.shape, cfg_.batch, cfg_.buffer_size, cfg_.context_len, cfg_.o_dtype);
-  ByteCount b = kvbuffer_decode_cycle_bytes(cfg_.shape, cfg_.batch, cfg_.buffer_size, cfg_.o_dtype);
+  ByteCount b = cfg_.form == BufferForm::raw
+                    ? kvbuffer_raw_decode_cycle_bytes(cfg_.shape, cfg_.batch, cfg_.buffer_size, cfg_.o_dtype)
+                    : kvbuffer_decode_cycle_bytes(cfg_.shape, cfg_.batch, cfg_.buffer_size, cfg_.o_dtype);
   ByteCount adv = kvbuffer_advance_bytes(cfg_.batch);
   b.read += adv.read / cfg_.layers;
   b.write += adv.write / cfg_.layers;

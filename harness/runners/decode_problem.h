@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/runners/problem_setup.h"
+#include "harness/runners/raw_entry_sets.h"
 #include "kernels/byte_model.h"
 #include "kernels/cuda_check.h"
 #include "kernels/gdn_params.h"
@@ -25,6 +26,7 @@ struct DecodeConfig {
   GdnShape shape;
   int batch = 1;
   int buffer_size = 1;      ///< B (kvbuffer only)
+  BufferForm form = BufferForm::delta;  ///< what the buffer stores (kvbuffer only; raw: kernels/kvbuffer_raw_params.h)
   bool staggered = true;    ///< row i starts at buffer position i mod B; else every row at 0 (aligned)
   int layers = 36;
   int groups = 1;
@@ -70,6 +72,7 @@ class DecodeProblem {
   /// Parameters of the launch for one set (pointers into this problem's memory).
   RecurrentDecodeParams recurrent_params(int set) const;
   KVBufferDecodeParams kvbuffer_params(int set) const;
+  RawKVBufferDecodeParams raw_params(int set) const;
   /// Buffer positions of `group` [batch] (device).
   int32_t* fill(int group) const { return positions_.fill(group); }
   const int32_t* slots() const { return slot_.get(); }
@@ -111,6 +114,7 @@ class DecodeProblem {
   DeviceBuffer<int32_t> state_slot_;  // stateless: checkpoint row of each row (its slot when it materialises, else -1)
   DeviceBuffer<uint8_t> has_state_;   // stateless: zeros
   KVBufferEntrySets entries_;
+  RawKVBufferEntrySets raw_entries_;
   BufferPositions positions_;
   DeviceBuffer<int32_t> slot_;
   DeviceBuffer<unsigned char> o_;

@@ -20,8 +20,18 @@ namespace {
 DecodeConfig decode_config(const Point& pt) {
   DecodeConfig c;
   c.variant = pt.get("variant") == "kvbuffer" ? DecodeVariant::kvbuffer : DecodeVariant::recurrent;
+  c.form = pt.get("buffer_form") == "raw" ? BufferForm::raw : BufferForm::delta;
   read_model_point(pt, c.variant == DecodeVariant::kvbuffer, c);
   return c;
+}
+
+/// The shape check, and the raw form's buffer limit (kMaxRawBuffer).
+std::string validate_decode_point(const Point& pt) {
+  if (auto e = validate_point_shape(pt); !e.empty()) return e;
+  if (pt.get("buffer_form") == "raw" && pt.get_int("buffer_size") > kMaxRawBuffer)
+    return fmt::format("buffer_size = {} is out of range for buffer_form raw (allowed: 1 to {})",
+                       pt.get("buffer_size"), kMaxRawBuffer);
+  return "";
 }
 
 Row run_decode_point(const Point& pt, SweepContext& ctx) { return run_decode(decode_config(pt), pt.label(), ctx); }
@@ -29,7 +39,7 @@ Row run_decode_point(const Point& pt, SweepContext& ctx) { return run_decode(dec
 }  // namespace
 
 std::vector<std::string> decode_result_columns() {
-  return {"state_dtype", "buffer_form", "output_dtype", "latency_us_median", "latency_us_p10", "latency_us_p90",
+  return {"state_dtype", "output_dtype", "latency_us_median", "latency_us_p10", "latency_us_p90",
           "samples", "noise_pct", "sample_stop", "steps_per_sample", "model_bytes", "model_read_bytes",
           "model_write_bytes", "floor_us", "latency_over_floor", "max_rel_err", "max_rel_err_o", "l2", "l2_rotation",
           "copy_gbps", "read_gbps", "device_bytes", "dram_read_bytes", "dram_write_bytes", "measured_over_model",
@@ -65,7 +75,6 @@ Row run_decode(DecodeConfig cfg, const std::string& label, SweepContext& ctx) {
   const ByteCount model = prob.model_bytes_per_layer_step();
   Row r;
   r.emplace_back("state_dtype", "fp32");
-  r.emplace_back("buffer_form", cfg.variant == DecodeVariant::kvbuffer ? "delta" : "");
   r.emplace_back("output_dtype", to_string(cfg.o_dtype));
   add_timing_columns(r, "latency", "", timing);
   add_model_columns(r, "", "latency_over_floor", model, timing.stats.median, ctx);
@@ -83,15 +92,16 @@ ExperimentKind decode_experiment_kind() {
       {"variant", {"recurrent", "kvbuffer"}, word_axis("variant", {"recurrent", "kvbuffer"})},
       {"batch", {"64"}, int_axis("batch", 1, 4096)},
       {"buffer_size", {"16"}, int_axis("buffer_size", 1, 256)},
+      {"buffer_form", {"delta"}, word_axis("buffer_form", {"delta", "raw"})},
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.result_columns = decode_result_columns();
   k.applies = [](const std::string& variant, const std::string& axis) {
-    if (variant == "recurrent") return axis != "buffer_size" && axis != "phase";
+    if (variant == "recurrent") return axis != "buffer_size" && axis != "buffer_form" && axis != "phase";
     return true;
   };
-  k.validate = validate_point_shape;
+  k.validate = validate_decode_point;
   k.run = run_decode_point;
   return k;
 }

@@ -17,7 +17,8 @@ std::vector<std::string> decode_result_columns();
 /// whole flush cycles, profiles their DRAM bytes. `label` names the NVTX range. Throws on failure.
 Row run_decode(DecodeConfig cfg, const std::string& label, SweepContext& ctx);
 
-/// Axes: variant (recurrent, kvbuffer), batch, buffer_size, phase (staggered, aligned), layers, heads_qk, heads_v,
+/// Axes: variant (recurrent, kvbuffer), batch, buffer_size, buffer_form (delta: corrected deltas; raw: the raw k, v,
+/// a, b of DESIGN.md section 3), phase (staggered, aligned), layers, heads_qk, heads_v,
 /// head_dim_k, head_dim_v, seed. A recurrent point has no buffer_size or phase.
 ExperimentKind decode_experiment_kind();
 
