@@ -18,7 +18,10 @@ struct CudaError : std::runtime_error {
   CudaError(cudaError_t c, const std::string& what) : std::runtime_error(what), code(c) {}
 };
 
+/// Throws CudaError for `code`. The runtime's last-error slot is read (and so cleared) first: a failure that is not
+/// sticky must not resurface from the next, unrelated cudaGetLastError() (for example after the next launch).
 [[noreturn]] inline void throw_cuda_error(cudaError_t code, const char* expr, const char* file, int line) {
+  (void)cudaGetLastError();
   throw CudaError(code, std::string(file) + ":" + std::to_string(line) + ": " + expr + ": " +
                             cudaGetErrorName(code) + ": " + cudaGetErrorString(code));
 }

@@ -17,15 +17,43 @@ namespace {
 
 using namespace dev;
 
-/// The drafts of one (row, value head) in shared memory: normalised keys and queries (q^ includes the scale),
-/// gates, D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i) and
+/// The drafts of one (row, value head) in shared memory: normalised keys and queries (q^ includes the scale) stored
+/// by row subgroup, khat[i][r % 8][r / 8] = k^_i[r] (rows padded by 4 floats: a lane reads the coefficients of its
+/// rows r = sub, sub + 8, ... four at a time, and the 8 subgroups of a warp hit distinct banks); gates,
+/// D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i) and
 /// kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i).
 template <int K, int M>
 struct DraftSmem {
-  float khat[M][K];
-  float qhat[M][K];
+  static constexpr int kSubs = 8, kPitch = K / kSubs + 4;
+  static_assert(K % 32 == 0, "DraftSmem: K must be a multiple of 32");
+  __align__(16) float khat[M][kSubs][kPitch];
+  __align__(16) float qhat[M][kSubs][kPitch];
   float g[M], beta[M], D[M];
   float kk[M][M], kq[M][M];
+  __device__ __forceinline__ float& k_at(int i, int r) { return khat[i][r % kSubs][r / kSubs]; }
+  __device__ __forceinline__ float& q_at(int i, int r) { return qhat[i][r % kSubs][r / kSubs]; }
+};
+
+/// Shared-memory tile of the checkpoint slice (rows [0, K)) and the buffered deltas (rows K + j), VB columns as
+/// VB / 4 float4 per row. Row r keeps its float4 columns XOR-swizzled by (r & 1) * 4, so that the two row
+/// subgroups of a quarter warp (one even, one odd row) read 8 distinct bank groups.
+template <int K, int VB>
+struct VerifyTile {
+  static constexpr int CG = VB / 4;
+  static_assert(CG % 8 == 0, "VerifyTile: VB must be a multiple of 32");
+  static constexpr size_t bytes(int extra) { return size_t(K + extra) * VB * sizeof(float); }
+  float4* sm;
+  __device__ __forceinline__ float4& at(int r, int c) const { return sm[r * CG + (c ^ ((r & 1) << 2))]; }
+  /// Starts copying rows [r0, r0 + rows) of the block's columns: row r from src + r * stride (floats), columns
+  /// [v0, v0 + VB) masked at V (zero-filled).
+  __device__ __forceinline__ void load_rows_async(int r0, int rows, const float* __restrict__ src, int64_t stride,
+                                                  int v0, int V) const {
+    for (int idx = threadIdx.x; idx < rows * CG; idx += blockDim.x) {
+      const int r = idx / CG, c = idx % CG, col = v0 + 4 * c;
+      const bool ok = col < V;
+      cp_async16(&at(r0 + r, c), src + r * stride + (ok ? col : 0), ok);
+    }
+  }
 };
 
 /// Verify pass layout: the block covers VB columns of one (row, value head) with VB / 16 warps; warp w owns the 16
@@ -66,7 +94,7 @@ __device__ __forceinline__ void fma4(float a, const float4& u, float (&acc)[4]) 
 template <int K, int VB, int M>
 __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kernel(const KVBufferVerifyParams p) {
   constexpr int THREADS = VerifyLanes<VB>::THREADS, WARPS = THREADS / 32, SUBS = VerifyLanes<VB>::SUBS;
-  using Tile = SmemTile<K, VB, THREADS>;  // storage and asynchronous copies of the checkpoint slice and the deltas
+  using Tile = VerifyTile<K, VB>;
   extern __shared__ __align__(16) char dyn_smem[];  // tile (K + cap rows) | BufferSmem(cap) | dk, dq [M][cap]
   __shared__ DraftSmem<K, M> ds;
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
@@ -81,14 +109,13 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
   }
   const int n = min(max(pool.fill[slot], 0), pool.buffer_size - 1);
 
-  Tile tile;
-  tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
+  Tile tile{reinterpret_cast<float4*>(dyn_smem)};
   BufferSmem<K> bs;
   bs.setup(dyn_smem + Tile::bytes(cap), cap);
   float* dk = reinterpret_cast<float*>(dyn_smem + Tile::bytes(cap) + BufferSmem<K>::bytes(cap));  // [M][cap]
   float* dq = dk + M * cap;
-  tile.load_state_async(pool.checkpoint + (int64_t(slot) * HV + h) * K * V, V);
-  tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
+  tile.load_rows_async(0, K, pool.checkpoint + (int64_t(slot) * HV + h) * K * V, V, v0, V);
+  tile.load_rows_async(K, n, pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, v0, V);
   bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
 
@@ -101,8 +128,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
     const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
 #pragma unroll
     for (int e = 0; e < WarpVec<K>::N; ++e) {
-      ds.khat[i][lane * WarpVec<K>::N + e] = kv.x[e] * nrm.rk;
-      ds.qhat[i][lane * WarpVec<K>::N + e] = qv.x[e] * nrm.rq;
+      ds.k_at(i, lane * WarpVec<K>::N + e) = kv.x[e] * nrm.rk;
+      ds.q_at(i, lane * WarpVec<K>::N + e) = qv.x[e] * nrm.rq;
     }
     if (lane == 0) {
       const Gate gate = prepare_gate(p.in, tok, h, HV);
@@ -124,8 +151,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
       WarpVec<K> ki, qi;
 #pragma unroll
       for (int e = 0; e < WarpVec<K>::N; ++e) {
-        ki.x[e] = ds.khat[i][lane * WarpVec<K>::N + e];
-        qi.x[e] = ds.qhat[i][lane * WarpVec<K>::N + e];
+        ki.x[e] = ds.k_at(i, lane * WarpVec<K>::N + e);
+        qi.x[e] = ds.q_at(i, lane * WarpVec<K>::N + e);
       }
       const float a = warp_sum(kj.dot(ki)), b = warp_sum(kj.dot(qi));
       if (lane == 0) {
@@ -142,8 +169,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
 #pragma unroll
     for (int e = 0; e < WarpVec<K>::N; ++e) {
       const int c = lane * WarpVec<K>::N + e;
-      sk = fmaf(ds.khat[ip][c], ds.khat[i][c], sk);
-      sq = fmaf(ds.khat[ip][c], ds.qhat[i][c], sq);
+      sk = fmaf(ds.k_at(ip, c), ds.k_at(i, c), sk);
+      sq = fmaf(ds.k_at(ip, c), ds.q_at(i, c), sq);
     }
     sk = warp_sum(sk);
     sq = warp_sum(sq);
@@ -167,19 +194,29 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
 
   // One pass over the checkpoint rows and the buffer rows for every draft.
   const VerifyLanes<VB> ln(v0, V);
-  const float4* sm = tile.sm;
   float ak[M][4], aq[M][4];
 #pragma unroll
   for (int i = 0; i < M; ++i)
 #pragma unroll
     for (int c = 0; c < 4; ++c) ak[i][c] = aq[i][c] = 0.f;
-#pragma unroll 4
-  for (int r = ln.sub; r < K; r += SUBS) {
-    const float4 s = sm[r * Tile::CG + ln.c4];
+  // Four of this lane's rows per step: r = sub + 8 (4 q + tt), their coefficients one float4 per draft.
+#pragma unroll 2
+  for (int q = 0; q < K / (4 * SUBS); ++q) {
+    float4 s[4];
+#pragma unroll
+    for (int tt = 0; tt < 4; ++tt) s[tt] = tile.at(ln.sub + SUBS * (4 * q + tt), ln.c4);
 #pragma unroll
     for (int i = 0; i < M; ++i) {
-      fma4(ds.khat[i][r], s, ak[i]);
-      fma4(ds.qhat[i][r], s, aq[i]);
+      const float4 kw = *reinterpret_cast<const float4*>(&ds.khat[i][ln.sub][4 * q]);
+      const float4 qw = *reinterpret_cast<const float4*>(&ds.qhat[i][ln.sub][4 * q]);
+      fma4(kw.x, s[0], ak[i]);
+      fma4(kw.y, s[1], ak[i]);
+      fma4(kw.z, s[2], ak[i]);
+      fma4(kw.w, s[3], ak[i]);
+      fma4(qw.x, s[0], aq[i]);
+      fma4(qw.y, s[1], aq[i]);
+      fma4(qw.z, s[2], aq[i]);
+      fma4(qw.w, s[3], aq[i]);
     }
   }
   const float decay0 = bs.decay0[0];
@@ -193,7 +230,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
     }
   }
   for (int j = ln.sub; j < n; j += SUBS) {
-    const float4 u = sm[(K + j) * Tile::CG + ln.c4];
+    const float4 u = tile.at(K + j, ln.c4);
     const float wj = bs.w[j] * bs.rk[j];
 #pragma unroll
     for (int i = 0; i < M; ++i) {
@@ -315,7 +352,7 @@ __global__ void kvbuffer_advance_accepted_kernel(int32_t* fill, const int32_t* s
 template <int K, int VB, int M>
 cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t stream) {
   const int cap = p.pool.capacity;
-  const size_t smem = SmemTile<K, VB, VerifyLanes<VB>::THREADS>::bytes(cap) + BufferSmem<K>::bytes(cap) +
+  const size_t smem = VerifyTile<K, VB>::bytes(cap) + BufferSmem<K>::bytes(cap) +
                       2 * size_t(M) * cap * sizeof(float);
   if (const cudaError_t e = allow_dynamic_smem(kvbuffer_verify_kernel<K, VB, M>, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
@@ -398,7 +435,7 @@ cudaError_t launch_kvbuffer_accept(const KVBufferAcceptParams& p, cudaStream_t s
   switch (p.shape.head_dim_k) {
     case 32: return launch_accept_tile<32, 32>(p, stream);
     case 64: return launch_accept_tile<64, 32>(p, stream);
-    case 128: return launch_accept_tile<128, 32>(p, stream);
+    case 128: return launch_accept_tile<128, 64>(p, stream);
     case 256: return launch_accept_tile<256, 16>(p, stream);
   }
   return cudaErrorInvalidValue;

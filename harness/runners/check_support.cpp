@@ -49,11 +49,12 @@ ref::GateParams download_gate_params(const TokenInputs& in, const GdnShape& s) {
   return gp;
 }
 
-ref::KVBufferSlot download_kvbuffer_slot(const KVBufferPool& pool, const GdnShape& s, int slot, int entries) {
+ref::KVBufferSlot download_kvbuffer_slot(const KVBufferPool& pool, const GdnShape& s, int slot, int entries,
+                                         bool with_checkpoint) {
   const int H = s.heads_qk, K = s.head_dim_k, HV = s.heads_v;
   const size_t qk = size_t(H) * K, vv = size_t(HV) * s.head_dim_v, se = size_t(s.state_elems());
   ref::KVBufferSlot buf;
-  buf.checkpoint = download_double(pool.checkpoint + size_t(slot) * se, se);
+  if (with_checkpoint) buf.checkpoint = download_double(pool.checkpoint + size_t(slot) * se, se);
   for (int j = 0; j < entries; ++j) {
     const size_t e = size_t(slot) * pool.capacity + j;
     const std::vector<double> raw = to_double(download(pool.keys + e * qk, qk));

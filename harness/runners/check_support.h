@@ -42,8 +42,10 @@ ref::TokenRaw download_token(const TokenInputs& in, const GdnShape& s, size_t in
 ref::GateParams download_gate_params(const TokenInputs& in, const GdnShape& s);
 
 /// The KVBuffer of `slot` in `pool` with its first `entries` buffered entries (keys l2-normalised as the kernels
-/// do, deltas, log-decays) and its checkpoint. Throws CudaError.
-ref::KVBufferSlot download_kvbuffer_slot(const KVBufferPool& pool, const GdnShape& s, int slot, int entries);
+/// do, deltas, log-decays) and its checkpoint (checkpoint row `slot`; with_checkpoint false: a stateless slot, S0 = 0,
+/// left empty and nothing read). Throws CudaError.
+ref::KVBufferSlot download_kvbuffer_slot(const KVBufferPool& pool, const GdnShape& s, int slot, int entries,
+                                         bool with_checkpoint = true);
 
 /// "" when every |got[i] - want[i]| <= 1e-5 max(1, |want[i]|) (log-decays, which are computed in fp32 and stored),
 /// else a one-line message naming `what` and the first element that differs. Sizes must match (else a message).

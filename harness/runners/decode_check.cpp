@@ -55,8 +55,8 @@ DecodeCheck check_decode_step(const DecodeProblem& p, cudaStream_t stream) {
       if (cfg.layout == StateLayout::vk) c.state = ref::vk_to_kv(s, c.state);
     } else {
       c.n = fill[c.slot];
-      c.buf = download_kvbuffer_slot(pool, s, c.slot, c.n);
-      if (p.stateless()) c.buf.checkpoint.clear();  // S0 = 0; a flush materialises it at the row's slot
+      // Stateless: S0 = 0 and no checkpoint row yet; a flush materialises it at the row's slot.
+      c.buf = download_kvbuffer_slot(pool, s, c.slot, c.n, !p.stateless());
     }
     cases.push_back(std::move(c));
   }
