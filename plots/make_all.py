@@ -1,8 +1,9 @@
 """Make every figure whose CSV exists: runs each registered figure script on its CSV, lists the ones skipped.
 
-Each entry of FIGURES names a script plots/SCRIPT.py (writing OUT_DIR/SCRIPT.png and .pdf) and the CSV under
-results/ it reads. A new figure is one new script plus one entry here; tests/plots checks that every figure script in
-plots/ is registered.
+Each entry of FIGURES names a script plots/SCRIPT.py (writing OUT_DIR/SCRIPT.png and .pdf), the CSV under
+results/ it reads and the command that writes that CSV. A figure whose CSV is not there is skipped, and the skip line
+names the command that makes it. A new figure is one new script plus one entry here; tests/plots checks that every
+figure script in plots/ is registered.
 
 Usage: python3 plots/make_all.py [--results-dir results] [--out-dir results/figures]
 Exit status: 0 when every figure whose CSV exists was made (skipped ones do not count), 1 when a script failed.
@@ -22,18 +23,23 @@ REPO_ROOT = PLOTS_DIR.parent
 
 @dataclass(frozen=True)
 class Figure:
-    """A figure script (plots/SCRIPT.py) and the CSV file name (under the results folder) it reads."""
+    """A figure script (plots/SCRIPT.py), the CSV file name (under the results folder) it reads, and the kvb command
+    that writes that CSV."""
 
     script: str
     csv: str
+    made_by: str
 
 
+_DECODE = "kvb sweep --config experiments/decode_latency.toml"
 FIGURES = (
-    Figure("decode_latency", "decode_latency.csv"),
-    Figure("decode_efficiency", "decode_latency.csv"),
-    Figure("decode_bytes", "decode_latency.csv"),
-    Figure("spec_verify", "spec_verify.csv"),
-    Figure("capacity", "capacity.csv"),
+    Figure("decode_latency", "decode_latency.csv", _DECODE),
+    Figure("decode_efficiency", "decode_latency.csv", _DECODE),
+    Figure("decode_bytes", "decode_latency.csv", _DECODE),
+    Figure("spec_verify", "spec_verify.csv", "kvb sweep --config experiments/spec_verify.toml"),
+    Figure("capacity", "capacity.csv", "kvb capacity --config experiments/capacity.toml"),
+    Figure("short_context", "short_context.csv", "kvb sweep --config experiments/short_context.toml"),
+    Figure("buffer_form", "buffer_form.csv", "kvb sweep --config experiments/buffer_form.toml"),
 )
 
 # Modules in plots/ that are not figure scripts.
@@ -52,7 +58,7 @@ def main(argv=None) -> int:
     for fig in FIGURES:
         csv_path = Path(args.results_dir) / fig.csv
         if not csv_path.is_file():
-            skipped.append(f"{fig.script} ({csv_path} not found)")
+            skipped.append(f"{fig.script} ({csv_path} not found; {fig.made_by} writes it)")
             continue
         cmd = [sys.executable, str(PLOTS_DIR / f"{fig.script}.py"), "--csv", str(csv_path), "--out-dir", args.out_dir]
         result = subprocess.run(cmd)

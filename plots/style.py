@@ -23,7 +23,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
-from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "results"
@@ -192,19 +192,33 @@ def footnote(fig, rows: Sequence[Mapping[str, str]], source, extra: str | None =
     fig.text(0.005, -0.005, text, ha="left", va="top", fontsize=6.5, color="#555555")
 
 
-def log2_batch_axis(ax, batches: Iterable[float]) -> None:
-    """Log base-2 x axis for batch sizes, ticks at the batch sizes present, labelled as plain integers."""
-    ticks = sorted({float(b) for b in batches})
+def log2_axis(ax, values: Iterable[float], label: str) -> None:
+    """Log base-2 x axis with ticks at `values` (batch sizes, buffer sizes, context lengths), labelled as plain
+    numbers, and the x label `label` (with its unit)."""
+    ticks = sorted({float(v) for v in values})
     ax.set_xscale("log", base=2)
     ax.set_xticks(ticks)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("batch (requests)")
+    ax.set_xlabel(label)
+
+
+def log2_batch_axis(ax, batches: Iterable[float]) -> None:
+    """Log base-2 x axis for batch sizes, ticks at the batch sizes present, labelled as plain integers."""
+    log2_axis(ax, batches, "batch (requests)")
 
 
 def plain_log_axis(axis) -> None:
     """Label a log axis (ax.xaxis or ax.yaxis) with plain numbers (0.5, 1, 10, 100) instead of powers of ten."""
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
+def log_axis_125(axis) -> None:
+    """Log scale ticks at 1, 2 and 5 times the powers of ten on `axis` (ax.xaxis or ax.yaxis), labelled as plain
+    numbers, so that an axis spanning one or two decades still carries several labels. Set the log scale first."""
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def legend_outside(ax, **kwargs) -> None:

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -24,6 +25,8 @@ namespace fs = std::filesystem;
 
 constexpr const char* kDecodeConfig = "experiments/decode_latency.toml";
 constexpr const char* kSpecConfig = "experiments/spec_verify.toml";
+constexpr const char* kShortContextConfig = "experiments/short_context.toml";
+constexpr const char* kBufferFormConfig = "experiments/buffer_form.toml";
 constexpr const char* kCapacityConfig = "experiments/capacity.toml";
 constexpr const char* kGoldenDir = "tests/data/golden";
 constexpr const char* kMakeAll = "plots/make_all.py";
@@ -65,7 +68,8 @@ int run_plots(const std::string& results_dir, const std::string& figures_dir, st
 }  // namespace
 
 int run_reproduce_command(const ReproduceOptions& o) {
-  for (const char* needed : {kDecodeConfig, kSpecConfig, kCapacityConfig, kGoldenDir, kMakeAll})
+  for (const char* needed :
+       {kDecodeConfig, kSpecConfig, kShortContextConfig, kBufferFormConfig, kCapacityConfig, kGoldenDir, kMakeAll})
     if (!fs::exists(needed))
       throw UsageError(fmt::format("kvb reproduce runs from the repository root: {} not found here", needed));
   if (o.out_dir.empty()) throw UsageError("--out-dir '': allowed: a folder path");
@@ -81,7 +85,7 @@ int run_reproduce_command(const ReproduceOptions& o) {
   const bool out_is_results = fs::equivalent(out, "results", ec);
 
   std::vector<std::string> failures, skipped;
-  std::string decode_csv, capacity_csv;
+  std::string decode_csv, capacity_csv, short_context_csv;
   if (gpu) {
     SweepCommandOptions decode;
     decode.config = kDecodeConfig;
@@ -91,15 +95,27 @@ int run_reproduce_command(const ReproduceOptions& o) {
     SweepCommandOptions spec = decode;
     spec.config = kSpecConfig;
     spec.out = (out / "spec_verify.csv").string();
+    SweepCommandOptions short_context = decode;
+    short_context.config = kShortContextConfig;
+    short_context.out = (out / "short_context.csv").string();
+    SweepCommandOptions buffer_form = decode;
+    buffer_form.config = kBufferFormConfig;
+    buffer_form.out = (out / "buffer_form.csv").string();
     if (o.quick) {
       decode.sets = {"batch=64,256", "buffer_size=4,8,16"};
       spec.sets = {"batch=64", "draft_tokens=1,4", "accepted=0.7", "buffer_size=4"};
-      decode.max_seconds = spec.max_seconds = 1.0;
+      short_context.sets = {"batch=64", "buffer_size=16", "context_len=1,4,8,16,64"};
+      buffer_form.sets = {"batch=64,256", "buffer_size=4,16"};
+      decode.max_seconds = spec.max_seconds = short_context.max_seconds = buffer_form.max_seconds = 1.0;
     }
-    step(fmt::format("kvb sweep --config {} --out {}", decode.config, decode.out));
-    record("decode sweep", run_sweep_command(decode), failures);
-    step(fmt::format("kvb sweep --config {} --out {}", spec.config, spec.out));
-    record("spec_verify sweep", run_sweep_command(spec), failures);
+    const std::pair<const char*, const SweepCommandOptions*> sweeps[] = {{"decode sweep", &decode},
+                                                                         {"spec_verify sweep", &spec},
+                                                                         {"short_context sweep", &short_context},
+                                                                         {"buffer_form sweep", &buffer_form}};
+    for (const auto& [what, sweep] : sweeps) {
+      step(fmt::format("kvb sweep --config {} --out {}", sweep->config, sweep->out));
+      record(what, run_sweep_command(*sweep), failures);
+    }
 
     CapacityCommandOptions cap;
     cap.config = kCapacityConfig;
@@ -113,6 +129,7 @@ int run_reproduce_command(const ReproduceOptions& o) {
     record("capacity", run_capacity_command(cap), failures);
     decode_csv = decode.out;
     capacity_csv = cap.out;
+    short_context_csv = short_context.out;
     if (!o.no_plots) record("figures", run_plots(out.string(), (out / "figures").string(), skipped), failures);
   } else {
     CheckGoldenOptions golden;
@@ -138,15 +155,18 @@ int run_reproduce_command(const ReproduceOptions& o) {
     skipped.insert(skipped.begin(),
                    {fmt::format("kvb sweep --config {} (needs a CUDA device)", kDecodeConfig),
                     fmt::format("kvb sweep --config {} (needs a CUDA device)", kSpecConfig),
+                    fmt::format("kvb sweep --config {} (needs a CUDA device)", kShortContextConfig),
+                    fmt::format("kvb sweep --config {} (needs a CUDA device)", kBufferFormConfig),
                     fmt::format("kvb capacity allocation proof (needs a CUDA device; {} is the model only)", cap.out),
                     "GPU kernel golden checks (needs a CUDA device; the float64 reference was checked)"});
     decode_csv = "results/decode_latency.csv";
     capacity_csv = "results/capacity.csv";
+    short_context_csv = "results/short_context.csv";
   }
   if (o.no_plots) skipped.push_back("figures (--no-plots)");
 
   step(gpu ? "claims (this run's CSVs)" : "claims (committed CSVs in results/; no GPU run)");
-  fmt::print("{}", claims::format_claims(claims::compute_claims(decode_csv, capacity_csv)));
+  fmt::print("{}", claims::format_claims(claims::compute_claims(decode_csv, capacity_csv, short_context_csv)));
   if (!skipped.empty()) fmt::print("\n");
   for (const auto& s : skipped) fmt::print("skipped: {}\n", s);
   for (const auto& f : failures) fmt::print(stderr, "failed: {}\n", f);

@@ -57,6 +57,32 @@ struct CapacityRatio {
 std::optional<CapacityRatio> capacity_ratio(const CsvTable& capacity, const std::string& origin, int buffer_size,
                                             int draft_tokens);
 
+/// Stateless short contexts: the paper computes a short context's outputs from the buffer alone, without a state
+/// (no number). This project's target: stateless KVBuffer decode at batch >= 64 takes at most this fraction of the
+/// recurrent per-layer latency, with no state bytes.
+inline constexpr double kTargetStatelessRatio = 0.5;
+
+/// The worst (largest) stateless KVBuffer latency over recurrent latency at the same batch in a short_context CSV
+/// (kind short_context), over the rows with stateless = true at batch >= min_batch. Latencies are
+/// latency_us_median, microseconds; recurrent rows have an empty context_len.
+struct StatelessRatio {
+  double ratio = 0;             ///< kvbuffer_us / recurrent_us at the worst stateless point
+  int batch = 0;                ///< requests
+  int buffer_size = 0;          ///< B of that point
+  int context_len = 0;          ///< L of that point (L < B)
+  double kvbuffer_us = 0;       ///< its per-layer latency, us
+  double recurrent_us = 0;      ///< recurrent per-layer latency at that batch, us
+  int points = 0;               ///< stateless points compared (batch >= min_batch with a recurrent row at their batch)
+  double max_state_bytes = 0;   ///< largest state_bytes_per_request of those points (0: none holds a state)
+};
+
+/// Only rows with status ok (or without a status column) count. Returns nullopt when no stateless KVBuffer row at
+/// batch >= min_batch has a recurrent row at its batch. Throws UsageError naming `origin` when a needed column
+/// (variant, batch, buffer_size, context_len, stateless, state_bytes_per_request, latency_us_median) is missing, a
+/// value is not a number, or stateless is neither true nor false.
+std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_context, const std::string& origin,
+                                                    int min_batch = 64);
+
 /// One line of the claims table.
 struct ClaimLine {
   std::string claim;     ///< the paper's claim
@@ -65,10 +91,12 @@ struct ClaimLine {
   std::string source;    ///< the CSV and configuration it came from
 };
 
-/// The claims table from a decode CSV and a capacity CSV (either path may be absent: its claims say so): decode
-/// reduction against recurrent and against the Triton anchor at batch >= 64; capacity ratio with 4 drafts at B = 4
-/// and B = 8; stateless short contexts (no experiment yet). Throws UsageError for a malformed CSV.
-std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::string& capacity_csv);
+/// The claims table from a decode CSV, a capacity CSV and a short_context CSV (any path may be absent: its claims say
+/// "not measured"): decode reduction against recurrent and against the Triton anchor at batch >= 64; capacity ratio
+/// with 4 drafts at B = 4 and B = 8; stateless short contexts (worst_stateless_ratio at batch >= 64 against
+/// kTargetStatelessRatio). Throws UsageError for a malformed CSV.
+std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::string& capacity_csv,
+                                      const std::string& short_context_csv);
 
 /// The table as aligned text, one claim per line, with a header.
 std::string format_claims(const std::vector<ClaimLine>& lines);

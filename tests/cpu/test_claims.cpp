@@ -112,24 +112,121 @@ TEST(Claims, CapacityRatioPrefersMeasuredCounts) {
   EXPECT_THROW(claims::capacity_ratio(no_col, "c.csv", 4, 4), UsageError);
 }
 
+/// A short_context CSV: recurrent at batches 32, 64, 256; stateless KVBuffer rows at batch 32 (below min_batch), 64
+/// (L = 1 and L = 15 of B = 16) and 256 (L = 8), a stateful row, a failed stateless row and a stateless row at a
+/// batch without a recurrent row. Worst ratio at batch >= 64: 36 / 80 at batch 64, B = 16, L = 15.
+CsvTable synthetic_short_context() {
+  CsvTable t;
+  t.header = {"experiment", "variant", "context_len", "batch", "buffer_size", "stateless", "state_bytes_per_request",
+              "buffer_bytes_per_request", "latency_us_median", "status"};
+  auto add = [&](const char* variant, const char* len, int batch, const char* b, const char* stateless,
+                 double state_bytes, double us, const char* status = "ok") {
+    t.rows.push_back({"x", variant, len, std::to_string(batch), b, stateless, fmt::format("{}", state_bytes), "100",
+                      fmt::format("{}", us), status});
+  };
+  add("recurrent", "", 32, "", "false", 1000, 40);
+  add("kvbuffer", "1", 32, "16", "true", 0, 35);  // below min_batch: never counts
+  add("recurrent", "", 64, "", "false", 1000, 80);
+  add("kvbuffer", "1", 64, "16", "true", 0, 20);
+  add("kvbuffer", "15", 64, "16", "true", 0, 36);
+  add("kvbuffer", "16", 64, "16", "false", 1000, 70);  // stateful: not a stateless point
+  add("kvbuffer", "4", 64, "64", "true", 0, 79, "failed: check");
+  add("recurrent", "", 256, "", "false", 1000, 300);
+  add("kvbuffer", "8", 256, "16", "true", 0, 120);
+  add("kvbuffer", "8", 512, "16", "true", 0, 999);  // no recurrent row at batch 512
+  return t;
+}
+
+TEST(Claims, StatelessRatioTakesTheWorstStatelessPointAtBatch64AndAbove) {
+  const auto s = claims::worst_stateless_ratio(synthetic_short_context(), "short.csv");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_DOUBLE_EQ(s->ratio, 36.0 / 80.0);
+  EXPECT_EQ(s->batch, 64);
+  EXPECT_EQ(s->buffer_size, 16);
+  EXPECT_EQ(s->context_len, 15);
+  EXPECT_DOUBLE_EQ(s->kvbuffer_us, 36.0);
+  EXPECT_DOUBLE_EQ(s->recurrent_us, 80.0);
+  EXPECT_EQ(s->points, 3);
+  EXPECT_DOUBLE_EQ(s->max_state_bytes, 0.0);
+
+  const auto low = claims::worst_stateless_ratio(synthetic_short_context(), "short.csv", 1);
+  ASSERT_TRUE(low.has_value());
+  EXPECT_DOUBLE_EQ(low->ratio, 35.0 / 40.0);
+  EXPECT_EQ(low->points, 4);
+  EXPECT_FALSE(claims::worst_stateless_ratio(synthetic_short_context(), "short.csv", 512).has_value());
+}
+
+TEST(Claims, StatelessRatioNeedsItsColumnsAndABooleanFlag) {
+  for (const char* column : {"variant", "batch", "buffer_size", "context_len", "stateless", "state_bytes_per_request",
+                             "latency_us_median"}) {
+    CsvTable t = synthetic_short_context();
+    *std::find(t.header.begin(), t.header.end(), column) = "renamed";
+    EXPECT_THROW(claims::worst_stateless_ratio(t, "short.csv"), UsageError) << column;
+  }
+  CsvTable bad = synthetic_short_context();
+  bad.rows[3][5] = "yes";
+  try {
+    claims::worst_stateless_ratio(bad, "short.csv");
+    ADD_FAILURE() << "a stateless value other than true or false was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("short.csv: column 'stateless' value 'yes'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Claims, TableNamesEveryClaimAndItsSource) {
   TempDir dir;
-  const std::string decode = dir.file("decode.csv"), cap = dir.file("cap.csv");
+  const std::string decode = dir.file("decode.csv"), cap = dir.file("cap.csv"), shortc = dir.file("short.csv");
   test::write_text(decode, format_csv(synthetic_decode()));
   test::write_text(cap, format_csv(synthetic_capacity(true)));
-  const std::string table = claims::format_claims(claims::compute_claims(decode, cap));
+  test::write_text(shortc, format_csv(synthetic_short_context()));
+  const std::string table = claims::format_claims(claims::compute_claims(decode, cap, shortc));
   EXPECT_NE(table.find(fmt::format("{:.1f}%", (1.0 - 4.0 / 80.0) * 100)), std::string::npos) << table;
   EXPECT_NE(table.find(fmt::format("{:.2f}x (931 vs 190)", 931.0 / 190.0)), std::string::npos) << table;
   EXPECT_NE(table.find(fmt::format("{:.2f}x (893 vs 190)", 893.0 / 190.0)), std::string::npos) << table;
   EXPECT_NE(table.find("45.17%"), std::string::npos);
   EXPECT_NE(table.find("5x"), std::string::npos);
   EXPECT_NE(table.find("max_requests_measured"), std::string::npos);
-  EXPECT_NE(table.find("not measured yet"), std::string::npos);
+  EXPECT_NE(table.find("0.45x (36.00 vs 80.00 us), state bytes 0; target <= 0.5x, no state: met"), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("short.csv: worst of 3 stateless points, batch 64, KVBuffer B = 16, L = 15 vs recurrent"),
+            std::string::npos)
+      << table;
   EXPECT_NE(table.find(decode), std::string::npos);
 
-  const std::string missing = claims::format_claims(claims::compute_claims(dir.file("a.csv"), dir.file("b.csv")));
+  const std::string missing = claims::format_claims(
+      claims::compute_claims(dir.file("a.csv"), dir.file("b.csv"), dir.file("c.csv")));
   EXPECT_NE(missing.find("a.csv not found"), std::string::npos) << missing;
   EXPECT_NE(missing.find("b.csv not found"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("c.csv not found"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("stateless short contexts"), std::string::npos) << missing;
+}
+
+TEST(Claims, StatelessTargetIsMissedAboveHalfOrWithStateBytes) {
+  TempDir dir;
+  const std::string decode = dir.file("decode.csv"), cap = dir.file("cap.csv"), shortc = dir.file("short.csv");
+  CsvTable slow = synthetic_short_context();
+  slow.rows[4][8] = "48";  // batch 64, L = 15: 0.6x recurrent
+  test::write_text(shortc, format_csv(slow));
+  std::string table = claims::format_claims(claims::compute_claims(decode, cap, shortc));
+  EXPECT_NE(table.find("0.60x (48.00 vs 80.00 us), state bytes 0; target <= 0.5x, no state: missed"),
+            std::string::npos)
+      << table;
+
+  CsvTable with_state = synthetic_short_context();
+  with_state.rows[3][6] = "4096";  // batch 64, L = 1: a stateless row that reports state bytes
+  test::write_text(shortc, format_csv(with_state));
+  table = claims::format_claims(claims::compute_claims(decode, cap, shortc));
+  EXPECT_NE(table.find("0.45x (36.00 vs 80.00 us), state bytes 4096; target <= 0.5x, no state: missed"),
+            std::string::npos)
+      << table;
+
+  CsvTable no_stateless = synthetic_short_context();
+  for (auto& row : no_stateless.rows) row[5] = "false";
+  test::write_text(shortc, format_csv(no_stateless));
+  table = claims::format_claims(claims::compute_claims(decode, cap, shortc));
+  EXPECT_NE(table.find("no stateless KVBuffer row at batch >= 64 with a recurrent row at its batch"),
+            std::string::npos)
+      << table;
 }
 
 bool python_has_matplotlib() { return std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") == 0; }
@@ -142,6 +239,8 @@ TEST(CliReproduce, WithoutGpuRunsWhatNeedsNoneAndPrintsTheCommittedClaims) {
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("skipped: kvb sweep --config experiments/decode_latency.toml"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("skipped: kvb sweep --config experiments/spec_verify.toml"), std::string::npos);
+  EXPECT_NE(r.out.find("skipped: kvb sweep --config experiments/short_context.toml"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped: kvb sweep --config experiments/buffer_form.toml"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("skipped: kvb capacity allocation proof"), std::string::npos);
 
   const CsvTable model = read_csv_file(out + "/capacity_model.csv");
@@ -165,11 +264,24 @@ TEST(CliReproduce, WithoutGpuRunsWhatNeedsNoneAndPrintsTheCommittedClaims) {
   EXPECT_NE(r.out.find(fmt::format("{:.2f}x (1732 vs 384)", 1732.0 / 384.0)), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("results/decode_latency.csv"), std::string::npos);
   EXPECT_NE(r.out.find("results/capacity.csv"), std::string::npos);
-  EXPECT_NE(r.out.find("no short_context experiment"), std::string::npos);
+  // The stateless claim comes from the committed short_context CSV when there is one.
+  const bool short_committed =
+      std::filesystem::is_regular_file(std::filesystem::path(KVB_SOURCE_DIR) / "results/short_context.csv");
+  if (short_committed)
+    EXPECT_NE(r.out.find("results/short_context.csv:"), std::string::npos) << r.out;
+  else
+    EXPECT_NE(r.out.find("results/short_context.csv not found"), std::string::npos) << r.out;
 
   if (python_has_matplotlib()) {
     for (const char* name : {"decode_latency", "spec_verify", "capacity"})
       EXPECT_TRUE(std::filesystem::is_regular_file(out + "/figures/" + name + ".png")) << name << "\n" << r.out;
+    for (const char* name : {"short_context", "buffer_form"}) {
+      const std::string csv = std::string("results/") + name + ".csv";
+      if (std::filesystem::is_regular_file(std::filesystem::path(KVB_SOURCE_DIR) / csv))
+        EXPECT_TRUE(std::filesystem::is_regular_file(out + "/figures/" + name + ".png")) << name << "\n" << r.out;
+      else
+        EXPECT_NE(r.out.find(fmt::format("{} ({} not found", name, csv)), std::string::npos) << name << "\n" << r.out;
+    }
   } else {
     EXPECT_NE(r.out.find("skipped: figures"), std::string::npos) << r.out;
   }

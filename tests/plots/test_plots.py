@@ -28,8 +28,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 # Header of a decode CSV as `kvb sweep` writes it (README "CSV columns").
 DECODE_HEADER = (
-    "experiment,variant,batch,buffer_size,phase,layers,heads_qk,heads_v,head_dim_k,head_dim_v,seed,state_dtype,"
-    "buffer_form,output_dtype,latency_us_median,latency_us_p10,latency_us_p90,samples,noise_pct,sample_stop,"
+    "experiment,variant,batch,buffer_size,buffer_form,phase,layers,heads_qk,heads_v,head_dim_k,head_dim_v,seed,"
+    "state_dtype,output_dtype,latency_us_median,latency_us_p10,latency_us_p90,samples,noise_pct,sample_stop,"
     "steps_per_sample,model_bytes,model_read_bytes,model_write_bytes,floor_us,latency_over_floor,max_rel_err,"
     "max_rel_err_o,l2,l2_rotation,copy_gbps,read_gbps,device_bytes,dram_read_bytes,dram_write_bytes,"
     "measured_over_model,cupti_status,sm_clock_mhz,throttled,status,gpu,driver,cuda,git_sha,timestamp"
@@ -157,10 +157,97 @@ def synthetic_capacity_rows(measured: bool = True) -> list[dict[str, str]]:
     return rows
 
 
+# Header of a short_context CSV as `kvb sweep` writes it (README "Stateless short contexts"): the decode columns
+# without buffer_form, context_len after variant, and three memory columns after the decode results.
+SHORT_CONTEXT_HEADER = (
+    "experiment,variant,context_len,batch,buffer_size,phase,layers,heads_qk,heads_v,head_dim_k,head_dim_v,seed,"
+    "state_dtype,output_dtype,latency_us_median,latency_us_p10,latency_us_p90,samples,noise_pct,sample_stop,"
+    "steps_per_sample,model_bytes,model_read_bytes,model_write_bytes,floor_us,latency_over_floor,max_rel_err,"
+    "max_rel_err_o,l2,l2_rotation,copy_gbps,read_gbps,device_bytes,dram_read_bytes,dram_write_bytes,"
+    "measured_over_model,cupti_status,sm_clock_mhz,throttled,stateless,state_bytes_per_request,"
+    "buffer_bytes_per_request,status,gpu,driver,cuda,git_sha,timestamp"
+).split(",")
+
+# The synthetic short_context model: HV = 4, H = 2, K = V = 16, 4 layers, fp32 states.
+SC_LAYERS = 4
+SC_STATE_BYTES = SC_LAYERS * 4 * 16 * 16 * 4  # per request, all layers
+SC_ENTRY_BYTES = 2 * 16 * 2 + 4 * 16 * 4 + 4 * 4  # bf16 keys, fp32 deltas, fp32 log-decays
+
+
+def sc_recurrent_us(batch: int) -> float:
+    return 2.0 + 0.05 * batch
+
+
+def sc_kvbuffer_us(batch: int, b: int, context_len: int) -> float:
+    """Stateless: grows with the L buffered entries read; stateful: 0.7x recurrent plus a little per B."""
+    if context_len < b:
+        return 1.0 + 0.002 * batch * (context_len + 1)
+    return 0.7 * sc_recurrent_us(batch) + 0.01 * b
+
+
+def synthetic_short_context_rows() -> list[dict[str, str]]:
+    """A small short_context sweep on a made-up GPU: batches 64 and 256, KVBuffer B = 4 and 16 over L = 1 .. 64
+    (stateless while L < B), one recurrent row per batch with an empty context_len, one failed point."""
+    rows = []
+
+    def add(variant, batch, b, context_len, lat, status="ok"):
+        stateless = variant == "kvbuffer" and context_len < b
+        row = dict.fromkeys(SHORT_CONTEXT_HEADER, "")
+        row.update(
+            experiment="synthetic", variant=variant, context_len=str(context_len) if variant == "kvbuffer" else "",
+            batch=str(batch), buffer_size=str(b) if b else "", phase="staggered" if b else "",
+            layers=str(SC_LAYERS), heads_qk="2", heads_v="4", head_dim_k="16", head_dim_v="16", seed="0",
+            state_dtype="fp32", output_dtype="bf16", latency_us_median=f"{lat:.4f}",
+            latency_us_p10=f"{lat * 0.97:.4f}", latency_us_p90=f"{lat * 1.04:.4f}", samples="10",
+            stateless="true" if stateless else "false",
+            state_bytes_per_request="0" if stateless else str(SC_STATE_BYTES),
+            buffer_bytes_per_request=str(SC_LAYERS * max(b - 1, 1) * SC_ENTRY_BYTES) if b else "0",
+            status=status, gpu="Synthetic GPU X1", driver="1.0", cuda="12.9", git_sha="0123456789ab",
+            timestamp="2026-01-01T00:00:00Z",
+        )
+        rows.append(row)
+
+    for batch in (64, 256):
+        add("recurrent", batch, 0, 0, sc_recurrent_us(batch))
+        for b in (4, 16):
+            for context_len in (1, 2, 4, 8, 16, 32, 64):
+                add("kvbuffer", batch, b, context_len, sc_kvbuffer_us(batch, b, context_len))
+    add("kvbuffer", 256, 16, 128, 0.5, status="failed: synthetic")
+    return rows
+
+
+def synthetic_buffer_form_rows() -> list[dict[str, str]]:
+    """A small buffer_form sweep (decode kind, KVBuffer only) on a made-up GPU: batches 64 and 256, B = 2, 4, 8, 16,
+    delta and raw forms; raw = delta * (1.1 + 0.02 B); one failed point."""
+    rows = []
+
+    def add(batch, b, form, lat, status="ok"):
+        row = dict.fromkeys(DECODE_HEADER, "")
+        row.update(
+            experiment="synthetic", variant="kvbuffer", batch=str(batch), buffer_size=str(b), buffer_form=form,
+            phase="staggered", layers="4", heads_qk="2", heads_v="4", head_dim_k="16", head_dim_v="16", seed="0",
+            state_dtype="fp32", output_dtype="bf16", latency_us_median=f"{lat:.4f}",
+            latency_us_p10=f"{lat * 0.97:.4f}", latency_us_p90=f"{lat * 1.05:.4f}", samples="10", status=status,
+            gpu="Synthetic GPU X1", driver="1.0", cuda="12.9", git_sha="0123456789ab",
+            timestamp="2026-01-01T00:00:00Z",
+        )
+        rows.append(row)
+
+    for batch in (64, 256):
+        for b in (2, 4, 8, 16):
+            delta = 3.0 + 0.2 * batch * (1 + 0.05 * b)
+            add(batch, b, "delta", delta)
+            add(batch, b, "raw", delta * (1.1 + 0.02 * b))
+    add(256, 16, "raw", 1.0, status="failed: synthetic")
+    return rows
+
+
 SYNTHETIC = {
     "decode_latency.csv": synthetic_decode_rows,
     "spec_verify.csv": synthetic_spec_verify_rows,
     "capacity.csv": synthetic_capacity_rows,
+    "short_context.csv": synthetic_short_context_rows,
+    "buffer_form.csv": synthetic_buffer_form_rows,
 }
 
 
@@ -375,3 +462,94 @@ def test_spec_verify_draws_anchor_markers_only_for_the_anchor_shape(tmp_path):
     assert len(anchor) == 1
     assert list(anchor[0].get_xdata()) == sorted(anchors.SPEC_VERIFY_US)
     assert list(anchor[0].get_ydata()) == [anchors.SPEC_VERIFY_US[m][64] for m in sorted(anchors.SPEC_VERIFY_US)]
+
+
+def test_short_context_lines_and_memory(tmp_path):
+    module = importlib.import_module("short_context")
+    rows = [r for r in synthetic_short_context_rows() if r["status"] == "ok"]
+    fig = module.build(rows, "synthetic")
+    top, mem = fig.axes[0], fig.axes[1]
+    assert top.get_xscale() == "log" and mem.get_xscale() == "log"
+    assert "(us)" in top.get_ylabel() and "(MiB)" in mem.get_ylabel() and "(tokens)" in mem.get_xlabel()
+    lines = {line.get_label(): line for line in top.lines}
+    for batch in (64, 256):
+        rec = lines[f"recurrent, batch {batch}"]
+        assert list(rec.get_ydata()) == [pytest.approx(sc_recurrent_us(batch))] * 2
+        target = lines[f"0.5 x recurrent, batch {batch}"]
+        assert list(target.get_ydata()) == [pytest.approx(0.5 * sc_recurrent_us(batch))] * 2
+    for b in (4, 16):
+        kv = next(c for c in top.containers if c.get_label() == f"KVBuffer B = {b}, batch 64")
+        xs = list(kv.lines[0].get_xdata())
+        assert xs == [1, 2, 4, 8, 16, 32, 64]
+        assert list(kv.lines[0].get_ydata()) == [pytest.approx(sc_kvbuffer_us(64, b, x), abs=1e-4) for x in xs]
+    # Stateless points are filled circles, stateful ones open squares: B = 16 has L = 1, 2, 4, 8 stateless and
+    # L = 16, 32, 64 stateful at each batch.
+    colour = style.buffer_colour(16)
+    markers = [line for line in top.lines
+               if line.get_linestyle() == "None" and line.get_marker() in ("o", "s") and line.get_color() == colour]
+    circles = [m for m in markers if m.get_marker() == "o"]
+    squares = [m for m in markers if m.get_marker() == "s"]
+    assert sorted(len(m.get_xdata()) for m in circles) == [4, 4]
+    assert sorted(len(m.get_xdata()) for m in squares) == [3, 3]
+    assert all(m.get_markerfacecolor() == "white" for m in squares)
+
+    # Memory does not depend on the batch: one line per B, plus recurrent.
+    mem_lines = {line.get_label(): line for line in mem.lines if not line.get_label().startswith("_")}
+    assert set(mem_lines) == {"recurrent", "KVBuffer B = 4", "KVBuffer B = 16"}
+    assert list(mem_lines["recurrent"].get_ydata()) == [pytest.approx(SC_STATE_BYTES / 2**20)] * 2
+    b4 = mem_lines["KVBuffer B = 4"]
+    buffer = SC_LAYERS * 3 * SC_ENTRY_BYTES
+    expected = [(buffer + (0 if x < 4 else SC_STATE_BYTES)) / 2**20 for x in b4.get_xdata()]
+    assert list(b4.get_ydata()) == pytest.approx(expected)
+
+
+def test_short_context_rejects_a_bad_stateless_value(tmp_path, capsys):
+    rows = synthetic_short_context_rows()
+    rows[3]["stateless"] = "maybe"
+    path = write_csv(tmp_path / "short_context.csv", rows)
+    module = importlib.import_module("short_context")
+    with pytest.raises(SystemExit) as e:
+        module.main(["--csv", str(path), "--out-dir", str(tmp_path / "figures")])
+    assert e.value.code == 2
+    assert "column stateless: 'maybe' is not true or false" in capsys.readouterr().err
+    assert not (tmp_path / "figures").exists()
+
+
+def test_buffer_form_ratio_and_reference_line():
+    module = importlib.import_module("buffer_form")
+    rows = [r for r in synthetic_buffer_form_rows() if r["status"] == "ok"]
+    fig = module.build(rows, "synthetic")
+    top, ratio = fig.axes[0], fig.axes[1]
+    assert top.get_xscale() == "log" and "(us)" in top.get_ylabel() and "(tokens)" in ratio.get_xlabel()
+    assert {c.get_label() for c in top.containers} == {
+        f"{form} form, batch {b}" for form in ("delta", "raw") for b in (64, 256)}
+    lines = {line.get_label(): line for line in ratio.lines}
+    for batch in (64, 256):
+        line = lines[f"batch {batch}"]
+        assert list(line.get_xdata()) == [2, 4, 8, 16]
+        expected = [1.1 + 0.02 * b for b in (2, 4, 8, 16)]
+        assert list(line.get_ydata()) == [pytest.approx(e, rel=1e-4) for e in expected]
+    assert list(lines["1.25x"].get_ydata()) == [1.25, 1.25]
+    assert ratio.get_ylim()[1] > 1.25
+
+
+def test_buffer_form_needs_both_forms(tmp_path, capsys):
+    rows = [r for r in synthetic_buffer_form_rows() if r["buffer_form"] == "delta"]
+    path = write_csv(tmp_path / "buffer_form.csv", rows)
+    module = importlib.import_module("buffer_form")
+    with pytest.raises(SystemExit) as e:
+        module.main(["--csv", str(path), "--out-dir", str(tmp_path / "figures")])
+    assert e.value.code == 2
+    assert "no kvbuffer rows with buffer_form raw" in capsys.readouterr().err
+
+
+def test_make_all_skip_names_the_command(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    for name in ("decode_latency.csv", "spec_verify.csv", "capacity.csv"):
+        write_csv(results / name, SYNTHETIC[name]())
+    r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(tmp_path / "figures"))
+    assert r.returncode == 0, r.stderr
+    assert "skipped 2:" in r.stdout
+    assert "short_context.csv not found; kvb sweep --config experiments/short_context.toml writes it" in r.stdout
+    assert "buffer_form.csv not found; kvb sweep --config experiments/buffer_form.toml writes it" in r.stdout
