@@ -175,6 +175,9 @@ __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+/// Waits until at most N of this thread's committed copy groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -249,33 +252,6 @@ struct SmemTile {
       acc2[3] = fmaf(s.w, w2[i], acc2[3]);
     }
   }
-  /// In the tile: S = 0 on this thread's rows and columns (a stateless row's S0).
-  __device__ __forceinline__ void zero_state() const {
-#pragma unroll
-    for (int i = 0; i < ROWS; ++i) at(row(i)) = make_float4(0.f, 0.f, 0.f, 0.f);
-  }
-  /// In the tile: S = decay * S + kcol u^T on this thread's rows and columns.
-  __device__ __forceinline__ void decay_rank1(float decay, const float (&kcol)[ROWS], const float (&u)[4]) const {
-#pragma unroll
-    for (int i = 0; i < ROWS; ++i) {
-      float4& s = at(row(i));
-      s.x = fmaf(kcol[i], u[0], decay * s.x);
-      s.y = fmaf(kcol[i], u[1], decay * s.y);
-      s.z = fmaf(kcol[i], u[2], decay * s.z);
-      s.w = fmaf(kcol[i], u[3], decay * s.w);
-    }
-  }
-  /// In the tile: S += kcol u^T on this thread's rows and columns.
-  __device__ __forceinline__ void rank1(const float (&kcol)[ROWS], const float4 u) const {
-#pragma unroll
-    for (int i = 0; i < ROWS; ++i) {
-      float4& s = at(row(i));
-      s.x = fmaf(kcol[i], u.x, s.x);
-      s.y = fmaf(kcol[i], u.y, s.y);
-      s.z = fmaf(kcol[i], u.z, s.z);
-      s.w = fmaf(kcol[i], u.w, s.w);
-    }
-  }
   /// Writes decay * S + kcol u^T for this thread's rows to m ([K][V]), streaming (evict-first); the tile keeps S.
   __device__ __forceinline__ void store_decay_rank1(float* __restrict__ m, int V, float decay,
                                                     const float (&kcol)[ROWS], const float (&u)[4]) const {
@@ -288,13 +264,6 @@ struct SmemTile {
       __stcs(reinterpret_cast<float4*>(m + int64_t(row(i)) * V + col), y);
     }
   }
-  /// Writes this thread's state rows of the tile to m ([K][V]), streaming (evict-first).
-  __device__ __forceinline__ void store_state(float* __restrict__ m, int V) const {
-    if (!active) return;
-#pragma unroll
-    for (int i = 0; i < ROWS; ++i) __stcs(reinterpret_cast<float4*>(m + int64_t(row(i)) * V + col), at(row(i)));
-  }
-
   /// Sums two 4-column partials over all row groups of the block; every thread gets the totals for its columns.
   /// red: shared [2][WARPS][VB]. Contains a __syncthreads (all threads must call).
   __device__ __forceinline__ void reduce_rows(float (&a)[4], float (&b)[4], float* red) const {

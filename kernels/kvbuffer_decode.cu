@@ -105,11 +105,8 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
   if (tile.rg == 0 && tile.active) store_output4(p.o, p.o_dtype, vo + tile.col, o);
 
   if (flush) {  // S0 <- e^{G_t} S0 + k^_t u_t^T + sum_j w_j k^_j u_j^T, written once
-    if (!s0) return;                  // stateless row without a checkpoint row: nothing written
-    if (!has_state) tile.zero_state();  // materialise from S0 = 0
-    tile.decay_rank1(decay0, kr, u);
-    fold_buffer<K>(n, bs, tile);
-    tile.store_state(s0, V);
+    if (!s0) return;  // stateless row without a checkpoint row: nothing written
+    fold_and_store<K>(s0, V, decay0, kr, u, /*from_zero=*/!has_state, n, bs, tile);  // stateless: from S0 = 0
     return;
   }
   // Append entry n: u_t (this slice), g_t (one thread per head), the raw key (one block per key head).

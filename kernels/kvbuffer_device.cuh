@@ -115,18 +115,47 @@ __device__ __forceinline__ void accumulate_buffer(const Tile& tile, const Buffer
   }
 }
 
-/// Folds the n buffered entries into the tile's state rows: S += sum_j w_j k^_j[rows] u_j[cols], all from shared
-/// memory (the tile must already hold e^{G_t} S0 and the current token's entry, if any).
+/// The flush, written straight to the checkpoint m ([K][V], this thread's rows and columns):
+///   m <- decay S + kcol u^T + sum_{j<n} w_j k^_j[rows] u_j[cols]
+/// with S the tile's state rows (from_zero: S = 0, a stateless request's first state, the tile's rows not read).
+/// Rows are taken 16 at a time into registers and every entry folded there, so the tile is read once and the
+/// state written once (streaming); keys, weights and deltas u_j (the tile's extra rows) come from shared memory.
+/// No token: kcol and u zero.
 template <int K, class Tile>
-__device__ __forceinline__ void fold_buffer(int n, const BufferSmem<K>& bs, const Tile& tile) {
-#pragma unroll 2
-  for (int j = 0; j < n; ++j) {
-    float kr[Tile::ROWS];
-    load_bf16<Tile::ROWS>(bs.keys + j * K + tile.row(0), kr);
-    const float wj = bs.w[j] * bs.rk[j];
+__device__ __forceinline__ void fold_and_store(float* __restrict__ m, int V, float decay, const float (&kcol)[Tile::ROWS],
+                                               const float (&u)[4], bool from_zero, int n, const BufferSmem<K>& bs,
+                                               const Tile& tile) {
+  constexpr int CH = Tile::ROWS < 16 ? Tile::ROWS : 16;
+  static_assert(Tile::ROWS % CH == 0, "fold_and_store: rows per thread must be a multiple of the chunk");
 #pragma unroll
-    for (int i = 0; i < Tile::ROWS; ++i) kr[i] *= wj;
-    tile.rank1(kr, tile.at(K + j));
+  for (int c0 = 0; c0 < Tile::ROWS; c0 += CH) {
+    float4 s[CH];
+#pragma unroll
+    for (int i = 0; i < CH; ++i) {
+      const float4 x = from_zero ? make_float4(0.f, 0.f, 0.f, 0.f) : tile.at(tile.row(c0 + i));
+      const float k = kcol[c0 + i];
+      s[i] = make_float4(fmaf(k, u[0], decay * x.x), fmaf(k, u[1], decay * x.y), fmaf(k, u[2], decay * x.z),
+                         fmaf(k, u[3], decay * x.w));
+    }
+#pragma unroll 2
+    for (int j = 0; j < n; ++j) {
+      float kr[CH];
+      load_bf16<CH>(bs.keys + j * K + tile.row(c0), kr);
+      const float wj = bs.w[j] * bs.rk[j];
+      const float4 uj = tile.at(K + j);
+#pragma unroll
+      for (int i = 0; i < CH; ++i) {
+        const float a = kr[i] * wj;
+        s[i].x = fmaf(a, uj.x, s[i].x);
+        s[i].y = fmaf(a, uj.y, s[i].y);
+        s[i].z = fmaf(a, uj.z, s[i].z);
+        s[i].w = fmaf(a, uj.w, s[i].w);
+      }
+    }
+    if (tile.active)
+#pragma unroll
+      for (int i = 0; i < CH; ++i)
+        __stcs(reinterpret_cast<float4*>(m + int64_t(tile.row(c0 + i)) * V + tile.col), s[i]);
   }
 }
 

@@ -32,8 +32,7 @@ __global__ void __launch_bounds__(kThreads) kvbuffer_flush_kernel(const KVBuffer
   const int64_t e0 = int64_t(slot) * pool.capacity;
   Tile tile;
   tile.setup(dyn_smem, v0, V);
-  if (has_state) tile.load_state_async(s0, V);
-  else tile.zero_state();  // stateless: materialise from S0 = 0, nothing read
+  if (has_state) tile.load_state_async(s0, V);  // stateless: materialised from S0 = 0, nothing read
   tile.load_extra_async(pool.deltas + (e0 * HV + h) * V, int64_t(HV) * V, n);
   BufferSmem<K> bs;
   bs.setup(dyn_smem + (K + pool.capacity) * Tile::CG, pool.capacity);
@@ -44,11 +43,9 @@ __global__ void __launch_bounds__(kThreads) kvbuffer_flush_kernel(const KVBuffer
   buffer_coefficients<K>(n, 0.f, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bs);
   __syncthreads();
   const float decay0 = bs.decay0[0];  // e^{G_n}
-  float none[Tile::ROWS] = {};
+  const float none[Tile::ROWS] = {};
   const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-  tile.decay_rank1(decay0, none, zero);
-  fold_buffer<K>(n, bs, tile);
-  tile.store_state(s0, V);
+  fold_and_store<K>(s0, V, decay0, none, zero, /*from_zero=*/!has_state, n, bs, tile);
 }
 
 template <int K, int VB>
