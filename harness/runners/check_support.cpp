@@ -79,10 +79,9 @@ std::string log_decay_mismatch(const std::vector<double>& want, const std::vecto
   return "";
 }
 
-std::string check_verdict(bool outputs_written, double state_err, double o_err, double tol_o) {
+std::string check_verdict(bool outputs_written, double state_err, double o_err, double tol_o, double tol_state) {
   if (!outputs_written) return "some output elements were not written (NaN poison left)";
-  if (!(state_err <= tol::kStateFp32))
-    return fmt::format("state error {:.3g} above {:.1g}", state_err, tol::kStateFp32);
+  if (!(state_err <= tol_state)) return fmt::format("state error {:.3g} above {:.1g}", state_err, tol_state);
   if (!(o_err <= tol_o)) return fmt::format("output error {:.3g} above {:.1g}", o_err, tol_o);
   return "";
 }

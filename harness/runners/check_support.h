@@ -9,6 +9,7 @@
 
 #include "kernels/gdn_params.h"
 #include "reference/gdn_reference.h"
+#include "reference/tolerances.h"
 
 namespace kvb {
 
@@ -52,9 +53,10 @@ ref::KVBufferSlot download_kvbuffer_slot(const KVBufferPool& pool, const GdnShap
 std::string log_decay_mismatch(const std::vector<double>& want, const std::vector<double>& got,
                                const std::string& what);
 
-/// "" when every output was written and both errors are within tolerance (states: tol::kStateFp32, outputs: tol_o),
-/// else the first reason, one line.
-std::string check_verdict(bool outputs_written, double state_err, double o_err, double tol_o);
+/// "" when every output was written and both errors are within tolerance (states: tol_state, outputs: tol_o), else
+/// the first reason, one line.
+std::string check_verdict(bool outputs_written, double state_err, double o_err, double tol_o,
+                          double tol_state = tol::kStateFp32);
 
 /// Rows 0 and rows - 1, plus `extra` when it is in [0, rows): sorted, without repeats.
 std::vector<int> rows_to_check(int rows, int extra = -1);

@@ -20,18 +20,9 @@ namespace {
 DecodeConfig decode_config(const Point& pt) {
   DecodeConfig c;
   c.variant = pt.get("variant") == "kvbuffer" ? DecodeVariant::kvbuffer : DecodeVariant::recurrent;
-  c.form = pt.get("buffer_form") == "raw" ? BufferForm::raw : BufferForm::delta;
+  c.form = point_buffer_form(pt);
   read_model_point(pt, c.variant == DecodeVariant::kvbuffer, c);
   return c;
-}
-
-/// The shape check, and the raw form's buffer limit (kMaxRawBuffer).
-std::string validate_decode_point(const Point& pt) {
-  if (auto e = validate_point_shape(pt); !e.empty()) return e;
-  if (pt.get("buffer_form") == "raw" && pt.get_int("buffer_size") > kMaxRawBuffer)
-    return fmt::format("buffer_size = {} is out of range for buffer_form raw (allowed: 1 to {})",
-                       pt.get("buffer_size"), kMaxRawBuffer);
-  return "";
 }
 
 Row run_decode_point(const Point& pt, SweepContext& ctx) { return run_decode(decode_config(pt), pt.label(), ctx); }
@@ -92,7 +83,7 @@ ExperimentKind decode_experiment_kind() {
       {"variant", {"recurrent", "kvbuffer"}, word_axis("variant", {"recurrent", "kvbuffer"})},
       {"batch", {"64"}, int_axis("batch", 1, 4096)},
       {"buffer_size", {"16"}, int_axis("buffer_size", 1, 256)},
-      {"buffer_form", {"delta"}, word_axis("buffer_form", {"delta", "raw"})},
+      buffer_form_axis(),
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
@@ -101,7 +92,7 @@ ExperimentKind decode_experiment_kind() {
     if (variant == "recurrent") return axis != "buffer_size" && axis != "buffer_form" && axis != "phase";
     return true;
   };
-  k.validate = validate_decode_point;
+  k.validate = validate_buffer_form_point;
   k.run = run_decode_point;
   return k;
 }

@@ -36,6 +36,20 @@ GdnShape point_shape(const Point& pt) {
 
 std::string validate_point_shape(const Point& pt) { return validate_shape(point_shape(pt)); }
 
+AxisSpec buffer_form_axis() { return {"buffer_form", {"delta"}, word_axis("buffer_form", {"delta", "raw"})}; }
+
+BufferForm point_buffer_form(const Point& pt) {
+  return pt.get("buffer_form") == "raw" ? BufferForm::raw : BufferForm::delta;
+}
+
+std::string validate_buffer_form_point(const Point& pt) {
+  if (auto e = validate_point_shape(pt); !e.empty()) return e;
+  if (point_buffer_form(pt) == BufferForm::raw && pt.get_int("buffer_size") > kMaxRawBuffer)
+    return fmt::format("buffer_size = {} is out of range for buffer_form raw (allowed: 1 to {})",
+                       pt.get("buffer_size"), kMaxRawBuffer);
+  return "";
+}
+
 int cold_l2_groups(double step_state_bytes, int device) {
   int l2_bytes = 0;
   KVB_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));

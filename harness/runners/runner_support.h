@@ -17,6 +17,7 @@
 #include "kernels/byte_model.h"
 #include "kernels/cuda_check.h"
 #include "kernels/gdn_shape.h"
+#include "kernels/kvbuffer_raw_params.h"
 
 namespace kvb {
 
@@ -29,6 +30,14 @@ std::vector<AxisSpec> model_axes();
 GdnShape point_shape(const Point& pt);
 /// Whole-point check of the shape: validate_shape(point_shape(pt)).
 std::string validate_point_shape(const Point& pt);
+
+/// The buffer_form axis of the KVBuffer kinds (decode, spec_verify): delta (default) or raw (DESIGN.md section 3).
+AxisSpec buffer_form_axis();
+/// A point's buffer form: raw when its buffer_form is "raw", else delta (also where the axis does not apply).
+BufferForm point_buffer_form(const Point& pt);
+/// Whole-point check of a kind with the buffer_form axis: the shape (validate_point_shape), then, for buffer_form
+/// raw, buffer_size within the raw kernels' limit (1 to kMaxRawBuffer). "" or a one-line reason.
+std::string validate_buffer_form_point(const Point& pt);
 
 /// Reads into a problem config (DecodeConfig, VerifyConfig) the axes both experiments have: the shape, batch, layers
 /// and seed; for a KVBuffer point also buffer_size and phase (staggered unless "aligned"). Throws UsageError on a

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "kernels/byte_model_raw.h"
+
 namespace kvb {
 namespace {
 
@@ -14,8 +16,16 @@ void check_rows(const VerifyBatch& b) {
 ByteCount kvbuffer_verify_sum(const VerifyBatch& b, const std::vector<int32_t>& fill) {
   ByteCount sum;
   sum.read += gate_param_bytes(b.shape);
-  for (int32_t f : fill) sum += kvbuffer_verify_bytes(b.shape, f, b.draft_tokens, b.o_dtype);
+  for (int32_t f : fill)
+    sum += b.form == BufferForm::raw ? kvbuffer_raw_verify_bytes(b.shape, f, b.draft_tokens, b.o_dtype)
+                                     : kvbuffer_verify_bytes(b.shape, f, b.draft_tokens, b.o_dtype);
   return sum;
+}
+
+/// Accept bytes of one row holding `fill` entries that accepted `accepted` drafts (kvbuffer).
+ByteCount kvbuffer_accept_row(const VerifyBatch& b, int fill, int accepted) {
+  return b.form == BufferForm::raw ? kvbuffer_raw_accept_bytes(b.shape, fill, accepted, b.buffer_size)
+                                   : kvbuffer_accept_bytes(b.shape, fill, accepted, b.buffer_size);
 }
 
 }  // namespace
@@ -52,7 +62,7 @@ ByteCount verify_accept_layer_step_bytes(const VerifyBatch& b, int steps) {
   for (int t = 0; t < steps; ++t) {
     sum += kvbuffer_verify_sum(b, fill);
     for (int r = 0; r < rows; ++r) {
-      sum += kvbuffer_accept_bytes(b.shape, fill[r], b.accepted[r], b.buffer_size);
+      sum += kvbuffer_accept_row(b, fill[r], b.accepted[r]);
       fill[r] = fill_after_accept(fill[r], b.accepted[r], b.buffer_size);
     }
     sum.read += advance.read / b.layers;

@@ -1,5 +1,6 @@
 // Byte model of one speculative-verification model step, summed over a batch whose rows have their own buffer
-// positions and accepted counts (per-row formulas in kernels/byte_model.h; DESIGN.md sections 3 and 4).
+// positions and accepted counts (per-row formulas in kernels/byte_model.h, and kernels/byte_model_raw.h for the raw
+// form; DESIGN.md sections 3 and 4).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 
 #include "kernels/byte_model.h"
 #include "kernels/gdn_shape.h"
+#include "kernels/kvbuffer_raw_params.h"
 
 namespace kvb {
 
@@ -22,6 +24,7 @@ ByteCount kvbuffer_advance_accepted_bytes(int rows);
 struct VerifyBatch {
   GdnShape shape;
   bool kvbuffer = false;        ///< KVBuffer verify + accept, else recurrent verify + accept
+  BufferForm form = BufferForm::delta;  ///< what the KVBuffer stores (kvbuffer)
   int draft_tokens = 1;         ///< m
   int buffer_size = 1;          ///< B (kvbuffer)
   int layers = 1;               ///< layers per model step (the advance's share is divided among them)
@@ -31,15 +34,15 @@ struct VerifyBatch {
 };
 
 /// Model bytes of one layer's verify launch. Recurrent: recurrent_verify_bytes; KVBuffer: the sum over rows of
-/// kvbuffer_verify_bytes at each row's position, plus gate_param_bytes once. Verify moves no buffer position, so every
-/// verify-only step costs the same. Throws std::invalid_argument when fill and accepted differ in length.
+/// kvbuffer_verify_bytes (raw form: kvbuffer_raw_verify_bytes) at each row's position, plus gate_param_bytes once.
+/// Verify moves no buffer position, so every verify-only step costs the same. Throws std::invalid_argument when fill and accepted differ in length.
 ByteCount verify_layer_step_bytes(const VerifyBatch& b);
 
 /// Model bytes per layer-step of verify + accept, averaged over `steps` model steps that start at the rows' positions.
 /// Recurrent: the verify bytes plus recurrent_accept_bytes per row (the same every step). KVBuffer: per step, verify
-/// and kvbuffer_accept_bytes of every row at its position of that step, plus the step's
-/// kvbuffer_advance_accepted_bytes divided by `layers`; positions then move by fill_after_accept, simulated here on
-/// the host exactly as the device moves them. Throws std::invalid_argument when steps < 1.
+/// and kvbuffer_accept_bytes (raw form: kvbuffer_raw_accept_bytes) of every row at its position of that step, plus
+/// the step's kvbuffer_advance_accepted_bytes divided by `layers`; positions then move by fill_after_accept, simulated
+/// here on the host exactly as the device moves them. Throws std::invalid_argument when steps < 1.
 ByteCount verify_accept_layer_step_bytes(const VerifyBatch& b, int steps);
 
 }  // namespace kvb

@@ -8,6 +8,7 @@
 
 #include "harness/runners/check_support.h"
 #include "harness/runners/device_random.h"
+#include "harness/runners/raw_verify_check.h"
 #include "harness/runners/verify_bytes.h"
 #include "kernels/cuda_check.h"
 #include "reference/gdn_reference.h"
@@ -16,8 +17,16 @@
 namespace kvb {
 namespace {
 
-/// The row checked besides the first and the last (see check_verify_step), or -1.
-int third_row(const VerifyProblem& p, const std::vector<int32_t>& fill) {
+/// One field of every draft entry, concatenated: u as [m][HV][V], g as [m][HV].
+std::vector<double> concat(const std::vector<ref::BufferEntry>& entries, std::vector<double> ref::BufferEntry::*field) {
+  std::vector<double> x;
+  for (const ref::BufferEntry& e : entries) x.insert(x.end(), (e.*field).begin(), (e.*field).end());
+  return x;
+}
+
+}  // namespace
+
+int verify_check_row(const VerifyProblem& p, const std::vector<int32_t>& fill) {
   const int N = p.config().batch, B = p.config().buffer_size;
   const std::vector<int32_t>& a = p.accepted();
   if (p.kvbuffer()) {
@@ -34,16 +43,8 @@ int third_row(const VerifyProblem& p, const std::vector<int32_t>& fill) {
   return -1;
 }
 
-/// One field of every draft entry, concatenated: u as [m][HV][V], g as [m][HV].
-std::vector<double> concat(const std::vector<ref::BufferEntry>& entries, std::vector<double> ref::BufferEntry::*field) {
-  std::vector<double> x;
-  for (const ref::BufferEntry& e : entries) x.insert(x.end(), (e.*field).begin(), (e.*field).end());
-  return x;
-}
-
-}  // namespace
-
 VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
+  if (p.raw()) return check_raw_verify_step(p, stream);
   const VerifyConfig& cfg = p.config();
   const GdnShape& s = cfg.shape;
   const int N = cfg.batch, m = cfg.draft_tokens, HV = s.heads_v, B = cfg.buffer_size;
@@ -64,7 +65,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     ref::KVBufferSlot buf;      // kvbuffer
   };
   std::vector<RowCase> cases;
-  for (int r : rows_to_check(N, third_row(p, fill))) {
+  for (int r : rows_to_check(N, verify_check_row(p, fill))) {
     RowCase c;
     c.row = r;
     c.slot = slots[r];

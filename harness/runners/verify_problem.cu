@@ -20,7 +20,13 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
   if (cfg_.draft_tokens < 1 || cfg_.draft_tokens > kMaxDraftTokens)
     throw std::invalid_argument(
         fmt::format("VerifyProblem: draft_tokens = {} (allowed: 1 to {})", cfg_.draft_tokens, kMaxDraftTokens));
-  if (!kvbuffer()) cfg_.buffer_size = 1;
+  if (!kvbuffer()) {
+    cfg_.buffer_size = 1;
+    cfg_.form = BufferForm::delta;
+  }
+  if (raw() && cfg_.buffer_size > kMaxRawBuffer)
+    throw std::invalid_argument(fmt::format("VerifyProblem: buffer_size = {} is out of range for the raw form "
+                                            "(allowed: 1 to {})", cfg_.buffer_size, kMaxRawBuffer));
   sets_ = cfg_.share_pools ? 1 : cfg_.groups * cfg_.layers;
   const size_t N = cfg_.batch, m = cfg_.draft_tokens, sets = sets_;
   FillSeeds seeds(cfg_.seed);
@@ -28,7 +34,8 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
 
   inputs_ = TokenInputSets(mem_, s, sets_, cfg_.batch, cfg_.draft_tokens, seeds, rng);
   state_ = random_states(mem_, s, sets * N * size_t(s.state_elems()), seeds);
-  if (kvbuffer()) entries_ = KVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), inputs_, seeds);
+  if (raw()) raw_entries_ = RawKVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), seeds);
+  else if (kvbuffer()) entries_ = KVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), inputs_, seeds);
   host_slot_ = shuffled_slots(cfg_.batch, rng);
   slot_ = mem_.copy(host_slot_);
   if (kvbuffer())
@@ -40,8 +47,11 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
   o_ = mem_.alloc<unsigned char>(sets * o_bytes_per_set());
   fill_bytes(o_.get(), o_.bytes(), 0xff);
   if (kvbuffer()) {
-    draft_deltas_ = mem_.alloc<float>(sets * draft_v() * s.head_dim_v);
-    draft_log_decay_ = mem_.alloc<float>(sets * draft_v());
+    // Delta form: verify hands each draft's delta and log-decay to accept. Raw verify writes only outputs.
+    if (!raw()) {
+      draft_deltas_ = mem_.alloc<float>(sets * draft_v() * s.head_dim_v);
+      draft_log_decay_ = mem_.alloc<float>(sets * draft_v());
+    }
   } else {
     const size_t per_set = N * m * size_t(s.state_elems());
     scratch_sets_ = cfg_.scratch_sets;
@@ -129,13 +139,33 @@ KVBufferAcceptParams VerifyProblem::kvbuffer_accept_params(int set) const {
   return p;
 }
 
+RawKVBufferVerifyParams VerifyProblem::raw_verify_params(int set) const {
+  auto p = token_launch<RawKVBufferVerifyParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
+                                                 cfg_.o_dtype);
+  p.pool = raw_entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
+  return p;
+}
+
+RawKVBufferAcceptParams VerifyProblem::raw_accept_params(int set) const {
+  RawKVBufferAcceptParams p;
+  p.shape = cfg_.shape;
+  p.batch = cfg_.batch;
+  p.in = inputs_.inputs(set);
+  p.pool = raw_entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
+  p.slot = slot_.get();
+  p.accepted = accepted_.get();
+  return p;
+}
+
 void VerifyProblem::enqueue_verify_layer(int set, cudaStream_t stream) const {
-  if (kvbuffer()) KVB_CUDA_CHECK(launch_kvbuffer_verify(kvbuffer_verify_params(set), stream));
+  if (raw()) KVB_CUDA_CHECK(launch_kvbuffer_raw_verify(raw_verify_params(set), stream));
+  else if (kvbuffer()) KVB_CUDA_CHECK(launch_kvbuffer_verify(kvbuffer_verify_params(set), stream));
   else KVB_CUDA_CHECK(launch_recurrent_verify(recurrent_verify_params(set), stream));
 }
 
 void VerifyProblem::enqueue_accept_layer(int set, cudaStream_t stream) const {
-  if (kvbuffer()) KVB_CUDA_CHECK(launch_kvbuffer_accept(kvbuffer_accept_params(set), stream));
+  if (raw()) KVB_CUDA_CHECK(launch_kvbuffer_raw_accept(raw_accept_params(set), stream));
+  else if (kvbuffer()) KVB_CUDA_CHECK(launch_kvbuffer_accept(kvbuffer_accept_params(set), stream));
   else KVB_CUDA_CHECK(launch_recurrent_accept(recurrent_accept_params(set), stream));
 }
 
@@ -163,6 +193,7 @@ static VerifyBatch byte_batch(const VerifyProblem& p) {
   VerifyBatch b;
   b.shape = c.shape;
   b.kvbuffer = p.kvbuffer();
+  b.form = c.form;
   b.draft_tokens = c.draft_tokens;
   b.buffer_size = c.buffer_size;
   b.layers = c.layers;

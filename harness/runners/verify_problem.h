@@ -1,6 +1,7 @@
 // A speculative-verification workload on the GPU (DESIGN.md sections 3 and 4): every layer's pools, m draft tokens per
 // row and the accepted counts, filled with Qwen3-Next distributions; the launches of one model step of verify alone
-// and of verify + accept (one verify and one accept per layer, KVBuffer positions advanced once per step).
+// and of verify + accept (one verify and one accept per layer, KVBuffer positions advanced once per step). A KVBuffer
+// workload holds its buffer in delta form or in raw form (kernels/kvbuffer_raw_params.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "harness/runners/problem_setup.h"
+#include "harness/runners/raw_entry_sets.h"
 #include "harness/runners/verify_accepted.h"
 #include "kernels/byte_model.h"
 #include "kernels/cuda_check.h"
@@ -27,6 +29,7 @@ struct VerifyConfig {
   int draft_tokens = 1;      ///< m, 1 .. kMaxDraftTokens
   AcceptedSpec accepted;     ///< accepted drafts per row, drawn once on the host (draw_accepted with `seed`)
   int buffer_size = 1;       ///< B (kvbuffer only); the pool's capacity is max(B - 1, 1)
+  BufferForm form = BufferForm::delta;  ///< what the buffer stores (kvbuffer only); raw: B <= kMaxRawBuffer
   bool staggered = true;     ///< row i starts at buffer position i mod B; else every row at 0 (aligned)
   int layers = 36;
   int groups = 1;
@@ -48,6 +51,8 @@ class VerifyProblem {
 
   const VerifyConfig& config() const { return cfg_; }
   bool kvbuffer() const { return cfg_.variant == VerifyVariant::kvbuffer; }
+  /// KVBuffer in raw form: raw_verify_params / raw_accept_params launch; no draft deltas are allocated.
+  bool raw() const { return kvbuffer() && cfg_.form == BufferForm::raw; }
   /// Pool/input sets allocated (1 when share_pools, else groups * layers).
   int sets() const { return sets_; }
   /// Kernel launches of one kind (verify, or accept) per model step: groups * layers.
@@ -72,6 +77,8 @@ class VerifyProblem {
   RecurrentAcceptParams recurrent_accept_params(int set) const;
   KVBufferVerifyParams kvbuffer_verify_params(int set) const;
   KVBufferAcceptParams kvbuffer_accept_params(int set) const;
+  RawKVBufferVerifyParams raw_verify_params(int set) const;
+  RawKVBufferAcceptParams raw_accept_params(int set) const;
 
   /// Token inputs [sets][N, m, ...] and gate parameters of every set.
   const TokenInputSets& inputs() const { return inputs_; }
@@ -79,7 +86,7 @@ class VerifyProblem {
   float* state(int set) const { return state_.get() + size_t(set) * cfg_.batch * cfg_.shape.state_elems(); }
   /// Recurrent scratch pool used by a set, [N, m, HV, K, V] fp32.
   float* scratch(int set) const;
-  /// KVBuffer verify's per-draft deltas [N, m, HV, V] and log-decays [N, m, HV] of a set.
+  /// KVBuffer verify's per-draft deltas [N, m, HV, V] and log-decays [N, m, HV] of a set (delta form; else null).
   float* draft_deltas(int set) const;
   float* draft_log_decay(int set) const;
   /// Outputs [N, m, HV, V] of a set in o_dtype.
@@ -120,6 +127,7 @@ class VerifyProblem {
   DeviceBuffer<float> state_;  // recurrent state pools, or KVBuffer checkpoints
   DeviceBuffer<float> scratch_;
   KVBufferEntrySets entries_;
+  RawKVBufferEntrySets raw_entries_;
   DeviceBuffer<float> draft_deltas_, draft_log_decay_;
   BufferPositions positions_;
   DeviceBuffer<int32_t> slot_, accepted_;

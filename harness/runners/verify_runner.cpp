@@ -21,6 +21,7 @@ namespace {
 VerifyConfig verify_config(const Point& pt) {
   VerifyConfig c;
   c.variant = pt.get("variant") == "kvbuffer_verify" ? VerifyVariant::kvbuffer : VerifyVariant::recurrent;
+  c.form = point_buffer_form(pt);
   read_model_point(pt, c.variant == VerifyVariant::kvbuffer, c);
   c.draft_tokens = int(pt.get_int("draft_tokens"));
   c.accepted = parse_accepted(pt.get("accepted"));
@@ -69,7 +70,6 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
 
   Row r;
   r.emplace_back("state_dtype", "fp32");
-  r.emplace_back("buffer_form", prob.kvbuffer() ? "delta" : "");
   r.emplace_back("output_dtype", to_string(cfg.o_dtype));
   r.emplace_back("capacity", prob.kvbuffer() ? std::to_string(prob.capacity()) : "");
   r.emplace_back("mean_accepted", fmt_num(prob.mean_accepted()));
@@ -97,11 +97,12 @@ ExperimentKind spec_verify_experiment_kind() {
       {"draft_tokens", {"4"}, int_axis("draft_tokens", 1, kMaxDraftTokens)},
       {"accepted", {"all"}, check_accepted},
       {"buffer_size", {"8"}, int_axis("buffer_size", 1, 64)},
+      buffer_form_axis(),
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.result_columns = {
-      "state_dtype", "buffer_form", "output_dtype", "capacity", "mean_accepted",
+      "state_dtype", "output_dtype", "capacity", "mean_accepted",
       "verify_us_median", "verify_us_p10", "verify_us_p90", "verify_samples", "verify_noise_pct",
       "verify_sample_stop", "verify_steps_per_sample",
       "verify_accept_us_median", "verify_accept_us_p10", "verify_accept_us_p90", "verify_accept_samples",
@@ -113,10 +114,10 @@ ExperimentKind spec_verify_experiment_kind() {
       "max_rel_err", "max_rel_err_o", "l2", "l2_rotation", "scratch_sets", "copy_gbps", "read_gbps", "device_bytes",
       "dram_read_bytes", "dram_write_bytes", "measured_over_model", "cupti_status", "sm_clock_mhz", "throttled"};
   k.applies = [](const std::string& variant, const std::string& axis) {
-    if (variant == "recurrent_verify") return axis != "buffer_size" && axis != "phase";
+    if (variant == "recurrent_verify") return axis != "buffer_size" && axis != "buffer_form" && axis != "phase";
     return true;
   };
-  k.validate = validate_point_shape;
+  k.validate = validate_buffer_form_point;
   k.run = run_verify_point;
   return k;
 }

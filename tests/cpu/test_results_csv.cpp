@@ -1,5 +1,5 @@
-// The committed decode results: every column the decode kind declares is present (in the order the engine writes),
-// and every row is typed: numbers where numbers belong, statuses, and bytes measured against the model.
+// The committed decode and spec_verify results: every column the kind declares is present (in the order the engine
+// writes), and every row is typed: numbers where numbers belong, statuses, and bytes measured against the model.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,15 +19,18 @@ double number(const std::string& s, const std::string& column) {
   return x;
 }
 
+/// Index of column `name` in `t`'s header (a failure, and 0, when missing).
+size_t column(const CsvTable& t, const std::string& name) {
+  for (size_t i = 0; i < t.header.size(); ++i)
+    if (t.header[i] == name) return i;
+  ADD_FAILURE() << "missing column " << name;
+  return 0;
+}
+
 TEST(ResultsCsv, DecodeLatencyHasEveryColumnTyped) {
   const CsvTable t = read_csv_file(std::string(KVB_SOURCE_DIR) + "/results/decode_latency.csv");
   EXPECT_EQ(t.header, csv_columns(find_experiment_kind("decode")));
-  auto col = [&](const std::string& name) {
-    for (size_t i = 0; i < t.header.size(); ++i)
-      if (t.header[i] == name) return i;
-    ADD_FAILURE() << "missing column " << name;
-    return size_t(0);
-  };
+  auto col = [&](const std::string& name) { return column(t, name); };
   ASSERT_EQ(t.rows.size(), 80u);  // 10 recurrent + 70 KVBuffer points of experiments/decode_latency.toml
   for (const auto& row : t.rows) {
     ASSERT_EQ(row.size(), t.header.size());
@@ -49,6 +52,37 @@ TEST(ResultsCsv, DecodeLatencyHasEveryColumnTyped) {
     const bool kvb = row[col("variant")] == "kvbuffer";
     EXPECT_EQ(row[col("buffer_size")].empty(), !kvb);
     EXPECT_TRUE(row[col("throttled")] == "yes" || row[col("throttled")] == "no");
+  }
+}
+
+TEST(ResultsCsv, SpecVerifyHasEveryColumnTyped) {
+  const CsvTable t = read_csv_file(std::string(KVB_SOURCE_DIR) + "/results/spec_verify.csv");
+  EXPECT_EQ(t.header, csv_columns(find_experiment_kind("spec_verify")));
+  auto col = [&](const std::string& name) { return column(t, name); };
+  // results/README.md: recurrent and KVBuffer (B = 4) x batch 64, 256 x m = 1, 2, 4, 8 x accepted all, 0.7.
+  ASSERT_EQ(t.rows.size(), 32u);
+  for (const auto& row : t.rows) {
+    ASSERT_EQ(row.size(), t.header.size());
+    EXPECT_EQ(row[col("status")], "ok");
+    EXPECT_EQ(row[col("cupti_status")], "ok");
+    for (const char* c : {"batch", "draft_tokens", "layers", "mean_accepted", "verify_us_median",
+                          "verify_accept_us_median", "verify_model_bytes", "verify_accept_model_bytes", "max_rel_err",
+                          "max_rel_err_o", "dram_read_bytes", "dram_write_bytes", "measured_over_model"})
+      number(row[col(c)], c);
+    for (const std::string p : {"verify_us_", "verify_accept_us_"}) {
+      const double p10 = number(row[col(p + "p10")], p + "p10"), med = number(row[col(p + "median")], p + "median"),
+                   p90 = number(row[col(p + "p90")], p + "p90");
+      EXPECT_LE(p10, med);
+      EXPECT_LE(med, p90);
+    }
+    EXPECT_NEAR(number(row[col("measured_over_model")], "measured_over_model"), 1.0, 0.05);
+    EXPECT_LE(number(row[col("max_rel_err")], "max_rel_err"), 2e-5);
+    EXPECT_LE(number(row[col("max_rel_err_o")], "max_rel_err_o"), 8e-3);
+    // The committed run predates the raw form: its KVBuffer rows hold delta-form buffers.
+    const bool kvb = row[col("variant")] == "kvbuffer_verify";
+    EXPECT_EQ(row[col("buffer_size")].empty(), !kvb);
+    EXPECT_EQ(row[col("buffer_form")], kvb ? "delta" : "");
+    EXPECT_EQ(row[col("phase")], kvb ? "staggered" : "");
   }
 }
 

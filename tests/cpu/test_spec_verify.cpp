@@ -1,6 +1,7 @@
-// The spec_verify experiment kind on the CPU: its axes and their validation, the accepted-count draw, the byte-model
-// sums over a batch, and the committed config's grid (harness/runners/verify_runner.h, verify_accepted.h,
-// verify_bytes.h, experiments/spec_verify.toml).
+// The spec_verify experiment kind on the CPU: its axes and their validation (the buffer_form axis and the raw form's
+// buffer limit included), the accepted-count draw, the byte-model sums over a batch in delta and raw form, and the
+// committed configs' grids (harness/runners/verify_runner.h, verify_accepted.h, verify_bytes.h,
+// experiments/spec_verify.toml, experiments/buffer_form_verify.toml).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,9 +13,28 @@
 #include "harness/runners/verify_bytes.h"
 #include "harness/sweep/config.h"
 #include "harness/sweep/grid.h"
+#include "kernels/byte_model_raw.h"
+#include "kernels/kvbuffer_raw_params.h"
 
 namespace kvb {
 namespace {
+
+/// The grid of `kind_name` with the default axes and the given `--set` overrides.
+std::vector<Point> grid_with(const std::string& kind_name, const std::vector<std::string>& sets) {
+  const ExperimentKind& kind = find_experiment_kind(kind_name);
+  const SweepConfig c =
+      parse_sweep_config("[experiment]\nname = \"v\"\nkind = \"" + kind_name + "\"\n", "v.toml");
+  std::vector<AxisValues> overrides;
+  for (const std::string& set : sets) overrides.push_back(parse_axis_override(set));
+  return make_grid(kind, resolve_axes(kind, c, overrides));
+}
+
+/// `p` with axis `axis` set to `value`.
+Point with_axis(Point p, const std::string& axis, const std::string& value) {
+  for (auto& [name, v] : p.axes)
+    if (name == axis) v = value;
+  return p;
+}
 
 /// Resolves the spec_verify axes with one `--set` override; returns the UsageError's message ("" when none).
 std::string override_error(const std::string& set) {
@@ -30,7 +50,8 @@ std::string override_error(const std::string& set) {
 
 TEST(SpecVerifyAxes, GoodValuesResolve) {
   for (const char* set : {"variant=recurrent_verify,kvbuffer_verify", "draft_tokens=1,8", "accepted=all,none,0.7",
-                          "accepted=0.01,0.99", "buffer_size=1,64", "phase=aligned", "batch=1,4096"})
+                          "accepted=0.01,0.99", "buffer_size=1,64", "phase=aligned", "batch=1,4096",
+                          "buffer_form=delta,raw"})
     EXPECT_EQ(override_error(set), "") << set;
 }
 
@@ -40,6 +61,7 @@ TEST(SpecVerifyAxes, BadValuesNameTheAxis) {
       {"accepted=0", "accepted"},       {"accepted=1", "accepted"},         {"accepted=1.5", "accepted"},
       {"accepted=-0.2", "accepted"},    {"accepted=some", "accepted"},      {"accepted=0.5x", "accepted"},
       {"buffer_size=0", "buffer_size"}, {"buffer_size=65", "buffer_size"},  {"phase=random", "phase"},
+      {"buffer_form=rawish", "buffer_form"}, {"buffer_form=Raw", "buffer_form"},
   };
   for (const auto& [set, axis] : bad) {
     const std::string e = override_error(set);
@@ -76,9 +98,81 @@ TEST(SpecVerifyAxes, RecurrentPointsHaveNoBufferSizeOrPhase) {
     const bool kvb = p.get("variant") == "kvbuffer_verify";
     EXPECT_EQ(p.get("buffer_size").empty(), !kvb) << p.label();
     EXPECT_EQ(p.get("phase").empty(), !kvb) << p.label();
+    EXPECT_EQ(p.get("buffer_form"), kvb ? "delta" : "") << p.label();
     EXPECT_EQ(p.get("layers"), "36");
     EXPECT_EQ(kind.validate(p), "") << p.label();
   }
+}
+
+TEST(SpecVerifyAxes, BufferFormFollowsBufferSizeAndSkipsRecurrent) {
+  const ExperimentKind& kind = find_experiment_kind("spec_verify");
+  std::vector<std::string> names;
+  for (const AxisSpec& a : kind.axes) names.push_back(a.name);
+  const auto at = [&](const char* n) { return std::find(names.begin(), names.end(), n) - names.begin(); };
+  EXPECT_EQ(at("buffer_form"), at("buffer_size") + 1);
+  EXPECT_EQ(std::find(kind.result_columns.begin(), kind.result_columns.end(), "buffer_form"),
+            kind.result_columns.end());
+  EXPECT_FALSE(kind.applies("recurrent_verify", "buffer_form"));
+  EXPECT_TRUE(kind.applies("kvbuffer_verify", "buffer_form"));
+
+  // One recurrent point (no buffer, so no form), one KVBuffer point per form; the default form is delta.
+  const std::vector<Point> points =
+      grid_with("spec_verify", {"variant=recurrent_verify,kvbuffer_verify", "buffer_form=delta,raw"});
+  ASSERT_EQ(points.size(), 3u);
+  std::vector<std::string> forms;
+  for (const Point& p : points) {
+    EXPECT_EQ(kind.validate(p), "") << p.label();
+    if (p.get("variant") == "recurrent_verify") {
+      EXPECT_EQ(p.get("buffer_form"), "") << p.label();
+    } else {
+      forms.push_back(p.get("buffer_form"));
+    }
+  }
+  EXPECT_EQ(forms, (std::vector<std::string>{"delta", "raw"}));
+  for (const Point& p : grid_with("spec_verify", {"variant=kvbuffer_verify"})) EXPECT_EQ(p.get("buffer_form"), "delta");
+  for (const Point& p : grid_with("spec_verify", {"buffer_form=raw"}))
+    EXPECT_EQ(p.label().find("buffer_form=raw") != std::string::npos, p.get("variant") == "kvbuffer_verify");
+}
+
+TEST(SpecVerifyAxes, RawBufferBeyondTheRawLimitIsRejectedInOneLine) {
+  const ExperimentKind& kind = find_experiment_kind("spec_verify");
+  const std::string limit = "buffer_size=" + std::to_string(kMaxRawBuffer);
+  const std::vector<Point> points = grid_with("spec_verify", {"variant=kvbuffer_verify", "buffer_form=delta,raw", limit});
+  ASSERT_EQ(points.size(), 2u);
+  for (const Point& p : points) EXPECT_EQ(kind.validate(p), "") << p.label();  // the limit itself is fine
+  const std::string over = std::to_string(kMaxRawBuffer + 1);
+  const Point raw = with_axis(points[1], "buffer_size", over);
+  ASSERT_EQ(raw.get("buffer_form"), "raw");
+  const std::string e = kind.validate(raw);
+  EXPECT_EQ(e, "buffer_size = " + over + " is out of range for buffer_form raw (allowed: 1 to " +
+                   std::to_string(kMaxRawBuffer) + ")");
+  EXPECT_EQ(kind.validate(with_axis(points[0], "buffer_size", over)), "");  // the delta form has no such limit
+  // The decode kind shares the check (its buffer_size axis reaches beyond the raw limit).
+  const ExperimentKind& decode = find_experiment_kind("decode");
+  const std::vector<Point> dp =
+      grid_with("decode", {"variant=kvbuffer", "buffer_form=delta,raw", "buffer_size=" + over});
+  ASSERT_EQ(dp.size(), 2u);
+  EXPECT_EQ(decode.validate(dp[0]), "");
+  EXPECT_EQ(decode.validate(dp[1]), e);
+}
+
+TEST(SpecVerifyAxes, BufferFormConfigComparesBothFormsOfKVBufferOnly) {
+  const ExperimentKind& kind = find_experiment_kind("spec_verify");
+  const SweepConfig c = load_sweep_config(std::string(KVB_SOURCE_DIR) + "/experiments/buffer_form_verify.toml");
+  EXPECT_EQ(c.kind, "spec_verify");
+  const std::vector<Point> points = make_grid(kind, resolve_axes(kind, c, {}));
+  // 2 forms x 2 batches x 3 draft counts x 2 acceptances x 2 buffer sizes, all KVBuffer.
+  ASSERT_EQ(points.size(), 2u * 2 * 3 * 2 * 2);
+  int raw = 0;
+  for (const Point& p : points) {
+    EXPECT_EQ(p.get("variant"), "kvbuffer_verify");
+    EXPECT_EQ(p.get("phase"), "staggered");
+    EXPECT_EQ(p.get("layers"), "36");
+    EXPECT_LE(p.get_int("buffer_size"), kMaxRawBuffer);
+    EXPECT_EQ(kind.validate(p), "") << p.label();
+    raw += p.get("buffer_form") == "raw";
+  }
+  EXPECT_EQ(raw, 24);
 }
 
 TEST(SpecVerifyAccepted, AllAndNone) {
@@ -169,6 +263,37 @@ TEST(SpecVerifyBytes, KVBufferSumsByHandOverSteps) {
   const ByteCount two = verify_accept_layer_step_bytes(b, 2);
   EXPECT_DOUBLE_EQ(two.read, (step1_read + step2_read) / 2);
   EXPECT_DOUBLE_EQ(two.write, (step1_write + step2_write) / 2);
+}
+
+TEST(SpecVerifyBytes, RawFormSumsByHandOverSteps) {
+  VerifyBatch b = tiny_batch(true);
+  b.form = BufferForm::raw;
+  b.buffer_size = 3;
+  b.layers = 4;
+  b.fill = {0, 2};
+  b.accepted = {1, 2};
+  // Raw entry: key 1*4*2 + value 2*4*2 + a, b 2*2*2 = 32 B.
+  ASSERT_DOUBLE_EQ(raw_entry_bytes(b.shape), 32);
+  // Raw verify of a row holding n entries: 2 x 40 + checkpoint 128 + n x 32 + slot, fill 8 read; only the 2 x 16
+  // outputs written (no deltas). Fills {0, 2}: read 16 + 216 + 280, written 2 x 32.
+  const ByteCount v = verify_layer_step_bytes(b);
+  EXPECT_DOUBLE_EQ(v.read, 512);
+  EXPECT_DOUBLE_EQ(v.write, 64);
+  // Step 1, fills {0, 2}: row 0 appends 1 raw entry (12 + 32 read, 32 written); row 1 overflows (2 + 2 >= 3) and
+  // folds: 12 + 128 + 4 x 32 read, 128 written; advance 2 x 12 / 4 read, 2 x 4 / 4 written. Fills become {1, 0}.
+  // Step 2, fills {1, 0}: verify 16 + 248 + 216 read, 64 written; row 0 appends 1 (44 read, 32 written), row 1
+  // appends 2 (12 + 64 read, 64 written); the advance again.
+  const double step1_read = 512 + 44 + 268 + 6, step1_write = 64 + 32 + 128 + 2;
+  const double step2_read = 480 + 44 + 76 + 6, step2_write = 64 + 32 + 64 + 2;
+  const ByteCount one = verify_accept_layer_step_bytes(b, 1);
+  EXPECT_DOUBLE_EQ(one.read, step1_read);
+  EXPECT_DOUBLE_EQ(one.write, step1_write);
+  const ByteCount two = verify_accept_layer_step_bytes(b, 2);
+  EXPECT_DOUBLE_EQ(two.read, (step1_read + step2_read) / 2);
+  EXPECT_DOUBLE_EQ(two.write, (step1_write + step2_write) / 2);
+  // The same batch in delta form moves more bytes: fp32 deltas stored, and written by verify.
+  b.form = BufferForm::delta;
+  EXPECT_GT(verify_accept_layer_step_bytes(b, 2).total(), two.total());
 }
 
 TEST(SpecVerifyBytes, FillEvolutionAndBadInput) {

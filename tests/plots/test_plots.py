@@ -74,8 +74,8 @@ def synthetic_decode_rows() -> list[dict[str, str]]:
 
 # Header of a spec_verify CSV as `kvb sweep` writes it (README "Speculative verification").
 SPEC_VERIFY_HEADER = (
-    "experiment,variant,batch,draft_tokens,accepted,buffer_size,phase,layers,heads_qk,heads_v,head_dim_k,head_dim_v,"
-    "seed,state_dtype,buffer_form,output_dtype,capacity,mean_accepted,verify_us_median,verify_us_p10,verify_us_p90,"
+    "experiment,variant,batch,draft_tokens,accepted,buffer_size,buffer_form,phase,layers,heads_qk,heads_v,head_dim_k,"
+    "head_dim_v,seed,state_dtype,output_dtype,capacity,mean_accepted,verify_us_median,verify_us_p10,verify_us_p90,"
     "verify_samples,verify_noise_pct,verify_sample_stop,verify_steps_per_sample,verify_accept_us_median,"
     "verify_accept_us_p10,verify_accept_us_p90,verify_accept_samples,verify_accept_noise_pct,"
     "verify_accept_sample_stop,verify_accept_steps_per_sample,verify_model_bytes,verify_model_read_bytes,"
