@@ -114,15 +114,9 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
   bs.setup(dyn_smem + Tile::bytes(cap), cap);
   float* dk = reinterpret_cast<float*>(dyn_smem + Tile::bytes(cap) + BufferSmem<K>::bytes(cap));  // [M][cap]
   float* dq = dk + M * cap;
-  // Three copy groups, consumed in order: the buffer (keys, log-decays, deltas), then each half of the checkpoint
-  // slice; the per-draft and per-entry coefficients are formed while the checkpoint is still streaming in.
-  const float* s0 = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
-  bs.load_async(pool, H, HV, slot, h, hk, n);
+  tile.load_rows_async(0, K, pool.checkpoint + (int64_t(slot) * HV + h) * K * V, V, v0, V);
   tile.load_rows_async(K, n, pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, v0, V);
-  cp_async_commit();
-  tile.load_rows_async(0, K / 2, s0, V, v0, V);
-  cp_async_commit();
-  tile.load_rows_async(K / 2, K / 2, s0 + int64_t(K / 2) * V, V, v0, V);
+  bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
 
   // The drafts' normalised keys and queries and their gates, while the copies are in flight.
@@ -143,7 +137,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
       ds.beta[i] = gate.beta;
     }
   }
-  cp_async_wait_group<2>();  // the buffer
+  cp_async_wait_all();
   __syncthreads();
 
   // Buffer weights w_j = e^{sum of g after j} and 1/|k_j| (warp 0 scan, all warps norms).
@@ -196,16 +190,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
       ds.D[i] = expf(gsum);
     }
   }
-  __syncthreads();  // every product of the unscaled k^, q^ is formed, and D
-  // From here k^_i and q^_i carry the checkpoint's decay to draft i, e^{G_n} D[i], so the checkpoint rows add in
-  // directly: a_i = sum_r S0[r] (e^{G_i} k^_i[r]) + buffer terms.
-  const float decay0 = bs.decay0[0];
-  for (int idx = threadIdx.x; idx < M * K; idx += THREADS) {
-    const int i = idx / K, r = idx % K;
-    const float d = decay0 * ds.D[i];
-    ds.k_at(i, r) *= d;
-    ds.q_at(i, r) *= d;
-  }
+  __syncthreads();
 
   // One pass over the checkpoint rows and the buffer rows for every draft.
   const VerifyLanes<VB> ln(v0, V);
@@ -214,7 +199,36 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
   for (int i = 0; i < M; ++i)
 #pragma unroll
     for (int c = 0; c < 4; ++c) ak[i][c] = aq[i][c] = 0.f;
-  // The buffered entries: a_i += w_j D[i] (k_j . k^_i) / |k_j| u_j (and the same with q^_i).
+  // Four of this lane's rows per step: r = sub + 8 (4 q + tt), their coefficients one float4 per draft.
+#pragma unroll 2
+  for (int q = 0; q < K / (4 * SUBS); ++q) {
+    float4 s[4];
+#pragma unroll
+    for (int tt = 0; tt < 4; ++tt) s[tt] = tile.at(ln.sub + SUBS * (4 * q + tt), ln.c4);
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      const float4 kw = *reinterpret_cast<const float4*>(&ds.khat[i][ln.sub][4 * q]);
+      const float4 qw = *reinterpret_cast<const float4*>(&ds.qhat[i][ln.sub][4 * q]);
+      fma4(kw.x, s[0], ak[i]);
+      fma4(kw.y, s[1], ak[i]);
+      fma4(kw.z, s[2], ak[i]);
+      fma4(kw.w, s[3], ak[i]);
+      fma4(qw.x, s[0], aq[i]);
+      fma4(qw.y, s[1], aq[i]);
+      fma4(qw.z, s[2], aq[i]);
+      fma4(qw.w, s[3], aq[i]);
+    }
+  }
+  const float decay0 = bs.decay0[0];
+#pragma unroll
+  for (int i = 0; i < M; ++i) {
+    const float d = decay0 * ds.D[i];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      ak[i][c] *= d;
+      aq[i][c] *= d;
+    }
+  }
   for (int j = ln.sub; j < n; j += SUBS) {
     const float4 u = tile.at(K + j, ln.c4);
     const float wj = bs.w[j] * bs.rk[j];
@@ -223,33 +237,6 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
       const float wd = wj * ds.D[i];
       fma4(wd * dk[i * cap + j], u, ak[i]);
       fma4(wd * dq[i * cap + j], u, aq[i]);
-    }
-  }
-  // The checkpoint rows, each half as it lands: four of this lane's rows per step, r = sub + 8 (4 q + tt), their
-  // coefficients one float4 per draft.
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    if (half == 0) cp_async_wait_group<1>();
-    else cp_async_wait_group<0>();
-    __syncthreads();
-#pragma unroll 2
-    for (int q = half * K / (8 * SUBS); q < (half + 1) * K / (8 * SUBS); ++q) {
-      float4 s[4];
-#pragma unroll
-      for (int tt = 0; tt < 4; ++tt) s[tt] = tile.at(ln.sub + SUBS * (4 * q + tt), ln.c4);
-#pragma unroll
-      for (int i = 0; i < M; ++i) {
-        const float4 kw = *reinterpret_cast<const float4*>(&ds.khat[i][ln.sub][4 * q]);
-        const float4 qw = *reinterpret_cast<const float4*>(&ds.qhat[i][ln.sub][4 * q]);
-        fma4(kw.x, s[0], ak[i]);
-        fma4(kw.y, s[1], ak[i]);
-        fma4(kw.z, s[2], ak[i]);
-        fma4(kw.w, s[3], ak[i]);
-        fma4(qw.x, s[0], aq[i]);
-        fma4(qw.y, s[1], aq[i]);
-        fma4(qw.z, s[2], aq[i]);
-        fma4(qw.w, s[3], aq[i]);
-      }
     }
   }
 #pragma unroll

@@ -21,11 +21,14 @@ std::string validate_pool(const KVBufferPool& pool);
 /// A/B measurements), as VB * 1000 + THREADS; 0 when unset or malformed. Read once per process.
 int tile_override();
 
-/// Lets `kernel` take `bytes` of dynamic shared memory (raises its limit past the default 48 KiB when needed).
-/// Returns cudaFuncSetAttribute's error, or cudaSuccess.
+/// Lets `kernel` take `bytes` of dynamic shared memory: raises its limit when `bytes` plus the kernel's static shared
+/// memory pass the default 48 KiB (the default caps their sum, whatever an earlier launch of the same kernel raised).
+/// Returns the error of cudaFuncGetAttributes or cudaFuncSetAttribute, or cudaSuccess.
 template <class Kernel>
 cudaError_t allow_dynamic_smem(Kernel kernel, size_t bytes) {
-  if (bytes <= 48 * 1024) return cudaSuccess;
+  cudaFuncAttributes attr{};
+  if (const cudaError_t e = cudaFuncGetAttributes(&attr, kernel); e != cudaSuccess) return e;
+  if (bytes + attr.sharedSizeBytes <= 48 * 1024) return cudaSuccess;
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
 }
 
