@@ -358,14 +358,15 @@ __device__ __forceinline__ void raw_fold(const Smem& sm, float* __restrict__ s0,
     for (int j = 0; j < T; ++j) sm.pu[j * VB + c] *= expf(float(sm.G[T - 1] - sm.G[j])) * sm.rn[j];
   }
   __syncthreads();
-  // S0 <- e^{G_t} S0 + K^T (w rk U): [K x Tp] x [Tp x VB] on the accumulator loaded from the slice.
+  // S0 <- e^{G_t} S0 + K^T (w rk U): [K x Tp] x [Tp x VB] on a zero accumulator, added to e^{G_t} S0 in fp32 on
+  // CUDA cores. (The tensor cores align and truncate their fp32 sums rather than round them to nearest; accumulating
+  // onto S0 itself would shrink every element of the state toward zero by up to an ulp per MMA, a bias that every
+  // flush repeats and that adds up over a long run.)
   const float decay = sm.decay0[T - 1];
   for (int tIdx = warp; tIdx < (K / 16) * (VB / 16); tIdx += warps) {
     const int k0 = (tIdx / (VB / 16)) * 16, c0 = (tIdx % (VB / 16)) * 16;
-    FragC acc;
-    wmma::load_matrix_sync(acc, sm.tile + k0 * VB + c0, VB, wmma::mem_row_major);
-#pragma unroll
-    for (int i = 0; i < acc.num_elements; ++i) acc.x[i] *= decay;
+    FragC acc, state;
+    wmma::fill_fragment(acc, 0.f);
     for (int j0 = 0; j0 < Tp; j0 += 8) {
       FragAt a;
       FragB hi, lo;
@@ -376,6 +377,9 @@ __device__ __forceinline__ void raw_fold(const Smem& sm, float* __restrict__ s0,
       wmma::mma_sync(acc, a, lo, acc);
       wmma::mma_sync(acc, a, hi, acc);
     }
+    wmma::load_matrix_sync(state, sm.tile + k0 * VB + c0, VB, wmma::mem_row_major);
+#pragma unroll
+    for (int i = 0; i < acc.num_elements; ++i) acc.x[i] = fmaf(decay, state.x[i], acc.x[i]);
     wmma::store_matrix_sync(s0 + int64_t(k0) * V + v0 + c0, acc, V, wmma::mem_row_major);
   }
 }

@@ -1,7 +1,11 @@
-// Host-side helpers of the raw-form launchers (kernels/kvbuffer_raw_params.h): pool and input validation, and the
-// column-slice width of a launch.
+// Host-side helpers of the raw-form launchers (kernels/kvbuffer_raw_params.h): pool and input validation, the
+// column-slice width and decode kernel of a launch (with their environment overrides for A/B measurements), and the
+// shared-memory limit of a kernel.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
 #include <string>
 
 #include "kernels/kvbuffer_raw_params.h"
@@ -20,5 +24,31 @@ std::string validate_raw_inputs(const GdnShape& shape, const TokenInputs& in, in
 /// still gives `batch` rows at least 4 blocks per SM, else the narrowest. KVB_RAW_TILE=VB (16, 32 or 64) forces a
 /// width for A/B measurements when it divides head_dim_v (read once per process).
 int raw_slice_width(int batch, const GdnShape& shape);
+
+/// The raw decode kernels (kernels/kvbuffer_raw_decode.cu). chain: effective query by the transposed delta rule in
+/// one warp while the checkpoint slice streams in, flush folded in 8-entry chunks on CUDA cores (the default).
+/// gram: Gram matrix, back substitution and effective query after the slice has arrived, flush on tensor cores (WMMA
+/// TF32 hi + lo). KVB_RAW_DECODE=chain or gram forces one (read once per process; anything else: the default).
+enum class RawDecodeKernel : int { chain = 0, gram = 1 };
+RawDecodeKernel raw_decode_kernel();
+
+/// Shared memory of one raw decode block, dynamic plus static (bytes), for `batch` rows of `shape` and buffer size
+/// `buffer_size`: the kernel raw_decode_kernel() and the width raw_slice_width(batch, shape) that a launch picks.
+/// 0 when head_dim_k is not 32, 64, 128 or 256. Sets the blocks per SM (H200: 228 KiB per SM, 1 KiB reserved per
+/// block).
+size_t raw_decode_block_smem(const GdnShape& shape, int batch, int buffer_size);
+
+/// Lets `kernel`, whose static shared arrays take `static_bytes`, launch with `dynamic_bytes` of dynamic shared
+/// memory. Without the attribute a block may hold 48 KiB of shared memory in all, static included (the dynamic part
+/// alone must stay within 48 KiB minus the static bytes); past that, raises cudaFuncAttributeMaxDynamicSharedMemorySize
+/// to `dynamic_bytes`. Returns cudaFuncSetAttribute's error (its sticky state cleared), else cudaSuccess.
+template <class Kernel>
+cudaError_t raw_allow_smem(Kernel kernel, size_t dynamic_bytes, size_t static_bytes) {
+  if (static_bytes + dynamic_bytes <= 48 * 1024) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, int(dynamic_bytes));
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e;
+}
 
 }  // namespace kvb

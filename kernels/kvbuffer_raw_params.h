@@ -7,8 +7,11 @@
 //   A_ij = beta_i e^{G_i - G_j} (k^_i . k^_j)  (i > j),   R_j = beta_j (v_j - e^{G_j} S0^T k^_j),   U = (I + A)^-1 R.
 // An output needs only one product against S0: with c_j = e^{G_t - G_j} (k^_j . q^_t) and d = (I + A)^-T c,
 //   o_t = e^{G_t} S0^T q^_t + c^T U = S0^T (e^{G_t} q^_t - sum_j d_j beta_j e^{G_j} k^_j) + sum_j d_j beta_j v_j,
-// so a step that does not flush streams S0 once (like the delta form) and never forms U. A flush forms
-// P = K^ S0 ([T x K] x [K x V]) and folds S0 <- e^{G_t} S0 + sum_j e^{G_t - G_j} k^_j u_j^T on tensor cores.
+// so a step that does not flush streams S0 once (like the delta form) and never forms U. The decode kernel takes the
+// effective query by the transposed delta rule (z <- (I - beta_j k^_j k^_j^T) z from the newest entry down, O(T K);
+// kernels/kvbuffer_raw_decode.cu). A flush forms P = K^ S0 ([T x K] x [K x V]) and folds
+// S0 <- e^{G_t} S0 + sum_j e^{G_t - G_j} k^_j u_j^T: decode in chunks of 8 entries on CUDA cores, accept (and the
+// gram decode kernel) on tensor cores.
 #pragma once
 
 #include "kernels/gdn_params.h"

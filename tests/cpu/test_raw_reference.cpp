@@ -164,6 +164,122 @@ TEST(RawKVBufferReference, EffectiveQueryShortcutEqualsTheRebuild) {
   }
 }
 
+// The chain decode kernel's effective query (kernels/kvbuffer_raw_decode.cu), in float64 as the device code takes it:
+// z = q^, then entries t .. 0 two at a time from one set of dot products (k_j . z, k_i . z, k_i . k_j, |k_j|^2,
+// |k_i|^2), vw_j = beta_j e^{G_t - G_j} rk_j s_j, z -= beta_j rk_j^2 s_j k_j; o = S0^T (e^{G_t} z) + sum_j vw_j v_j must
+// equal the chunkwise reference.
+TEST(RawKVBufferReference, EffectiveQueryChainEqualsTheRebuild) {
+  const GdnShape s = test_shape();
+  const int K = s.head_dim_k, V = s.head_dim_v;
+  Qwen3NextInputs in(s, 23);
+  const GateParams gp = in.gate_params();
+  for (int n : {0, 1, 2, 5, 6, 13}) {
+    RawKVBufferSlot slot{in.state(), draw_tokens(s, n, in.rng())};
+    const TokenRaw t = in.token();
+    std::vector<double> o_ref;
+    RawKVBufferSlot copy = slot;
+    kvbuffer_raw_decode(s, 64, gp, t, copy, o_ref);
+    std::vector<TokenRaw> rows = slot.entries;
+    rows.push_back(t);
+    for (int h = 0; h < s.heads_v; ++h) {
+      const int kh = h / s.group();
+      auto key = [&](int j) { return rows[j].k.data() + size_t(kh) * K; };
+      auto dot = [&](const double* x, const double* y) {
+        double r = 0;
+        for (int k = 0; k < K; ++k) r += x[k] * y[k];
+        return r;
+      };
+      const double* q = t.q.data() + size_t(kh) * K;
+      const double rq = gp.scale / std::sqrt(dot(q, q) + gp.l2norm_eps);
+      std::vector<double> z(q, q + K), vw(n + 1), zero(K, 0.0);
+      for (double& x : z) x *= rq;
+      double gs = 0;
+      auto step = [&](int j, double sj, double kk) {  // entry j with s_j = k_j . z and kk = |k_j|^2
+        const TokenPrepared pj = prepare_token(s, rows[j], gp);
+        const double rk = 1 / std::sqrt(kk + gp.l2norm_eps), c = pj.beta[h] * rk * rk * sj;
+        vw[j] = pj.beta[h] * std::exp(gs) * rk * sj;
+        for (int k = 0; k < K; ++k) z[k] -= c * key(j)[k];
+        gs += pj.g[h];
+        return c;
+      };
+      for (int j = n; j >= 0; j -= 2) {
+        const int i = j - 1;
+        const double* ki = i >= 0 ? key(i) : zero.data();
+        const double a = dot(key(j), z.data()), b = dot(ki, z.data()), c = dot(ki, key(j));
+        const double cj = step(j, a, dot(key(j), key(j)));
+        if (i >= 0) step(i, b - cj * c, dot(ki, ki));
+      }
+      double err = 0, big = 0;
+      for (int c = 0; c < V; ++c) {
+        double o = 0;
+        for (int k = 0; k < K; ++k) o += slot.checkpoint[(size_t(h) * K + k) * V + c] * std::exp(gs) * z[k];
+        for (int j = 0; j <= n; ++j) o += vw[j] * rows[j].v[size_t(h) * V + c];
+        err = std::max(err, std::abs(o - o_ref[size_t(h) * V + c]));
+        big = std::max(big, std::abs(o_ref[size_t(h) * V + c]));
+      }
+      ASSERT_GT(big, 0.0);
+      EXPECT_LE(err / big, 1e-6) << "n " << n << " head " << h;  // fp32 key norms in the reference: ~1e-7
+    }
+  }
+}
+
+// The chain decode kernel's flush (kernels/kvbuffer_raw_decode.cu), in float64: the entries fold in chunks of 8, each
+// a UT transform against the state the earlier chunks left (P = S^T k_j, A and decays from the chunk's first entry),
+// and must give the state of the whole-buffer rebuild.
+TEST(RawKVBufferReference, ChunkedFoldEqualsTheWholeFold) {
+  const GdnShape s = test_shape();
+  const int K = s.head_dim_k, V = s.head_dim_v, C = 8;
+  Qwen3NextInputs in(s, 29);
+  const GateParams gp = in.gate_params();
+  for (int T : {1, 5, 8, 9, 16, 21, 64}) {
+    const RawKVBufferSlot slot{in.state(), draw_tokens(s, T, in.rng())};
+    const std::vector<double> want = kvbuffer_raw_state(s, gp, slot);
+    std::vector<TokenPrepared> pe;
+    for (const TokenRaw& e : slot.entries) pe.push_back(prepare_token(s, e, gp));
+    std::vector<double> state = slot.checkpoint;
+    for (int h = 0; h < s.heads_v; ++h) {
+      const int kh = h / s.group();
+      double* S = state.data() + size_t(h) * K * V;
+      auto key = [&](int j) { return slot.entries[j].k.data() + size_t(kh) * K; };
+      auto rk = [&](int j) {
+        double x = 0;
+        for (int k = 0; k < K; ++k) x += key(j)[k] * key(j)[k];
+        return 1 / std::sqrt(x + gp.l2norm_eps);
+      };
+      for (int c0 = 0; c0 < T; c0 += C) {
+        const int c1 = std::min(c0 + C, T), cn = c1 - c0;
+        std::vector<double> gc(cn), u(size_t(cn) * V);
+        double sum = 0;
+        for (int i = 0; i < cn; ++i) gc[i] = sum += pe[c0 + i].g[h];
+        for (int i = 0; i < cn; ++i) {
+          const int e = c0 + i;
+          const double beta = pe[e].beta[h];
+          for (int c = 0; c < V; ++c) {
+            double P = 0;
+            for (int k = 0; k < K; ++k) P += S[size_t(k) * V + c] * key(e)[k];
+            double x = beta * slot.entries[e].v[size_t(h) * V + c] - beta * std::exp(gc[i]) * rk(e) * P;
+            for (int j = 0; j < i; ++j) {
+              double kk = 0;
+              for (int k = 0; k < K; ++k) kk += key(e)[k] * key(c0 + j)[k];
+              x -= beta * std::exp(gc[i] - gc[j]) * rk(e) * rk(c0 + j) * kk * u[size_t(j) * V + c];
+            }
+            u[size_t(i) * V + c] = x;
+          }
+        }
+        const double dend = std::exp(gc[cn - 1]);
+        for (int k = 0; k < K; ++k)
+          for (int c = 0; c < V; ++c) {
+            double x = dend * S[size_t(k) * V + c];
+            for (int j = 0; j < cn; ++j)
+              x += key(c0 + j)[k] * std::exp(gc[cn - 1] - gc[j]) * rk(c0 + j) * u[size_t(j) * V + c];
+            S[size_t(k) * V + c] = x;
+          }
+      }
+    }
+    EXPECT_LE(max_rel_err(want, state, s.heads_v), 1e-6) << "T " << T;  // fp32 key norms in the reference
+  }
+}
+
 TEST(RawKVBufferReference, RejectsBadArguments) {
   const GdnShape s = test_shape();
   Qwen3NextInputs in(s, 3);

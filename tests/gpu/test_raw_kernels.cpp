@@ -1,13 +1,17 @@
 // GPU tests of the KVBuffer raw-form kernels against the float64 reference (reference/kvbuffer_raw_reference.h):
-// decode over 300 steps with flushes at staggered phases, padding rows and an unused slot left byte for byte, bf16
-// outputs and odd shapes, verify outputs and accept for every accepted count, launch validation. Checkpoints and fp32
-// outputs are held to the fp32 bar (the fold's TF32 hi + lo split aims at it). Skipped without a CUDA device.
+// decode over 1000 steps with flushes at staggered phases, padding rows and an unused slot left byte for byte, bf16
+// outputs and odd shapes, the sweep's launch configurations, verify outputs and accept for every accepted count,
+// launch validation. Checkpoints and fp32 outputs are held to the fp32 bar (the chain decode kernel folds on CUDA
+// cores; the gram kernel's and accept's TF32 hi + lo split aims at it). KVB_RAW_DECODE=gram runs the decode tests on
+// the gram kernel. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
+#include "harness/runners/decode_problem.h"
+#include "harness/runners/raw_decode_check.h"
 #include "harness/runners/raw_entry_sets.h"
 #include "kernels/kvbuffer_raw_params.h"
 #include "reference/kvbuffer_raw_reference.h"
@@ -165,15 +169,47 @@ RunErrors run_raw_decode(const GdnShape& s, int B, int steps, OutputDtype odt, u
   return err;
 }
 
-TEST(RawDecodeGpu, MatchesReferenceOver300StepsWithFlushesWithoutGrowingError) {
+// The growth check is the delta form's (tests/gpu/test_decode_kernels.cpp, KVBufferDecodeGpu): 1000 steps, the mean
+// checkpoint error over the last 100 within 3x that of the first 100. (A first window of 30 steps is too short at
+// B = 16: rows start at steps 0 .. 6, so about half of those steps come before a slot's first flush and compare only
+// the checkpoint's initial rounding, ~5e-8, and the baseline is understated.)
+TEST(RawDecodeGpu, MatchesReferenceOver1000StepsWithFlushesWithoutGrowingError) {
   KVB_REQUIRE_GPU();
   for (int B : {1, 3, 16}) {
-    const RunErrors e = run_raw_decode(GdnShape{2, 4, 128, 128}, B, 300, OutputDtype::fp32, 31 + B);
+    const RunErrors e = run_raw_decode(GdnShape{2, 4, 128, 128}, B, 1000, OutputDtype::fp32, 31 + B);
     EXPECT_TRUE(e.outputs_written) << "B " << B;
     EXPECT_LE(e.max_o(), tol::kOutputFp32) << "B " << B;
     EXPECT_LE(e.max_state(), tol::kStateFp32) << "B " << B;
     EXPECT_GT(e.max_state(), 0.0) << "a zero error means nothing was compared";
-    EXPECT_LE(RunErrors::mean(e.state, 270, 300), 3 * RunErrors::mean(e.state, 0, 30) + 1e-7) << "error grows, B " << B;
+    EXPECT_LE(RunErrors::mean(e.state, 900, 1000), 3 * RunErrors::mean(e.state, 0, 100) + 1e-7)
+        << "error grows, B " << B << ": first 100 steps " << RunErrors::mean(e.state, 0, 100) << ", steps 30 .. 60 "
+        << RunErrors::mean(e.state, 30, 60) << ", last 100 " << RunErrors::mean(e.state, 900, 1000);
+  }
+}
+
+// The sweep's raw configurations (experiments/buffer_form.toml: batch 64, Qwen3-Next TP1 shapes, staggered phases),
+// B = 4 first: ctest runs every test in a process of its own, so this is the launch that met the kernel's default
+// shared-memory limit (48 KiB including static arrays) and failed before the launchers counted the static bytes.
+// Each configuration's checked rows must match the reference, then a whole flush cycle runs through the timed path.
+TEST(RawDecodeGpu, SweepConfigurationsLaunchFromAFreshProcess) {
+  KVB_REQUIRE_GPU();
+  const std::pair<int, int> configs[] = {{64, 4}, {64, 2}, {64, 8}, {64, 16}, {64, 32}, {64, 64}, {256, 4}};
+  for (const auto& [batch, B] : configs) {
+    DecodeConfig cfg;
+    cfg.variant = DecodeVariant::kvbuffer;
+    cfg.form = BufferForm::raw;
+    cfg.shape = GdnShape{16, 32, 128, 128};
+    cfg.batch = batch;
+    cfg.buffer_size = B;
+    cfg.layers = 1;
+    cfg.staggered = true;
+    DecodeProblem prob(cfg);
+    CudaStream stream;
+    const LaunchCheck c = check_raw_decode_step(prob, stream.get());
+    EXPECT_TRUE(c.pass()) << "batch " << batch << " B " << B << ": " << c.detail;
+    EXPECT_GT(c.rows, 0);
+    for (int i = 0; i < prob.cycle_steps(); ++i) prob.enqueue_step(stream.get());
+    KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   }
 }
 
