@@ -186,16 +186,21 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 // state rows [rg * ROWS, (rg + 1) * ROWS) and the extra rows rg, rg + RG, ... A warp's copy covers 32 / CG rows x
 // 16 * CG bytes: whole 128-byte lines for VB = 32; its shared-memory reads are conflict-free for the same reason.
 
-template <int K, int VB, int THREADS = kThreads>
+//
+// kExtraOnly: the tile holds only the extra rows (a launch whose rows have no state): rows [0, K) take no shared
+// memory and must not be read.
+
+template <int K, int VB, int THREADS = kThreads, bool kExtraOnly = false>
 struct SmemTile {
   static constexpr int WARPS = THREADS / 32;
   static constexpr int CG = VB / 4;
   static constexpr int RG = THREADS / CG;
   static constexpr int ROWS = K / RG;
+  static constexpr int kFirstRow = kExtraOnly ? K : 0;  ///< first row backed by shared memory
   static_assert(VB % 4 == 0 && THREADS % CG == 0 && K % RG == 0 && ROWS >= 1, "SmemTile: unsupported K x VB");
   static_assert(CG <= 32 && 32 % CG == 0, "SmemTile: column groups must tile a warp");
-  /// Shared-memory bytes for the state slice plus `extra` rows.
-  static constexpr size_t bytes(int extra) { return size_t(K + extra) * VB * sizeof(float); }
+  /// Shared-memory bytes for the state slice (none when kExtraOnly) plus `extra` rows.
+  static constexpr size_t bytes(int extra) { return size_t(K - kFirstRow + extra) * VB * sizeof(float); }
 
   float4* sm;       ///< [K + extra][CG] float4
   int cg, rg, col;  ///< col: first column of this thread inside the whole V (may be >= V: masked)
@@ -209,10 +214,11 @@ struct SmemTile {
     active = col < V;
   }
   __device__ __forceinline__ int row(int i) const { return rg * ROWS + i; }
-  __device__ __forceinline__ float4& at(int r) const { return sm[r * CG + cg]; }
+  __device__ __forceinline__ float4& at(int r) const { return sm[(r - kFirstRow) * CG + cg]; }
 
   /// Starts copying this thread's state rows of matrix m ([K][V]) into the tile (zeros for masked columns).
   __device__ __forceinline__ void load_state_async(const float* __restrict__ m, int V) const {
+    static_assert(!kExtraOnly, "SmemTile: a tile of extra rows only holds no state");
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
       const float* src = m + int64_t(row(i)) * V + (active ? col : 0);

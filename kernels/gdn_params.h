@@ -89,6 +89,10 @@ struct KVBufferDecodeParams {
   /// state_slot is outside [0, pool.checkpoint_rows()) is treated as padding.
   const int32_t* state_slot = nullptr; ///< optional [N] checkpoint row; nullptr = slot (one checkpoint per buffer)
   const uint8_t* has_state = nullptr;  ///< optional [N] 1 = the state exists, 0 = stateless; nullptr = all 1
+  /// Every row of the launch is stateless (the scheduler knows every request's context length): has_state is then
+  /// ignored, the blocks reserve no shared memory for a checkpoint tile (many more blocks per SM) and take whole
+  /// value heads. A stateless step costs only its buffer's bytes, so its latency rests on how many blocks run at once.
+  bool stateless_batch = false;
 };
 
 /// Standalone flush: folds the fill[slot] buffered entries of each listed slot into its checkpoint

@@ -20,14 +20,15 @@ using namespace dev;
 
 /// Dynamic shared memory of one block: the K x VB checkpoint slice and `capacity` delta rows, then the buffer's keys
 /// and per-entry values (BufferSmem).
-template <int K, int VB>
+template <int K, int VB, int THREADS, bool kStateless>
 constexpr size_t smem_bytes(int capacity) {
-  return SmemTile<K, VB>::bytes(capacity) + BufferSmem<K>::bytes(capacity);
+  return SmemTile<K, VB, THREADS, kStateless>::bytes(capacity) + BufferSmem<K>::bytes(capacity);
 }
 
-template <int K, int VB, int THREADS>
+/// kStateless: a stateless batch (KVBufferDecodeParams::stateless_batch): no checkpoint tile at all.
+template <int K, int VB, int THREADS, bool kStateless>
 __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBufferDecodeParams p) {
-  using Tile = SmemTile<K, VB, THREADS>;
+  using Tile = SmemTile<K, VB, THREADS, kStateless>;
   extern __shared__ __align__(16) char dyn_smem[];  // smem_bytes<K, VB>(capacity)
   __shared__ float red[2 * Tile::WARPS * VB];
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
@@ -41,7 +42,7 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
     return;
   }
   // Stateless rows (no state yet: S0 = 0) read no checkpoint; their flush materialises one at state_slot.
-  const bool has_state = !p.has_state || p.has_state[row] != 0;
+  const bool has_state = !kStateless && (!p.has_state || p.has_state[row] != 0);
   const int cslot = p.state_slot ? p.state_slot[row] : slot;
   const bool cslot_ok = cslot >= 0 && cslot < pool.checkpoint_rows();
   if (has_state && !cslot_ok) {  // a state that cannot be found: treated as padding
@@ -57,7 +58,8 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
   tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
   BufferSmem<K> bs;
   bs.setup(dyn_smem + Tile::bytes(cap), cap);
-  if (has_state) tile.load_state_async(s0, V);
+  if constexpr (!kStateless)
+    if (has_state) tile.load_state_async(s0, V);
   tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
   bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
@@ -85,7 +87,8 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
   buffer_coefficients<K>(n, gate.g, &kv, &qv, nrm, bs);
   // [S0; u_1..u_n]^T [e^{G_t} k^; w_j (k^_j . k^_t)] and the same with q^: one pass over checkpoint and buffer.
   float sk[4] = {0.f, 0.f, 0.f, 0.f}, sq[4] = {0.f, 0.f, 0.f, 0.f};
-  if (has_state) tile.accumulate2(kr, sk, qr, sq);
+  if constexpr (!kStateless)
+    if (has_state) tile.accumulate2(kr, sk, qr, sq);
   __syncthreads();  // buffer coefficients in shared memory
   const float decay0 = bs.decay0[0];
 #pragma unroll
@@ -106,7 +109,7 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
 
   if (flush) {  // S0 <- e^{G_t} S0 + k^_t u_t^T + sum_j w_j k^_j u_j^T, written once
     if (!s0) return;  // stateless row without a checkpoint row: nothing written
-    fold_and_store<K>(s0, V, decay0, kr, u, /*from_zero=*/!has_state, n, bs, tile);  // stateless: from S0 = 0
+    fold_and_store<K>(s0, V, decay0, kr, u, /*from_zero=*/kStateless || !has_state, n, bs, tile);  // from S0 = 0
     return;
   }
   // Append entry n: u_t (this slice), g_t (one thread per head), the raw key (one block per key head).
@@ -123,12 +126,13 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
   }
 }
 
-template <int K, int VB, int THREADS = kThreads>
+template <int K, int VB, int THREADS = kThreads, bool kStateless = false>
 cudaError_t launch_tile(const KVBufferDecodeParams& p, cudaStream_t stream) {
-  const size_t smem = smem_bytes<K, VB>(p.pool.capacity);
-  if (const cudaError_t e = allow_dynamic_smem(kvbuffer_decode_kernel<K, VB, THREADS>, smem); e != cudaSuccess) return e;
+  const size_t smem = smem_bytes<K, VB, THREADS, kStateless>(p.pool.capacity);
+  const auto kernel = kvbuffer_decode_kernel<K, VB, THREADS, kStateless>;
+  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  kvbuffer_decode_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
+  kernel<<<grid, THREADS, smem, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -161,6 +165,15 @@ std::string validate(const KVBufferDecodeParams& p) {
 cudaError_t launch_kvbuffer_decode(const KVBufferDecodeParams& p, cudaStream_t stream) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
   const bool narrow = narrow_slices(p.batch, p.shape);
+  if (p.stateless_batch) {  // buffer-only blocks: whole value heads (up to 128 columns) per block
+    switch (p.shape.head_dim_k) {
+      case 32: return launch_tile<32, 128, kThreads, true>(p, stream);
+      case 64: return launch_tile<64, 128, kThreads, true>(p, stream);
+      case 128: return launch_tile<128, 128, kThreads, true>(p, stream);
+      case 256: return launch_tile<256, 128, kThreads, true>(p, stream);
+    }
+    return cudaErrorInvalidValue;
+  }
   switch (p.shape.head_dim_k) {
     case 32: return narrow ? launch_tile<32, 16>(p, stream) : launch_tile<32, 32>(p, stream);
     case 64: return narrow ? launch_tile<64, 16>(p, stream) : launch_tile<64, 32>(p, stream);

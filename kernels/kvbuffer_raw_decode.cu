@@ -485,13 +485,13 @@ cudaError_t launch_tile(const RawKVBufferDecodeParams& p, cudaStream_t stream) {
   const dim3 grid(p.shape.head_dim_v / VB, p.shape.heads_v, p.batch);
   if (raw_decode_kernel() == RawDecodeKernel::gram) {
     const size_t smem = gram_smem_bytes<K, VB>(p.pool.buffer_size);
-    const cudaError_t e = raw_allow_smem(kvbuffer_raw_decode_gram_kernel<K, VB>, smem, gram_static_bytes(VB));
+    const cudaError_t e = allow_dynamic_smem(kvbuffer_raw_decode_gram_kernel<K, VB>, smem);
     if (e != cudaSuccess) return e;
     kvbuffer_raw_decode_gram_kernel<K, VB><<<grid, kThreads, smem, stream>>>(p);
     return cudaGetLastError();
   }
   const size_t smem = chain_smem_bytes<K, VB>(p.pool.buffer_size);
-  if (const cudaError_t e = raw_allow_smem(kvbuffer_raw_decode_kernel<K, VB>, smem, 0); e != cudaSuccess) return e;
+  if (const cudaError_t e = allow_dynamic_smem(kvbuffer_raw_decode_kernel<K, VB>, smem); e != cudaSuccess) return e;
   kvbuffer_raw_decode_kernel<K, VB><<<grid, kThreads, smem, stream>>>(p);
   return cudaGetLastError();
 }

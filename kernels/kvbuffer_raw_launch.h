@@ -38,17 +38,5 @@ RawDecodeKernel raw_decode_kernel();
 /// block).
 size_t raw_decode_block_smem(const GdnShape& shape, int batch, int buffer_size);
 
-/// Lets `kernel`, whose static shared arrays take `static_bytes`, launch with `dynamic_bytes` of dynamic shared
-/// memory. Without the attribute a block may hold 48 KiB of shared memory in all, static included (the dynamic part
-/// alone must stay within 48 KiB minus the static bytes); past that, raises cudaFuncAttributeMaxDynamicSharedMemorySize
-/// to `dynamic_bytes`. Returns cudaFuncSetAttribute's error (its sticky state cleared), else cudaSuccess.
-template <class Kernel>
-cudaError_t raw_allow_smem(Kernel kernel, size_t dynamic_bytes, size_t static_bytes) {
-  if (static_bytes + dynamic_bytes <= 48 * 1024) return cudaSuccess;
-  const cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, int(dynamic_bytes));
-  if (e != cudaSuccess) (void)cudaGetLastError();
-  return e;
-}
 
 }  // namespace kvb

@@ -16,14 +16,11 @@ namespace {
 using namespace dev;
 constexpr int kM = kMaxDraftTokens;
 
-/// Static shared memory of the verify kernel (its two row-reduction buffers), bytes.
-constexpr size_t verify_static_bytes(int VB) { return size_t(2) * 2 * kWarps * VB * sizeof(float); }
-
 template <int K, int VB>
 __global__ void __launch_bounds__(kThreads) kvbuffer_raw_verify_kernel(const RawKVBufferVerifyParams p) {
   using Tile = SmemTile<K, VB, kThreads>;
   extern __shared__ __align__(16) char dyn_smem[];  // RawSmem(B - 1 + m entries, m queries, no fold) + 128
-  __shared__ float red[2][2 * Tile::WARPS * VB];  // verify_static_bytes(VB)
+  __shared__ float red[2][2 * Tile::WARPS * VB];
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const RawKVBufferPool& pool = p.pool;
@@ -129,7 +126,7 @@ template <int K, int VB>
 cudaError_t launch_verify_tile(const RawKVBufferVerifyParams& p, cudaStream_t stream) {
   const int m = p.in.tokens;
   const size_t smem = RawSmem<K, VB>::bytes(p.pool.buffer_size - 1 + m, m, false) + 128;
-  const cudaError_t e = raw_allow_smem(kvbuffer_raw_verify_kernel<K, VB>, smem, verify_static_bytes(VB));
+  const cudaError_t e = allow_dynamic_smem(kvbuffer_raw_verify_kernel<K, VB>, smem);
   if (e != cudaSuccess) return e;
   const dim3 grid(p.shape.head_dim_v / VB, p.shape.heads_v, p.batch);
   kvbuffer_raw_verify_kernel<K, VB><<<grid, kThreads, smem, stream>>>(p);
@@ -139,7 +136,7 @@ cudaError_t launch_verify_tile(const RawKVBufferVerifyParams& p, cudaStream_t st
 template <int K, int VB>
 cudaError_t launch_accept_tile(const RawKVBufferAcceptParams& p, cudaStream_t stream) {
   const size_t smem = RawSmem<K, VB>::bytes(p.pool.buffer_size - 1 + p.in.tokens, 0, true) + 128;
-  if (const cudaError_t e = raw_allow_smem(kvbuffer_raw_accept_kernel<K, VB>, smem, 0); e != cudaSuccess) return e;
+  if (const cudaError_t e = allow_dynamic_smem(kvbuffer_raw_accept_kernel<K, VB>, smem); e != cudaSuccess) return e;
   const dim3 grid(p.shape.head_dim_v / VB, p.shape.heads_v, p.batch);
   kvbuffer_raw_accept_kernel<K, VB><<<grid, kThreads, smem, stream>>>(p);
   return cudaGetLastError();

@@ -74,6 +74,7 @@ KVBufferDecodeParams DecodeProblem::kvbuffer_params(int set) const {
     p.pool.num_checkpoints = int(std::max<size_t>(state_rows_, 1));
     p.state_slot = state_slot_.get();
     p.has_state = has_state_.get();
+    p.stateless_batch = true;  // every request of the point has context_len < B
   }
   return p;
 }

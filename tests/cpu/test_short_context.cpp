@@ -19,8 +19,9 @@ TEST(ShortContextConfig, GridHasOneRecurrentRowPerBatchAndEveryKVBufferPoint) {
   const SweepConfig c = load_sweep_config(std::string(KVB_SOURCE_DIR) + "/experiments/short_context.toml");
   EXPECT_EQ(c.kind, "short_context");
   const std::vector<Point> points = make_grid(kind, resolve_axes(kind, c, {}));
-  // 13 context lengths (1 .. 4096) x 2 batches x 2 buffer sizes for KVBuffer; recurrent once per batch.
-  ASSERT_EQ(points.size(), 2u + 13 * 2 * 2);
+  // 15 context lengths (1 .. 4096 and the materialising 15, 63) x 2 batches x 2 buffer sizes for KVBuffer; recurrent
+  // once per batch.
+  ASSERT_EQ(points.size(), 2u + 15 * 2 * 2);
   int recurrent = 0, stateless = 0;
   for (const Point& p : points) {
     const bool kvb = p.get("variant") == "kvbuffer";
@@ -32,7 +33,7 @@ TEST(ShortContextConfig, GridHasOneRecurrentRowPerBatchAndEveryKVBufferPoint) {
     else if (p.get_int("context_len") < p.get_int("buffer_size")) ++stateless;
   }
   EXPECT_EQ(recurrent, 2);
-  EXPECT_EQ(stateless, 2 * (4 + 6));  // B = 16: L = 1 .. 8; B = 64: L = 1 .. 32; per batch
+  EXPECT_EQ(stateless, 2 * (5 + 8));  // B = 16: L = 1 .. 8, 15; B = 64: L = 1 .. 32, 63; per batch
   for (const char* col : {"stateless", "state_bytes_per_request", "buffer_bytes_per_request", "latency_us_median"})
     EXPECT_NE(std::find(kind.result_columns.begin(), kind.result_columns.end(), col), kind.result_columns.end()) << col;
 }
