@@ -194,8 +194,11 @@ def footnote(fig, rows: Sequence[Mapping[str, str]], source, extra: str | None =
 
 def log2_axis(ax, values: Iterable[float], label: str) -> None:
     """Log base-2 x axis with ticks at `values` (batch sizes, buffer sizes, context lengths), labelled as plain
-    numbers, and the x label `label` (with its unit)."""
-    ticks = sorted({float(v) for v in values})
+    numbers, and the x label `label` (with its unit). Values that are not powers of two (a context length of 15 next
+    to 16) get no tick of their own, so that labels never overlap."""
+    ticks = sorted({float(v) for v in values if float(v) > 0 and math.log2(float(v)).is_integer()})
+    if not ticks:
+        ticks = sorted({float(v) for v in values})
     ax.set_xscale("log", base=2)
     ax.set_xticks(ticks)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))

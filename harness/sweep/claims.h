@@ -76,7 +76,9 @@ struct StatelessRatio {
   double max_state_bytes = 0;   ///< largest state_bytes_per_request of those points (0: none holds a state)
 };
 
-/// Only rows with status ok (or without a status column) count. Returns nullopt when no stateless KVBuffer row at
+/// Only rows with status ok (or without a status column) count, and only stateless steps that read nothing but their
+/// buffer (context_len + 1 < buffer_size): the step at L = B - 1 writes the request's first state. Returns nullopt
+/// when no such KVBuffer row at
 /// batch >= min_batch has a recurrent row at its batch. Throws UsageError naming `origin` when a needed column
 /// (variant, batch, buffer_size, context_len, stateless, state_bytes_per_request, latency_us_median) is missing, a
 /// value is not a number, or stateless is neither true nor false.
