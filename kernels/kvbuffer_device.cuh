@@ -122,9 +122,9 @@ __device__ __forceinline__ void accumulate_buffer(const Tile& tile, const Buffer
 /// state written once (streaming); keys, weights and deltas u_j (the tile's extra rows) come from shared memory.
 /// No token: kcol and u zero.
 template <int K, class Tile>
-__device__ __forceinline__ void fold_and_store(float* __restrict__ m, int V, float decay, const float (&kcol)[Tile::ROWS],
-                                               const float (&u)[4], bool from_zero, int n, const BufferSmem<K>& bs,
-                                               const Tile& tile) {
+__device__ __forceinline__ void fold_and_store(float* __restrict__ m, int V, float decay,
+                                               const float (&kcol)[Tile::ROWS], const float (&u)[4], bool from_zero,
+                                               int n, const BufferSmem<K>& bs, const Tile& tile) {
   constexpr int CH = Tile::ROWS < 16 ? Tile::ROWS : 16;
   static_assert(Tile::ROWS % CH == 0, "fold_and_store: rows per thread must be a multiple of the chunk");
 #pragma unroll

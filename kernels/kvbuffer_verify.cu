@@ -268,7 +268,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
       *reinterpret_cast<float4*>(p.draft_deltas + vo) = make_float4(ak[i][0], ak[i][1], ak[i][2], ak[i][3]);
     }
   }
-  if (blockIdx.x == 0 && threadIdx.x < M) p.draft_log_decay[(int64_t(row) * M + threadIdx.x) * HV + h] = ds.g[threadIdx.x];
+  if (blockIdx.x == 0 && threadIdx.x < M)
+    p.draft_log_decay[(int64_t(row) * M + threadIdx.x) * HV + h] = ds.g[threadIdx.x];
 }
 
 /// Accept: append the first a drafts' entries, or fold buffer and drafts into the checkpoint (see gdn_params.h).
@@ -379,9 +380,10 @@ template <int K, int VB, int THREADS = kThreads>
 cudaError_t launch_accept_tile(const KVBufferAcceptParams& p, cudaStream_t stream) {
   const int rows_cap = p.pool.buffer_size - 1 + p.draft_tokens;
   const size_t smem = SmemTile<K, VB, THREADS>::bytes(rows_cap) + BufferSmem<K>::bytes(rows_cap);
-  if (const cudaError_t e = allow_dynamic_smem(kvbuffer_accept_kernel<K, VB, THREADS>, smem); e != cudaSuccess) return e;
+  const auto kernel = kvbuffer_accept_kernel<K, VB, THREADS>;
+  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  kvbuffer_accept_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
+  kernel<<<grid, THREADS, smem, stream>>>(p);
   return cudaGetLastError();
 }
 

@@ -103,7 +103,7 @@ int run_reproduce_command(const ReproduceOptions& o) {
     buffer_form.out = (out / "buffer_form.csv").string();
     if (o.quick) {
       decode.sets = {"batch=64,256", "buffer_size=4,8,16"};
-      spec.sets = {"batch=64", "draft_tokens=1,4", "accepted=0.7", "buffer_size=4"};
+      spec.sets = {"batch=64", "draft_tokens=1,4", "accepted=0.7", "buffer_size=8"};
       short_context.sets = {"batch=64", "buffer_size=16", "context_len=1,4,8,16,64"};
       buffer_form.sets = {"batch=64,256", "buffer_size=4,16"};
       decode.max_seconds = spec.max_seconds = short_context.max_seconds = buffer_form.max_seconds = 1.0;

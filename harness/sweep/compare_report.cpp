@@ -55,6 +55,17 @@ std::string escape_md(std::string s) {
   return out;
 }
 
+/// One line per unmatched point label (prefix, then the label inside `quote`), the first five of them, then a count
+/// of the rest (`more` starts that line): a smoke grid compared against a full sweep leaves most of it unmatched.
+std::string unmatched_lines(const std::vector<std::string>& labels, const std::string& prefix, const std::string& quote,
+                            const std::string& more) {
+  constexpr size_t kMaxListed = 5;
+  std::string out;
+  for (size_t i = 0; i < labels.size() && i < kMaxListed; ++i) out += prefix + quote + labels[i] + quote + '\n';
+  if (labels.size() > kMaxListed) out += fmt::format("{}... and {} more\n", more, labels.size() - kMaxListed);
+  return out;
+}
+
 }  // namespace
 
 std::string format_comparison_text(const Comparison& c, const std::string& baseline_name,
@@ -78,8 +89,8 @@ std::string format_comparison_text(const Comparison& c, const std::string& basel
     line.erase(line.find_last_not_of(' ') + 1);
     out += line + '\n';
   }
-  for (const auto& l : c.only_baseline) out += fmt::format("only in baseline (not ok in candidate): {}\n", l);
-  for (const auto& l : c.only_candidate) out += fmt::format("only in candidate: {}\n", l);
+  out += unmatched_lines(c.only_baseline, "only in baseline (absent from the candidate or not ok there): ", "", "");
+  out += unmatched_lines(c.only_candidate, "only in candidate: ", "", "");
   return out + "kvb compare: " + summary_line(c) + '\n';
 }
 
@@ -97,8 +108,9 @@ std::string format_comparison_markdown(const Comparison& c, const std::string& b
                        latency_cell(p.candidate), ratio_cell(p.ratio), verdict);
   }
   if (!c.only_baseline.empty() || !c.only_candidate.empty()) out += '\n';
-  for (const auto& l : c.only_baseline) out += fmt::format("- only in baseline (not ok in candidate): `{}`\n", l);
-  for (const auto& l : c.only_candidate) out += fmt::format("- only in candidate: `{}`\n", l);
+  out += unmatched_lines(c.only_baseline, "- only in baseline (absent from the candidate or not ok there): ", "`",
+                         "- ");
+  out += unmatched_lines(c.only_candidate, "- only in candidate: ", "`", "- ");
   return out;
 }
 

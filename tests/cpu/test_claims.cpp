@@ -264,7 +264,8 @@ TEST(CliReproduce, WithoutGpuRunsWhatNeedsNoneAndPrintsTheCommittedClaims) {
                                                 (src / "results/capacity.csv").string(),
                                                 (src / "results/short_context.csv").string());
   ASSERT_FALSE(committed.empty());
-  for (const auto& line : committed) EXPECT_NE(r.out.find(line.measured), std::string::npos) << line.measured << "\n" << r.out;
+  for (const auto& line : committed)
+    EXPECT_NE(r.out.find(line.measured), std::string::npos) << line.measured << "\n" << r.out;
   EXPECT_NE(r.out.find("results/decode_latency.csv"), std::string::npos);
   EXPECT_NE(r.out.find("results/capacity.csv"), std::string::npos);
   // The stateless claim comes from the committed short_context CSV when there is one.
