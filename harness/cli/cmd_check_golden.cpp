@@ -40,7 +40,7 @@ int run_check_golden(const CheckGoldenOptions& options) {
       malformed = true;
       continue;
     } catch (const std::exception& e) {
-      fmt::print(stderr, "kvb check-golden: {}: cannot read: {}\n", file, e.what());
+      fmt::print(stderr, "kvb check-golden: {}\n", e.what());  // the message names the file
       malformed = true;
       continue;
     }

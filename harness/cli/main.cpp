@@ -104,7 +104,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    fmt::print(stderr, "kvb: {} (see kvb --help)\n", e.what());
+    // Point at the help of the subcommand being parsed (the last one given), else the top level's.
+    std::string help = "kvb --help";
+    for (const CLI::App* sub : app.get_subcommands()) help = "kvb " + sub->get_name() + " --help";
+    fmt::print(stderr, "kvb: {} (see {})\n", e.what(), help);
     return 2;
   }
   // Values CLI11's checks let through: an empty --shard/--devices, a non-finite time budget.
