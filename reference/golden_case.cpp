@@ -228,7 +228,15 @@ GoldenCase load_golden_case(const std::string& path) {
         throw at.error("tensor 'initial_state' present but has_initial_state is 0");
       }
       current_name = name;
-      current_need = t.numel();
+      // Golden cases are small: a tensor past 2^28 values is a malformed header (and would overflow the product).
+      constexpr int64_t kMaxValues = int64_t(1) << 28;
+      int64_t n = 1;
+      for (int64_t d : t.dims) {
+        if (d < 0 || (d > 0 && n > kMaxValues / d))
+          throw at.error("tensor '" + name + "': dims " + dims_text(t.dims) + " hold more than 2^28 values");
+        n *= d;
+      }
+      current_need = n;
       t.values.reserve(size_t(current_need));
       current = &(c.tensors[name] = std::move(t));
       continue;

@@ -142,6 +142,12 @@ void load_capacity_config(const std::string& path, CapacitySettings& settings) {
 void validate_settings(const CapacitySettings& s) {
   if (auto e = validate_shape(s.model.shape); !e.empty())
     throw UsageError("--heads-qk/--heads-v/--head-dim-k/--head-dim-v: " + e);
+  // The sweep axes' ranges: per-request bytes then stay far inside 64-bit arithmetic.
+  if (s.model.shape.heads_qk > 256 || s.model.shape.heads_v > 256)
+    throw UsageError(fmt::format("--heads-qk {} / --heads-v {}: out of range (allowed: 1 to 256)",
+                                 s.model.shape.heads_qk, s.model.shape.heads_v));
+  if (s.model.shape.head_dim_v > 1024)
+    throw UsageError(fmt::format("--head-dim-v {}: out of range (allowed: 4 to 1024)", s.model.shape.head_dim_v));
   if (s.model.layers < 1 || s.model.layers > 10000)
     throw UsageError(fmt::format("--layers {}: out of range (allowed: 1 to 10000)", s.model.layers));
   check_list(s.buffer_sizes, "--buffer-sizes", 1, kMaxBufferEntries);
@@ -153,7 +159,7 @@ void validate_settings(const CapacitySettings& s) {
         "--buffer-sizes: B = {} with m = {} needs {} buffer entries (allowed: B - 1 + m <= {})", b_max, m_max,
         b_max - 1 + m_max, kMaxBufferEntries));
   if (s.budget_gib && !(*s.budget_gib > 0))
-    throw UsageError(fmt::format("--budget-gib {}: must be a number of GiB > 0", *s.budget_gib));
+    throw UsageError(fmt::format("--budget-gib {}: must be a number of GiB in (0, 1e6)", *s.budget_gib));
   if (!(s.reserve_gib >= 0 && s.reserve_gib < 1e6))
     throw UsageError(fmt::format("--reserve-gib {}: must be a number of GiB >= 0", s.reserve_gib));
   if (s.budget_gib && !(*s.budget_gib < 1e6))

@@ -2,6 +2,7 @@
 // reference's golden checks and the capacity model), then the figures (plots/make_all.py) and the claims table
 // (harness/sweep/claims.h). Must run from the repository root (it reads experiments/, tests/data/golden/, plots/).
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -79,7 +80,13 @@ int run_reproduce_command(const ReproduceOptions& o) {
   if (gpu && (o.device < 0 || o.device >= cuda_device_count()))
     throw UsageError(fmt::format("--device {}: there are {} CUDA devices (allowed: 0..{})", o.device,
                                  cuda_device_count(), cuda_device_count() - 1));
-  fs::create_directories(o.out_dir);
+  {
+    std::error_code mk;
+    fs::create_directories(o.out_dir, mk);
+    if (mk) throw UsageError(fmt::format("--out-dir {}: cannot create it: {}", o.out_dir, mk.message()));
+    if (::access(o.out_dir.c_str(), W_OK | X_OK) != 0)
+      throw UsageError(fmt::format("--out-dir {}: the folder is not writable", o.out_dir));
+  }
   const fs::path out(o.out_dir);
   std::error_code ec;
   const bool out_is_results = fs::equivalent(out, "results", ec);

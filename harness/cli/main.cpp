@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
   double max_seconds = 0;
   CLI::App* sweep_cmd = app.add_subcommand("sweep", "run the Cartesian product of a config's axes; one CSV row each");
   sweep_cmd->add_option("--config", sweep.config, "sweep config, experiments/NAME.toml")->required();
-  sweep_cmd->add_option("--out", sweep.out, "result CSV (default results/<experiment name>.csv)");
+  CLI::Option* out_opt =
+      sweep_cmd->add_option("--out", sweep.out, "result CSV (default results/<experiment name>.csv)");
   sweep_cmd->add_option("--set", sweep.sets, "override an axis: AXIS=V1,V2,... (repeatable)");
   sweep_cmd->add_flag("--dry-run", sweep.dry_run, "print the points and exit (works without a GPU)");
   sweep_cmd->add_option("--l2", sweep.l2, "L2 state between samples: cold (flushed) or hot")
@@ -113,6 +114,7 @@ int main(int argc, char** argv) {
   // Values CLI11's checks let through: an empty --shard/--devices, a non-finite time budget.
   const char* bad = nullptr;
   if (shard_opt->count() && sweep.shard.empty()) bad = "--shard '': allowed: I/N with 0 <= I < N";
+  if (out_opt->count() && sweep.out.empty()) bad = "--out '': allowed: a file path such as results/NAME.csv";
   if (devices_opt->count() && sweep.devices.empty()) bad = "--devices '': allowed: all, or GPU indices 0,1,...";
   if (max_opt->count() && !(std::isfinite(max_seconds) && max_seconds > 0))
     bad = "--max-seconds: allowed: a finite number of seconds > 0";

@@ -2,6 +2,7 @@
 #include "harness/sweep/config.h"
 #include "harness/sweep/toml_parse.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -169,7 +170,13 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
   std::vector<AxisValues> axes;
   for (const auto& spec : kind.axes) axes.emplace_back(spec.name, spec.defaults);
   for (const auto& [axis, values] : config.axes) axes[index_of(axis, config.path)].second = values;
-  for (const auto& [axis, values] : overrides) axes[index_of(axis, "--set")].second = values;
+  std::vector<std::string> overridden;
+  for (const auto& [axis, values] : overrides) {
+    if (std::find(overridden.begin(), overridden.end(), axis) != overridden.end())
+      throw UsageError(fmt::format("--set {}: given twice (allowed: once per axis, values separated by commas)", axis));
+    overridden.push_back(axis);
+    axes[index_of(axis, "--set")].second = values;
+  }
 
   for (size_t i = 0; i < axes.size(); ++i) {
     const auto& [axis, values] = axes[i];

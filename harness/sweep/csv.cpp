@@ -1,9 +1,11 @@
 // CSV quoting, parsing and atomic writes (csv.h).
 #include "harness/sweep/csv.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -97,7 +99,10 @@ CsvTable parse_csv(const std::string& text, const std::string& origin) {
     }
   }
   if (quoted) throw UsageError(fmt::format("{}:{}: malformed CSV: unterminated quoted field", origin, record_line));
-  if (field_started || !record.empty()) end_record();
+  // Every record this project writes ends with a newline: a last record without one was cut short.
+  if (field_started || !record.empty())
+    throw UsageError(fmt::format("{}:{}: malformed CSV: the last record has no line end (a truncated file?)", origin,
+                                 record_line));
 
   CsvTable table;
   if (records.empty()) return table;
@@ -129,9 +134,20 @@ CsvTable read_csv_file(const std::string& path) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw std::runtime_error(fmt::format("{}: cannot create {}: {}", path, tmp, std::strerror(errno)));
+  // A temporary of this process's own (PATH.tmp.XXXXXX, created exclusively) beside PATH, renamed over it: two
+  // writers never share a temporary, and a user's file named PATH.tmp is never touched.
+  std::string tmpl = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot create {}: {}", path, tmpl, std::strerror(errno)));
+  const std::string tmp = tmpl;
+  ::fchmod(fd, 0644);
+  std::FILE* f = ::fdopen(fd, "wb");
+  if (!f) {
+    const int err = errno;
+    ::close(fd);
+    std::remove(tmp.c_str());
+    throw std::runtime_error(fmt::format("{}: cannot open {}: {}", path, tmp, std::strerror(err)));
+  }
   bool ok = std::fwrite(content.data(), 1, content.size(), f) == content.size();
   ok = std::fflush(f) == 0 && ok;
   ok = ::fsync(fileno(f)) == 0 && ok;
@@ -167,6 +183,10 @@ void check_output_writable(const std::string& path, const std::string& flag) {
     throw UsageError(fmt::format("{} {}: '{}' is not a directory", flag, path, dir.string()));
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw UsageError(fmt::format("{} {}: directory '{}' is not writable", flag, path, dir.string()));
+  const fs::file_status st = fs::symlink_status(p, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw UsageError(fmt::format("{} {}: exists and is not a regular file (a device, link or socket is never replaced)",
+                                 flag, path));
   if (fs::exists(p, ec) && ::access(p.c_str(), R_OK) != 0)
     throw UsageError(fmt::format("{} {}: the existing file is not readable (needed to resume)", flag, path));
 }

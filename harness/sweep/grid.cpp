@@ -11,6 +11,13 @@ std::vector<Point> make_grid(const ExperimentKind& kind, const std::vector<AxisV
   std::vector<Point> points;
   for (const auto& axis : axes)
     if (axis.second.empty()) return points;
+  // The Cartesian product's size before duplicates go: a grid past kMaxGridPoints is a typing slip, not a sweep.
+  double product = 1;
+  for (const auto& axis : axes) product *= double(axis.second.size());
+  if (product > double(kMaxGridPoints))
+    throw UsageError(fmt::format("the grid has {:.0f} points before duplicates are removed (allowed: at most {}); "
+                                 "split it with fewer axis values per run",
+                                 product, kMaxGridPoints));
 
   std::set<std::vector<std::pair<std::string, std::string>>> seen;
   std::vector<size_t> index(axes.size(), 0);

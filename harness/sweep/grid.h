@@ -8,9 +8,13 @@
 
 namespace kvb {
 
+/// Largest Cartesian product make_grid expands.
+constexpr long long kMaxGridPoints = 1000000;
+
 /// Cartesian product of `axes` in their order (the first axis varies slowest). For each point, axes that do not
 /// apply to its variant (ExperimentKind::applies with the point's "variant" value, "" when the kind has no variant
 /// axis) hold "", and points that thereby repeat an earlier one are dropped; the order of first appearance is kept.
+/// Throws UsageError when the product exceeds kMaxGridPoints.
 std::vector<Point> make_grid(const ExperimentKind& kind, const std::vector<AxisValues>& axes);
 
 /// Runs ExperimentKind::validate on every point before anything runs. Throws UsageError with the point's label and

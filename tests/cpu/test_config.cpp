@@ -80,9 +80,12 @@ TEST(Config, OverridesReplaceAxisValues) {
   const SweepConfig c = parse_sweep_config(kGood, "good.toml");
   const AxisValues o = parse_axis_override("batch=2, 16 ,32");
   EXPECT_EQ(o, (AxisValues{"batch", {"2", "16", "32"}}));
-  const auto axes = resolve_axes(kind, c, {o, parse_axis_override("seed=7"), parse_axis_override("batch=64")});
-  EXPECT_EQ(axes[1].second, (std::vector<std::string>{"64"}));  // the last override of an axis wins
+  const auto axes = resolve_axes(kind, c, {o, parse_axis_override("seed=7")});
+  EXPECT_EQ(axes[1].second, (std::vector<std::string>{"2", "16", "32"}));
   EXPECT_EQ(axes[6].second, (std::vector<std::string>{"7"}));
+  // An axis overridden twice is a slip, not a choice: refused, naming it.
+  expect_usage_error([&] { resolve_axes(kind, c, {o, parse_axis_override("batch=64")}); },
+                     {"--set batch", "given twice"});
 }
 
 TEST(Config, BadOverrideForms) {

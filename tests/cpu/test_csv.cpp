@@ -65,22 +65,31 @@ TEST(Csv, FailedAtomicWriteLeavesOldFileAndNoTemp) {
   TempDir dir;
   const std::string path = dir.file("r.csv");
   write_file_atomic(path, "a,b\n1,2\n");
-  // The temporary cannot be created: the old file stays whole.
-  std::filesystem::create_directory(path + ".tmp");
-  EXPECT_THROW(write_file_atomic(path, "a,b\n9,9\n"), std::runtime_error);
-  EXPECT_EQ(read_text(path), "a,b\n1,2\n");
+  // A user's file named PATH.tmp is never touched: the temporary has a name of its own.
+  write_text(path + ".tmp", "mine\n");
+  write_file_atomic(path, "a,b\n3,4\n");
+  EXPECT_EQ(read_text(path), "a,b\n3,4\n");
+  EXPECT_EQ(read_text(path + ".tmp"), "mine\n");
   std::filesystem::remove(path + ".tmp");
 
-  // The rename fails (the target is a folder): the temporary is removed.
+  // The rename fails (the target is a folder): the temporary is removed, nothing else is left beside it.
   const std::string folder = dir.file("folder.csv");
   std::filesystem::create_directories(folder + "/inside");
   EXPECT_THROW(write_file_atomic(folder, "a\n1\n"), std::runtime_error);
-  EXPECT_FALSE(std::filesystem::exists(folder + ".tmp"));
   EXPECT_TRUE(std::filesystem::is_directory(folder));
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 2u);  // r.csv and folder.csv
 
   // Missing folder: nothing is created.
   EXPECT_THROW(write_file_atomic(dir.file("no/such/dir/r.csv"), "a\n"), std::runtime_error);
   EXPECT_FALSE(std::filesystem::exists(dir.file("no")));
+}
+
+TEST(Csv, TruncatedLastRecordIsMalformed) {
+  EXPECT_THROW(parse_csv("a,b\n1,2\n3,", "t.csv"), UsageError);
+  EXPECT_THROW(parse_csv("a,b\n1,2\n3,4", "t.csv"), UsageError);
+  EXPECT_EQ(parse_csv("a,b\n1,2\n3,4\n", "t.csv").rows.size(), 2u);
 }
 
 TEST(Csv, OutputWritableChecks) {
