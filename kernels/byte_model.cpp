@@ -37,21 +37,30 @@ ByteCount recurrent_decode_bytes(const GdnShape& s, int rows, OutputDtype o_dtyp
   return b;
 }
 
-ByteCount kvbuffer_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, OutputDtype o_dtype) {
+ByteCount buffered_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, double entry_bytes,
+                                OutputDtype o_dtype) {
   ByteCount b = decode_io_bytes(s, rows, o_dtype);
-  const double entry = kvbuffer_entry_bytes(s);
-  b.read += rows * (state_bytes(s) + fill * entry + 4);  // checkpoint, entries, fill
+  b.read += rows * (state_bytes(s) + fill * entry_bytes + 4);  // checkpoint, entries, fill
   if (fill + 1 >= buffer_size) b.write += rows * state_bytes(s);
-  else b.write += rows * entry;
+  else b.write += rows * entry_bytes;
   return b;
 }
 
-ByteCount kvbuffer_decode_cycle_bytes(const GdnShape& s, int rows, int buffer_size, OutputDtype o_dtype) {
+ByteCount buffered_decode_cycle_bytes(const GdnShape& s, int rows, int buffer_size, double entry_bytes,
+                                      OutputDtype o_dtype) {
   ByteCount sum;
-  for (int n = 0; n < buffer_size; ++n) sum += kvbuffer_decode_bytes(s, rows, buffer_size, n, o_dtype);
+  for (int n = 0; n < buffer_size; ++n) sum += buffered_decode_bytes(s, rows, buffer_size, n, entry_bytes, o_dtype);
   sum.read /= buffer_size;
   sum.write /= buffer_size;
   return sum;
+}
+
+ByteCount kvbuffer_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, OutputDtype o_dtype) {
+  return buffered_decode_bytes(s, rows, buffer_size, fill, kvbuffer_entry_bytes(s), o_dtype);
+}
+
+ByteCount kvbuffer_decode_cycle_bytes(const GdnShape& s, int rows, int buffer_size, OutputDtype o_dtype) {
+  return buffered_decode_cycle_bytes(s, rows, buffer_size, kvbuffer_entry_bytes(s), o_dtype);
 }
 
 ByteCount kvbuffer_advance_bytes(int rows) {

@@ -57,6 +57,16 @@ ByteCount decode_io_bytes(const GdnShape& s, int rows, OutputDtype o_dtype);
 /// Recurrent decode of `rows` rows (one layer, one step).
 ByteCount recurrent_decode_bytes(const GdnShape& s, int rows, OutputDtype o_dtype);
 
+/// A buffered decode step of `rows` rows holding `fill` entries of `entry_bytes` each (the delta and raw forms differ
+/// only in the entry): checkpoint and entries read, then the new entry written, or the checkpoint when the step
+/// flushes (fill + 1 = buffer_size); plus the token's inputs and outputs.
+ByteCount buffered_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, double entry_bytes,
+                                OutputDtype o_dtype);
+
+/// buffered_decode_bytes averaged over fill = 0 .. buffer_size - 1 (one whole flush cycle, per step).
+ByteCount buffered_decode_cycle_bytes(const GdnShape& s, int rows, int buffer_size, double entry_bytes,
+                                      OutputDtype o_dtype);
+
 /// KVBuffer decode of `rows` rows that all hold `fill` entries before the step (one layer, one step).
 ByteCount kvbuffer_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, OutputDtype o_dtype);
 

@@ -9,20 +9,11 @@ double raw_entry_bytes(const GdnShape& s) {
 double raw_buffer_bytes(const GdnShape& s, int entries) { return entries * raw_entry_bytes(s); }
 
 ByteCount kvbuffer_raw_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, OutputDtype o_dtype) {
-  ByteCount b = decode_io_bytes(s, rows, o_dtype);
-  const double state = double(s.state_bytes()), entry = raw_entry_bytes(s);
-  b.read += rows * (state + fill * entry + 4);  // checkpoint, raw entries, fill
-  if (fill + 1 >= buffer_size) b.write += rows * state;
-  else b.write += rows * entry;
-  return b;
+  return buffered_decode_bytes(s, rows, buffer_size, fill, raw_entry_bytes(s), o_dtype);
 }
 
 ByteCount kvbuffer_raw_decode_cycle_bytes(const GdnShape& s, int rows, int buffer_size, OutputDtype o_dtype) {
-  ByteCount sum;
-  for (int n = 0; n < buffer_size; ++n) sum += kvbuffer_raw_decode_bytes(s, rows, buffer_size, n, o_dtype);
-  sum.read /= buffer_size;
-  sum.write /= buffer_size;
-  return sum;
+  return buffered_decode_cycle_bytes(s, rows, buffer_size, raw_entry_bytes(s), o_dtype);
 }
 
 ByteCount kvbuffer_raw_verify_bytes(const GdnShape& s, int fill, int draft_tokens, OutputDtype o_dtype) {

@@ -159,6 +159,25 @@ __device__ __forceinline__ QKNorm warp_qk_norm(const WarpVec<K>& q, const WarpVe
   return n;
 }
 
+/// The calling warp's share of a block's m draft tokens of row `row` (token row * m + i, key head hk, value head h):
+/// for i = first, first + stride, ... < m, hands store(i, r, k^[r], q^[r]) every element r this lane holds (q^
+/// includes the scale), and on lane 0 gate(i, Gate of draft i, k^ . q^). DESIGN.md section 2.
+template <int K, class Store, class GateSink>
+__device__ __forceinline__ void normalise_drafts(const TokenInputs& in, int row, int m, int first, int stride, int H,
+                                                 int HV, int h, int hk, Store store, GateSink gate) {
+  const int lane = threadIdx.x % 32;
+  for (int i = first; i < m; i += stride) {
+    const int64_t tok = int64_t(row) * m + i;
+    WarpVec<K> qv, kv;
+    qv.load(in.q + (tok * H + hk) * K, lane);
+    kv.load(in.k + (tok * H + hk) * K, lane);
+    const QKNorm nrm = warp_qk_norm<K>(qv, kv, in.scale);
+#pragma unroll
+    for (int e = 0; e < WarpVec<K>::N; ++e) store(i, lane * WarpVec<K>::N + e, kv.x[e] * nrm.rk, qv.x[e] * nrm.rq);
+    if (lane == 0) gate(i, prepare_gate(in, tok, h, HV), nrm.kq);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Asynchronous copies into shared memory (cp.async, 16 bytes, L2 only): the state streams into shared memory
 // without holding registers while in flight, so many blocks per SM keep many bytes in flight.
@@ -321,6 +340,14 @@ __device__ __forceinline__ void load4(const bf16* __restrict__ p, bool active, f
   } else {
     x[0] = x[1] = x[2] = x[3] = 0.f;
   }
+}
+
+/// acc[c] += a * u[c] for the 4 columns of u.
+__device__ __forceinline__ void fma4(float a, const float4& u, float (&acc)[4]) {
+  acc[0] = fmaf(a, u.x, acc[0]);
+  acc[1] = fmaf(a, u.y, acc[1]);
+  acc[2] = fmaf(a, u.z, acc[2]);
+  acc[3] = fmaf(a, u.w, acc[3]);
 }
 
 /// Number of VB-wide column slices covering V.

@@ -3,9 +3,7 @@
 // query, then either the raw entry appended at position n, or (n + 1 = B) the fold of all B entries into S0.
 // Grid: (V / VB slices, HV, N); block: kThreads threads owning a K x VB slice of S0 (SmemTile).
 //
-// Two kernels (KVB_RAW_DECODE selects, kernels/kvbuffer_raw_launch.h):
-//
-// chain (the default). The effective query comes from the transposed delta rule, newest entry first:
+// The effective query comes from the transposed delta rule, newest entry first:
 //   z <- q^;  for j = t .. 0:  s_j = k_j . z,  vw_j = beta_j e^{G_t - G_j} rk_j s_j,  z <- z - beta_j rk_j^2 s_j k_j;
 //   qeff = e^{G_t} z,   o = S0^T qeff + sum_j vw_j v_j
 // (rk_j = 1 / |k_j|, raw bf16 keys k_j). This equals qeff = e^{G_t} q^ - sum_j d_j beta_j e^{G_j} k^_j with
@@ -19,10 +17,6 @@
 // beta_i e^{Gc_i - Gc_j} rk_i rk_j (k_i . k_j). The chunk's Gram matrix and coefficients are formed by warps 1 .. 3
 // while warp 0 runs the chain. Shared memory: the slice, 8 x VB floats of scratch, B + 1 key rows and B value slices
 // and per-entry scalars (ChainSmem) -- no tensor-core staging, so as many blocks per SM as the delta form.
-//
-// gram (the first version, kept for comparison): T x T Gram matrix of raw keys and the query by all threads, the
-// system, d by back substitution in one warp, then the effective query; all after the whole slice has arrived. Its
-// flush forms P = K S0 and the fold on tensor cores (WMMA TF32 with hi + lo split, raw_fold).
 #include <string>
 #include <type_traits>
 
@@ -170,22 +164,7 @@ __device__ __forceinline__ void flush_coefficients(const ChainSmem<K, VB>& sm, i
   for (int p = tid; p < T * C; p += nthreads) {
     const int i = p / C, jj = p % C, j = i / C * C + jj;
     if (j > i) continue;
-    const uint4* x1 = reinterpret_cast<const uint4*>(sm.keys + i * KS);
-    const uint4* x2 = reinterpret_cast<const uint4*>(sm.keys + j * KS);
-    float s0 = 0.f, s1 = 0.f;
-#pragma unroll 4
-    for (int c = 0; c < K / 8; ++c) {
-      const uint4 a = x1[c], b = x2[c];
-      const __nv_bfloat162* ha = reinterpret_cast<const __nv_bfloat162*>(&a);
-      const __nv_bfloat162* hb = reinterpret_cast<const __nv_bfloat162*>(&b);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 fa = __bfloat1622float2(ha[e]), fb = __bfloat1622float2(hb[e]);
-        s0 = fmaf(fa.x, fb.x, s0);
-        s1 = fmaf(fa.y, fb.y, s1);
-      }
-    }
-    sm.gram[i * C + jj] = s0 + s1;
+    sm.gram[i * C + jj] = dot_bf16_rows<K>(sm.keys + i * KS, sm.keys + j * KS);
   }
   sync_helper_warps();
   for (int i = tid; i < T; i += nthreads) {
@@ -410,86 +389,9 @@ __global__ void __launch_bounds__(kThreads, chain_min_blocks(K, VB))
           reinterpret_cast<const uint4*>(sm.keys + n * Smem::KS)[c];
 }
 
-/// Static shared memory of the gram kernel (its row-reduction buffer), bytes.
-constexpr size_t gram_static_bytes(int VB) { return size_t(2) * kWarps * VB * sizeof(float); }
-
-template <int K, int VB>
-size_t gram_smem_bytes(int buffer_size) {
-  return RawSmem<K, VB>::bytes(buffer_size, 1, true) + 128;  // + alignment slack
-}
-
-template <int K, int VB>
-__global__ void __launch_bounds__(kThreads) kvbuffer_raw_decode_gram_kernel(const RawKVBufferDecodeParams p) {
-  using Tile = SmemTile<K, VB, kThreads>;
-  extern __shared__ __align__(16) char dyn_smem[];  // gram_smem_bytes<K, VB>(B)
-  __shared__ float red[2 * Tile::WARPS * VB];       // gram_static_bytes(VB)
-  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
-  const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
-  const RawKVBufferPool& pool = p.pool;
-  const int slot = p.slot[row];
-  const int64_t vo = (int64_t(row) * HV + h) * V;
-  if (slot < 0 || slot >= pool.num_slots) {  // padding row: pool untouched, output zeroed
-    zero_output_slice(p.o, p.o_dtype, vo, v0, VB, V);
-    return;
-  }
-  const int B = pool.buffer_size;
-  const int n = min(max(pool.fill[slot], 0), B - 1);  // precondition 0 <= fill < B; clamped
-  float* s0 = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
-  const int64_t e0 = int64_t(slot) * pool.capacity;
-
-  RawSmem<K, VB> sm;
-  sm.setup(dyn_smem + ((128 - (__cvta_generic_to_shared(dyn_smem) & 127)) & 127), B, 1, true);
-  sm.T = n + 1;
-  Tile tile;
-  tile.setup(reinterpret_cast<float4*>(sm.tile), v0, V);
-  tile.load_state_async(s0, V);
-  sm.load_pool_async(pool, H, HV, V, e0, 0, n, h, hk, v0);
-  sm.load_tokens_async(p.in, H, HV, V, row, n, 1, h, hk, v0, true);
-  cp_async_commit();
-  raw_gates(sm, pool, p.in, HV, e0, n, row, h);
-  cp_async_wait_all();
-  __syncthreads();
-
-  raw_gram<K>(sm);
-  raw_system(sm, n, p.in.scale);
-  raw_solve_queries(sm, n);
-  raw_effective_queries<K>(sm, n);
-  float acc[1][4], unused[4] = {0.f, 0.f, 0.f, 0.f};
-  raw_output_partials<1, Tile, K>(tile, sm, acc);
-  tile.reduce_rows(acc[0], unused, red);
-  if (tile.rg == 0 && tile.active) store_output4(p.o, p.o_dtype, vo + tile.col, acc[0]);
-
-  if (n + 1 == B) {  // flush: S0 <- e^{G_t} S0 + sum_j e^{G_t - G_j} k^_j u_j^T over the B entries
-    raw_fold<K, VB>(sm, s0, V, v0);
-    return;
-  }
-  // Append the raw entry at position n: this slice of v, and (one block per head) a, b and the key.
-  const int64_t e = e0 + n;
-  for (int c = threadIdx.x; c < VB / 8; c += blockDim.x)
-    reinterpret_cast<uint4*>(pool.values + (e * HV + h) * V + v0)[c] =
-        reinterpret_cast<const uint4*>(p.in.v + vo + v0)[c];
-  if (blockIdx.x == 0) {
-    if (threadIdx.x == 0) {
-      pool.gate_a[e * HV + h] = p.in.a[int64_t(row) * HV + h];
-      pool.gate_b[e * HV + h] = p.in.b[int64_t(row) * HV + h];
-    }
-    if (h % p.shape.group() == 0)
-      for (int c = threadIdx.x; c < K / 8; c += blockDim.x)
-        reinterpret_cast<uint4*>(pool.keys + (e * H + hk) * K)[c] =
-            reinterpret_cast<const uint4*>(p.in.k + (int64_t(row) * H + hk) * K)[c];
-  }
-}
-
 template <int K, int VB>
 cudaError_t launch_tile(const RawKVBufferDecodeParams& p, cudaStream_t stream) {
   const dim3 grid(p.shape.head_dim_v / VB, p.shape.heads_v, p.batch);
-  if (raw_decode_kernel() == RawDecodeKernel::gram) {
-    const size_t smem = gram_smem_bytes<K, VB>(p.pool.buffer_size);
-    const cudaError_t e = allow_dynamic_smem(kvbuffer_raw_decode_gram_kernel<K, VB>, smem);
-    if (e != cudaSuccess) return e;
-    kvbuffer_raw_decode_gram_kernel<K, VB><<<grid, kThreads, smem, stream>>>(p);
-    return cudaGetLastError();
-  }
   const size_t smem = chain_smem_bytes<K, VB>(p.pool.buffer_size);
   if (const cudaError_t e = allow_dynamic_smem(kvbuffer_raw_decode_kernel<K, VB>, smem); e != cudaSuccess) return e;
   kvbuffer_raw_decode_kernel<K, VB><<<grid, kThreads, smem, stream>>>(p);
@@ -508,11 +410,7 @@ cudaError_t launch_width(const RawKVBufferDecodeParams& p, cudaStream_t stream) 
 
 template <int K>
 size_t block_smem_k(int VB, int buffer_size) {
-  const bool gram = raw_decode_kernel() == RawDecodeKernel::gram;
-  auto of = [&](auto vb) {
-    constexpr int W = decltype(vb)::value;
-    return gram ? gram_smem_bytes<K, W>(buffer_size) + gram_static_bytes(W) : chain_smem_bytes<K, W>(buffer_size);
-  };
+  auto of = [&](auto vb) { return chain_smem_bytes<K, decltype(vb)::value>(buffer_size); };
   switch (VB) {
     case 64: return of(std::integral_constant<int, 64>{});
     case 32: return of(std::integral_constant<int, 32>{});

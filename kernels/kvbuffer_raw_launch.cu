@@ -42,13 +42,6 @@ int forced_width() {
 }
 }  // namespace
 
-RawDecodeKernel raw_decode_kernel() {
-  static const RawDecodeKernel value = [] {
-    const char* s = std::getenv("KVB_RAW_DECODE");
-    return s && std::strcmp(s, "gram") == 0 ? RawDecodeKernel::gram : RawDecodeKernel::chain;
-  }();
-  return value;
-}
 
 int raw_slice_width(int batch, const GdnShape& shape) {
   const int V = shape.head_dim_v, widest = shape.head_dim_k >= 256 ? 32 : 64;

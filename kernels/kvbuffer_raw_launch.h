@@ -25,15 +25,8 @@ std::string validate_raw_inputs(const GdnShape& shape, const TokenInputs& in, in
 /// width for A/B measurements when it divides head_dim_v (read once per process).
 int raw_slice_width(int batch, const GdnShape& shape);
 
-/// The raw decode kernels (kernels/kvbuffer_raw_decode.cu). chain: effective query by the transposed delta rule in
-/// one warp while the checkpoint slice streams in, flush folded in 8-entry chunks on CUDA cores (the default).
-/// gram: Gram matrix, back substitution and effective query after the slice has arrived, flush on tensor cores (WMMA
-/// TF32 hi + lo). KVB_RAW_DECODE=chain or gram forces one (read once per process; anything else: the default).
-enum class RawDecodeKernel : int { chain = 0, gram = 1 };
-RawDecodeKernel raw_decode_kernel();
-
 /// Shared memory of one raw decode block, dynamic plus static (bytes), for `batch` rows of `shape` and buffer size
-/// `buffer_size`: the kernel raw_decode_kernel() and the width raw_slice_width(batch, shape) that a launch picks.
+/// `buffer_size`: the width raw_slice_width(batch, shape) that a launch picks.
 /// 0 when head_dim_k is not 32, 64, 128 or 256. Sets the blocks per SM (H200: 228 KiB per SM, 1 KiB reserved per
 /// block).
 size_t raw_decode_block_smem(const GdnShape& shape, int batch, int buffer_size);

@@ -10,8 +10,8 @@
 // so a step that does not flush streams S0 once (like the delta form) and never forms U. The decode kernel takes the
 // effective query by the transposed delta rule (z <- (I - beta_j k^_j k^_j^T) z from the newest entry down, O(T K);
 // kernels/kvbuffer_raw_decode.cu). A flush forms P = K^ S0 ([T x K] x [K x V]) and folds
-// S0 <- e^{G_t} S0 + sum_j e^{G_t - G_j} k^_j u_j^T: decode in chunks of 8 entries on CUDA cores, accept (and the
-// gram decode kernel) on tensor cores.
+// S0 <- e^{G_t} S0 + sum_j e^{G_t - G_j} k^_j u_j^T: decode in chunks of 8 entries on CUDA cores, accept on tensor
+// cores.
 #pragma once
 
 #include "kernels/gdn_params.h"

@@ -173,18 +173,11 @@ struct AcceptLaunch {
   static cudaError_t run(const RawKVBufferAcceptParams& p, cudaStream_t s) { return launch_accept_tile<K, VB>(p, s); }
 };
 
-std::string validate_drafts(int m) {
-  if (m < 1 || m > kMaxDraftTokens)
-    return "draft_tokens = " + std::to_string(m) + " is out of range (allowed: 1 to " +
-           std::to_string(kMaxDraftTokens) + ")";
-  return "";
-}
-
 }  // namespace
 
 std::string validate(const RawKVBufferVerifyParams& p) {
   if (auto e = validate_raw_inputs(p.shape, p.in, p.batch); !e.empty()) return e;
-  if (auto e = validate_drafts(p.in.tokens); !e.empty()) return e;
+  if (auto e = validate_draft_tokens(p.in.tokens); !e.empty()) return e;
   if (auto e = validate_raw_pool(p.pool); !e.empty()) return e;
   if (!p.slot || !p.o) return "slot and o must be set";
   return "";
@@ -192,7 +185,7 @@ std::string validate(const RawKVBufferVerifyParams& p) {
 
 std::string validate(const RawKVBufferAcceptParams& p) {
   if (auto e = validate_raw_inputs(p.shape, p.in, p.batch); !e.empty()) return e;
-  if (auto e = validate_drafts(p.in.tokens); !e.empty()) return e;
+  if (auto e = validate_draft_tokens(p.in.tokens); !e.empty()) return e;
   if (auto e = validate_raw_pool(p.pool); !e.empty()) return e;
   if (!p.slot || !p.accepted) return "slot and accepted must be set";
   return "";

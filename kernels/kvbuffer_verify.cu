@@ -84,13 +84,6 @@ struct VerifyLanes {
   }
 };
 
-__device__ __forceinline__ void fma4(float a, const float4& u, float (&acc)[4]) {
-  acc[0] = fmaf(a, u.x, acc[0]);
-  acc[1] = fmaf(a, u.y, acc[1]);
-  acc[2] = fmaf(a, u.z, acc[2]);
-  acc[3] = fmaf(a, u.w, acc[3]);
-}
-
 template <int K, int VB, int M>
 __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kernel(const KVBufferVerifyParams p) {
   constexpr int THREADS = VerifyLanes<VB>::THREADS, WARPS = THREADS / 32, SUBS = VerifyLanes<VB>::SUBS;
@@ -120,23 +113,16 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
   cp_async_commit();
 
   // The drafts' normalised keys and queries and their gates, while the copies are in flight.
-  for (int i = warp; i < M; i += WARPS) {
-    const int64_t tok = int64_t(row) * M + i;
-    WarpVec<K> qv, kv;
-    qv.load(p.in.q + (tok * H + hk) * K, lane);
-    kv.load(p.in.k + (tok * H + hk) * K, lane);
-    const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
-#pragma unroll
-    for (int e = 0; e < WarpVec<K>::N; ++e) {
-      ds.k_at(i, lane * WarpVec<K>::N + e) = kv.x[e] * nrm.rk;
-      ds.q_at(i, lane * WarpVec<K>::N + e) = qv.x[e] * nrm.rq;
-    }
-    if (lane == 0) {
-      const Gate gate = prepare_gate(p.in, tok, h, HV);
-      ds.g[i] = gate.g;
-      ds.beta[i] = gate.beta;
-    }
-  }
+  normalise_drafts<K>(
+      p.in, row, M, warp, WARPS, H, HV, h, hk,
+      [&](int i, int r, float k, float q) {
+        ds.k_at(i, r) = k;
+        ds.q_at(i, r) = q;
+      },
+      [&](int i, const Gate& gate, float) {
+        ds.g[i] = gate.g;
+        ds.beta[i] = gate.beta;
+      });
   cp_async_wait_all();
   __syncthreads();
 
@@ -392,9 +378,7 @@ cudaError_t launch_accept_tile(const KVBufferAcceptParams& p, cudaStream_t strea
 std::string validate(const KVBufferVerifyParams& p) {
   if (auto e = validate_shape(p.shape); !e.empty()) return e;
   if (auto e = validate_inputs(p.in, p.batch); !e.empty()) return e;
-  if (p.in.tokens < 1 || p.in.tokens > kMaxDraftTokens)
-    return "draft_tokens = " + std::to_string(p.in.tokens) + " is out of range (allowed: 1 to " +
-           std::to_string(kMaxDraftTokens) + ")";
+  if (auto e = validate_draft_tokens(p.in.tokens); !e.empty()) return e;
   if (auto e = validate_pool(p.pool); !e.empty()) return e;
   if (!p.slot || !p.o || !p.draft_deltas || !p.draft_log_decay)
     return "slot, o, draft_deltas and draft_log_decay must be set";
@@ -404,9 +388,7 @@ std::string validate(const KVBufferVerifyParams& p) {
 std::string validate(const KVBufferAcceptParams& p) {
   if (auto e = validate_shape(p.shape); !e.empty()) return e;
   if (p.batch < 1) return "batch = " + std::to_string(p.batch) + " must be >= 1";
-  if (p.draft_tokens < 1 || p.draft_tokens > kMaxDraftTokens)
-    return "draft_tokens = " + std::to_string(p.draft_tokens) + " is out of range (allowed: 1 to " +
-           std::to_string(kMaxDraftTokens) + ")";
+  if (auto e = validate_draft_tokens(p.draft_tokens); !e.empty()) return e;
   if (auto e = validate_pool(p.pool); !e.empty()) return e;
   if (p.pool.buffer_size - 1 + p.draft_tokens > dev::kMaxBuffer)
     return "buffer_size - 1 + draft_tokens must be <= " + std::to_string(dev::kMaxBuffer);

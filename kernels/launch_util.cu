@@ -5,7 +5,9 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "kernels/gdn_device.cuh"
 
@@ -19,6 +21,27 @@ std::string validate_inputs(const TokenInputs& in, int batch) {
   if (!in.beta && !in.b) return "gates: set either beta or b";
   if (!(in.scale > 0.f)) return "scale must be > 0";
   return "";
+}
+
+std::string validate_draft_tokens(int m) {
+  if (m < 1 || m > kMaxDraftTokens)
+    return "draft_tokens = " + std::to_string(m) + " is out of range (allowed: 1 to " +
+           std::to_string(kMaxDraftTokens) + ")";
+  return "";
+}
+
+cudaError_t static_smem_bytes(const void* kernel, size_t& bytes) {
+  static std::mutex mutex;
+  static std::unordered_map<const void*, size_t> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = cache.find(kernel); it != cache.end()) {
+    bytes = it->second;
+    return cudaSuccess;
+  }
+  cudaFuncAttributes attr{};
+  if (const cudaError_t e = cudaFuncGetAttributes(&attr, kernel); e != cudaSuccess) return e;
+  bytes = cache[kernel] = attr.sharedSizeBytes;
+  return cudaSuccess;
 }
 
 int tile_override() {

@@ -13,6 +13,9 @@ namespace kvb {
 /// "" when the token inputs hold every pointer the kernels need for `batch` rows, else the reason.
 std::string validate_inputs(const TokenInputs& in, int batch);
 
+/// "" when 1 <= m <= kMaxDraftTokens (draft tokens of a verify or accept launch), else the reason naming the range.
+std::string validate_draft_tokens(int m);
+
 /// "" when a KVBuffer pool is usable (pointers set, 1 <= buffer_size, max(buffer_size - 1, 1) <= capacity <=
 /// kMaxBuffer, num_checkpoints >= 0), else the reason.
 std::string validate_pool(const KVBufferPool& pool);
@@ -21,14 +24,19 @@ std::string validate_pool(const KVBufferPool& pool);
 /// A/B measurements), as VB * 1000 + THREADS; 0 when unset or malformed. Read once per process.
 int tile_override();
 
+/// The static shared memory of `kernel` in `bytes`, read with cudaFuncGetAttributes on the first call per kernel and
+/// cached (launchers ask on every launch, which kvb_bench times). Returns that call's error, or cudaSuccess.
+cudaError_t static_smem_bytes(const void* kernel, size_t& bytes);
+
 /// Lets `kernel` take `bytes` of dynamic shared memory: raises its limit when `bytes` plus the kernel's static shared
 /// memory pass the default 48 KiB (the default caps their sum, whatever an earlier launch of the same kernel raised).
 /// Returns the error of cudaFuncGetAttributes or cudaFuncSetAttribute, or cudaSuccess.
 template <class Kernel>
 cudaError_t allow_dynamic_smem(Kernel kernel, size_t bytes) {
-  cudaFuncAttributes attr{};
-  if (const cudaError_t e = cudaFuncGetAttributes(&attr, kernel); e != cudaSuccess) return e;
-  if (bytes + attr.sharedSizeBytes <= 48 * 1024) return cudaSuccess;
+  size_t static_bytes = 0;
+  if (const cudaError_t e = static_smem_bytes(reinterpret_cast<const void*>(kernel), static_bytes); e != cudaSuccess)
+    return e;
+  if (bytes + static_bytes <= 48 * 1024) return cudaSuccess;
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
 }
 

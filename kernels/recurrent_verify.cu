@@ -13,13 +13,6 @@ namespace {
 
 using namespace dev;
 
-__device__ __forceinline__ void fma4(float a, const float4& u, float (&acc)[4]) {
-  acc[0] = fmaf(a, u.x, acc[0]);
-  acc[1] = fmaf(a, u.y, acc[1]);
-  acc[2] = fmaf(a, u.z, acc[2]);
-  acc[3] = fmaf(a, u.w, acc[3]);
-}
-
 /// Register layout of the recurrent verify: warp w of a block owns CGW float4 columns (4 CGW columns) over every
 /// state row; lane = CGW sub + cg holds the 4 columns cg and the rows sub, sub + SUBS, ... in registers, so each draft
 /// step (S^T k^ and S^T q^, then S <- e^g S + k^ u^T and its write to the scratch pool) needs no block barrier: the
@@ -67,24 +60,17 @@ __global__ void __launch_bounds__(WARPS * 32) recurrent_verify_kernel(const Recu
                   : make_float4(0.f, 0.f, 0.f, 0.f);
 
   // The drafts' normalised keys and queries, one warp per draft, while the state loads are in flight.
-  for (int i = warp; i < m; i += WARPS) {
-    const int64_t tok = int64_t(row) * m + i;
-    WarpVec<K> qv, kv;
-    qv.load(p.in.q + (tok * H + hk) * K, lane);
-    kv.load(p.in.k + (tok * H + hk) * K, lane);
-    const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
-#pragma unroll
-    for (int e = 0; e < WarpVec<K>::N; ++e) {
-      ds.khat[i][lane * WarpVec<K>::N + e] = kv.x[e] * nrm.rk;
-      ds.qhat[i][lane * WarpVec<K>::N + e] = qv.x[e] * nrm.rq;
-    }
-    if (lane == 0) {
-      const Gate gate = prepare_gate(p.in, tok, h, HV);
-      ds.kq[i] = nrm.kq;
-      ds.g[i] = gate.g;
-      ds.beta[i] = gate.beta;
-    }
-  }
+  normalise_drafts<K>(
+      p.in, row, m, warp, WARPS, H, HV, h, hk,
+      [&](int i, int r, float k, float q) {
+        ds.khat[i][r] = k;
+        ds.qhat[i][r] = q;
+      },
+      [&](int i, const Gate& gate, float kq) {
+        ds.kq[i] = kq;
+        ds.g[i] = gate.g;
+        ds.beta[i] = gate.beta;
+      });
   __syncthreads();
 
   for (int i = 0; i < m; ++i) {
@@ -152,9 +138,7 @@ cudaError_t launch_warps(const RecurrentVerifyParams& p, cudaStream_t stream) {
 std::string validate(const RecurrentVerifyParams& p) {
   if (auto e = validate_shape(p.shape); !e.empty()) return e;
   if (auto e = validate_inputs(p.in, p.batch); !e.empty()) return e;
-  if (p.in.tokens < 1 || p.in.tokens > kMaxDraftTokens)
-    return "draft_tokens = " + std::to_string(p.in.tokens) + " is out of range (allowed: 1 to " +
-           std::to_string(kMaxDraftTokens) + ")";
+  if (auto e = validate_draft_tokens(p.in.tokens); !e.empty()) return e;
   if (!p.state || !p.scratch || !p.slot || !p.o) return "state, scratch, slot and o must be set";
   if (p.num_slots < 1) return "num_slots must be >= 1";
   return "";
@@ -163,9 +147,7 @@ std::string validate(const RecurrentVerifyParams& p) {
 std::string validate(const RecurrentAcceptParams& p) {
   if (auto e = validate_shape(p.shape); !e.empty()) return e;
   if (p.batch < 1) return "batch = " + std::to_string(p.batch) + " must be >= 1";
-  if (p.draft_tokens < 1 || p.draft_tokens > kMaxDraftTokens)
-    return "draft_tokens = " + std::to_string(p.draft_tokens) + " is out of range (allowed: 1 to " +
-           std::to_string(kMaxDraftTokens) + ")";
+  if (auto e = validate_draft_tokens(p.draft_tokens); !e.empty()) return e;
   if (!p.state || !p.scratch || !p.slot || !p.accepted) return "state, scratch, slot and accepted must be set";
   if (p.num_slots < 1) return "num_slots must be >= 1";
   return "";

@@ -14,10 +14,6 @@
 
 namespace kvb {
 
-double raw_state_tolerance() {
-  return raw_decode_kernel() == RawDecodeKernel::chain ? tol::kStateFp32 : tol::kTensorCore;
-}
-
 LaunchCheck check_raw_decode_step(const DecodeProblem& p, cudaStream_t stream) {
   const DecodeConfig& cfg = p.config();
   const GdnShape& s = cfg.shape;
@@ -67,8 +63,8 @@ LaunchCheck check_raw_decode_step(const DecodeProblem& p, cudaStream_t stream) {
   }
   if (out.detail.empty()) {
     if (!out.outputs_written) out.detail = "some output elements were not written (NaN poison left)";
-    else if (!(out.state_err <= raw_state_tolerance()))
-      out.detail = fmt::format("checkpoint error {:.3g} above {:.1g}", out.state_err, raw_state_tolerance());
+    else if (!(out.state_err <= tol::kStateFp32))
+      out.detail = fmt::format("checkpoint error {:.3g} above {:.1g}", out.state_err, tol::kStateFp32);
     else if (!(out.o_err <= tol::output(cfg.o_dtype)))
       out.detail = fmt::format("output error {:.3g} above {:.1g}", out.o_err, tol::output(cfg.o_dtype));
   }

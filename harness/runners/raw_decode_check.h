@@ -9,14 +9,9 @@
 
 namespace kvb {
 
-/// Tolerance of raw-form checkpoints in the sweep's checks: the fp32 bar (tol::kStateFp32) for the chain decode kernel,
-/// whose flush runs on CUDA cores; the tensor-core bar (tol::kTensorCore) for the gram kernel (KVB_RAW_DECODE=gram),
-/// whose TF32 hi + lo split aims at the fp32 bar, which the GPU tests hold it to. max_rel_err records what was measured.
-double raw_state_tolerance();
-
 /// Launches the raw decode of layer-set 0 once (no advance) on poisoned outputs and compares up to three rows (the
 /// first, the last, and one that flushes on this step) with the reference: o (tolerance by output dtype); the
-/// checkpoint after a flush (raw_state_tolerance); otherwise the appended raw entry, which must equal the inputs
+/// checkpoint after a flush (the fp32 bar, tol::kStateFp32); otherwise the appended raw entry, which must equal the inputs
 /// exactly. Leaves set 0 one token further on. Throws CudaError.
 LaunchCheck check_raw_decode_step(const DecodeProblem& p, cudaStream_t stream);
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "harness/runners/device_random.h"
-#include "harness/runners/raw_decode_check.h"
+#include "reference/tolerances.h"
 #include "harness/runners/raw_entry_sets.h"
 #include "harness/runners/verify_bytes.h"
 #include "harness/runners/verify_check.h"
@@ -87,7 +87,7 @@ LaunchCheck check_raw_verify_step(const VerifyProblem& p, cudaStream_t stream) {
   }
   if (out.detail.empty())
     out.detail = check_verdict(out.outputs_written, out.state_err, out.o_err, tol::output(cfg.o_dtype),
-                               raw_state_tolerance());
+                               tol::kStateFp32);
   return out;
 }
 

@@ -17,7 +17,6 @@ size_t blocks_per_sm(size_t smem) { return kSmemPerSm / (smem + kReservedPerBloc
 // Qwen3-Next TP1 at batch 64 and 256 (64-column slices): the chain kernel keeps as many blocks per SM as the delta
 // form (6 at B <= 4, 5 at B = 8 and 16; kernels/kvbuffer_decode.cu holds the slice plus B - 1 fp32 deltas).
 TEST(RawDecodeLaunch, ChainKernelBlocksPerSmAtTheSweepConfigurations) {
-  if (raw_decode_kernel() != RawDecodeKernel::chain) GTEST_SKIP() << "KVB_RAW_DECODE=gram";
   const GdnShape s{16, 32, 128, 128};
   for (int batch : {64, 256}) {
     EXPECT_EQ(raw_slice_width(batch, s), 64) << "batch " << batch;

@@ -1,9 +1,8 @@
 // GPU tests of the KVBuffer raw-form kernels against the float64 reference (reference/kvbuffer_raw_reference.h):
 // decode over 1000 steps with flushes at staggered phases, padding rows and an unused slot left byte for byte, bf16
 // outputs and odd shapes, the sweep's launch configurations, verify outputs and accept for every accepted count,
-// launch validation. Checkpoints and fp32 outputs are held to the fp32 bar (the chain decode kernel folds on CUDA
-// cores; the gram kernel's and accept's TF32 hi + lo split aims at it). KVB_RAW_DECODE=gram runs the decode tests on
-// the gram kernel. Skipped without a CUDA device.
+// launch validation. Checkpoints and fp32 outputs are held to the fp32 bar (the decode kernel folds on CUDA cores;
+// accept's TF32 hi + lo split aims at it). Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
