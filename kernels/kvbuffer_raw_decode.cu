@@ -164,7 +164,22 @@ __device__ __forceinline__ void flush_coefficients(const ChainSmem<K, VB>& sm, i
   for (int p = tid; p < T * C; p += nthreads) {
     const int i = p / C, jj = p % C, j = i / C * C + jj;
     if (j > i) continue;
-    sm.gram[i * C + jj] = dot_bf16_rows<K>(sm.keys + i * KS, sm.keys + j * KS);
+    const uint4* x1 = reinterpret_cast<const uint4*>(sm.keys + i * KS);
+    const uint4* x2 = reinterpret_cast<const uint4*>(sm.keys + j * KS);
+    float s0 = 0.f, s1 = 0.f;
+#pragma unroll 4
+    for (int c = 0; c < K / 8; ++c) {
+      const uint4 a = x1[c], b = x2[c];
+      const __nv_bfloat162* ha = reinterpret_cast<const __nv_bfloat162*>(&a);
+      const __nv_bfloat162* hb = reinterpret_cast<const __nv_bfloat162*>(&b);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 fa = __bfloat1622float2(ha[e]), fb = __bfloat1622float2(hb[e]);
+        s0 = fmaf(fa.x, fb.x, s0);
+        s1 = fmaf(fa.y, fb.y, s1);
+      }
+    }
+    sm.gram[i * C + jj] = s0 + s1;
   }
   sync_helper_warps();
   for (int i = tid; i < T; i += nthreads) {

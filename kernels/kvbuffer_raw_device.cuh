@@ -17,28 +17,6 @@
 
 namespace kvb::dev {
 
-/// k_a . k_b of two raw bf16 K-vectors in shared memory (16-byte aligned rows), in fp32: the products of bf16 values
-/// are exact, summed in two interleaved accumulators.
-template <int K>
-__device__ __forceinline__ float dot_bf16_rows(const bf16* __restrict__ a, const bf16* __restrict__ b) {
-  const uint4* x1 = reinterpret_cast<const uint4*>(a);
-  const uint4* x2 = reinterpret_cast<const uint4*>(b);
-  float s0 = 0.f, s1 = 0.f;
-#pragma unroll 4
-  for (int c = 0; c < K / 8; ++c) {
-    const uint4 u = x1[c], v = x2[c];
-    const __nv_bfloat162* hu = reinterpret_cast<const __nv_bfloat162*>(&u);
-    const __nv_bfloat162* hv = reinterpret_cast<const __nv_bfloat162*>(&v);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float2 fa = __bfloat1622float2(hu[e]), fb = __bfloat1622float2(hv[e]);
-      s0 = fmaf(fa.x, fb.x, s0);
-      s1 = fmaf(fa.y, fb.y, s1);
-    }
-  }
-  return s0 + s1;
-}
-
 constexpr int kMaxRawQueries = kMaxDraftTokens;  ///< queries per block: 1 (decode) or m (verify)
 constexpr int kMaxRawEntries = kMaxRawBuffer - 1 + kMaxDraftTokens;  ///< T: entries a block rebuilds (<= 71)
 constexpr int kRawLaneRows = (kMaxRawEntries + 31) / 32;             ///< entries per lane in the solve
@@ -186,7 +164,22 @@ __device__ __forceinline__ void raw_gram(const Smem& sm) {
     while (r1 * (r1 + 1) / 2 > p) --r1;
     while ((r1 + 1) * (r1 + 2) / 2 <= p) ++r1;
     const int r2 = p - r1 * (r1 + 1) / 2;
-    sm.gram[r1 * sm.GS + r2] = dot_bf16_rows<K>(sm.keys + r1 * Smem::KS, sm.keys + r2 * Smem::KS);
+    const uint4* x1 = reinterpret_cast<const uint4*>(sm.keys + r1 * Smem::KS);
+    const uint4* x2 = reinterpret_cast<const uint4*>(sm.keys + r2 * Smem::KS);
+    float s = 0.f;
+#pragma unroll 4
+    for (int c = 0; c < K / 8; ++c) {
+      const uint4 a = x1[c], b = x2[c];
+      const __nv_bfloat162* ha = reinterpret_cast<const __nv_bfloat162*>(&a);
+      const __nv_bfloat162* hb = reinterpret_cast<const __nv_bfloat162*>(&b);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 fa = __bfloat1622float2(ha[i]), fb = __bfloat1622float2(hb[i]);
+        s = fmaf(fa.x, fb.x, s);
+        s = fmaf(fa.y, fb.y, s);
+      }
+    }
+    sm.gram[r1 * sm.GS + r2] = s;
   }
   __syncthreads();
 }
