@@ -192,10 +192,34 @@ __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
 }
+/// 8-byte asynchronous copy (cp.async.ca); valid false: zero-fill, nothing read.
+__device__ __forceinline__ void cp_async8(void* smem, const void* gmem, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int src_bytes = valid ? 8 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+/// Waits until at most N of this thread's cp.async groups are pending (groups complete in commit order).
+template <int N>
+__device__ __forceinline__ void cp_async_wait_group() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 
 
+
+/// Starts copying the value slices of row `row`'s m draft tokens into shared memory: vs[i][c] = v[token row * m + i,
+/// value head h, column v0 + c] for c < VB (bf16, zero past V), 4 values per copy. v: bf16 [N * m, HV, V]. Drafts'
+/// values are needed only after the state pass; copying them up front keeps their global latency off that path.
+template <int VB>
+__device__ __forceinline__ void load_draft_values_async(const bf16* __restrict__ v, int row, int m, int HV, int h,
+                                                        int V, int v0, bf16 (*vs)[VB]) {
+  for (int idx = threadIdx.x; idx < m * (VB / 4); idx += blockDim.x) {
+    const int i = idx / (VB / 4), c = 4 * (idx % (VB / 4));
+    const bool ok = v0 + c < V;
+    cp_async8(&vs[i][c], v + ((int64_t(row) * m + i) * HV + h) * V + (ok ? v0 + c : 0), ok);
+  }
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Shared-memory tile of a K x VB slice of a kv-layout state ([K][V], V contiguous), plus `extra` rows of V-vectors

@@ -25,9 +25,15 @@ constexpr size_t smem_bytes(int capacity) {
   return SmemTile<K, VB, THREADS, kStateless>::bytes(capacity) + BufferSmem<K>::bytes(capacity);
 }
 
+/// Blocks per SM the decode kernel's registers must allow: 128-thread blocks of a 64-column slice take about 40 KB of
+/// shared memory at B <= 16, so five fit an SM; the registers are held to that too (at most 96 per thread).
+template <int VB, int THREADS>
+constexpr int decode_min_blocks() { return THREADS == 128 && VB == 64 ? 5 : 1; }
+
 /// kStateless: a stateless batch (KVBufferDecodeParams::stateless_batch): no checkpoint tile at all.
 template <int K, int VB, int THREADS, bool kStateless>
-__global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBufferDecodeParams p) {
+__global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
+    kvbuffer_decode_kernel(const KVBufferDecodeParams p) {
   using Tile = SmemTile<K, VB, THREADS, kStateless>;
   extern __shared__ __align__(16) char dyn_smem[];  // smem_bytes<K, VB>(capacity)
   __shared__ float red[2 * Tile::WARPS * VB];
@@ -54,14 +60,17 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
   float* s0 = cslot_ok ? pool.checkpoint + (int64_t(cslot) * HV + h) * K * V : nullptr;
 
   // Checkpoint slice, deltas, keys and log-decays stream into shared memory while the token is prepared.
+  // Two copy groups: the buffer's keys and log-decays first (the coefficients need only them), then this thread's
+  // rows of the checkpoint slice and the deltas, which keep streaming while the coefficients are formed.
   Tile tile;
   tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
   BufferSmem<K> bs;
   bs.setup(dyn_smem + Tile::bytes(cap), cap);
+  bs.load_async(pool, H, HV, slot, h, hk, n);
+  cp_async_commit();
   if constexpr (!kStateless)
     if (has_state) tile.load_state_async(s0, V);
   tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
-  bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
 
   const int lane = threadIdx.x % 32;
@@ -82,10 +91,12 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_decode_kernel(const KVBuffer
     qr[r] *= nrm.rq;
   }
 
-  cp_async_wait_all();
-  __syncthreads();
+  cp_async_wait_group<1>();
+  __syncthreads();  // keys and log-decays in shared memory; the slice still streaming
   buffer_coefficients<K>(n, gate.g, &kv, &qv, nrm, bs);
   // [S0; u_1..u_n]^T [e^{G_t} k^; w_j (k^_j . k^_t)] and the same with q^: one pass over checkpoint and buffer.
+  // A thread reads only the state and delta rows it copied itself, so its own wait suffices for them.
+  cp_async_wait_all();
   float sk[4] = {0.f, 0.f, 0.f, 0.f}, sq[4] = {0.f, 0.f, 0.f, 0.f};
   if constexpr (!kStateless)
     if (has_state) tile.accumulate2(kr, sk, qr, sq);

@@ -14,31 +14,44 @@ namespace kvb::dev {
 constexpr int kMaxBuffer = 256;  ///< largest buffer capacity the kernels accept (entries per slot)
 
 /// One (slot, value head)'s buffer in shared memory, for entries j < n: the raw keys of its key head [capacity][K]
-/// (bf16), and per entry g[j] (log-decay), w[j] = e^{G_t - G_j}, rk[j] = 1 / sqrt(|k_j|^2 + eps),
-/// ck[j] = k^_j . k^_t and cq[j] = k^_j . q^_t (no decay applied); decay0[0] = e^{G_t}, the checkpoint's decay.
-/// The deltas u_j live in the state tile's extra rows.
+/// (bf16; key j at keys + j * key_stride), and per entry g[j] (log-decay), w[j] = e^{G_t - G_j},
+/// rk[j] = 1 / sqrt(|k_j|^2 + eps), ck[j] = k^_j . k^_t and cq[j] = k^_j . q^_t (no decay applied);
+/// decay0[0] = e^{G_t}, the checkpoint's decay. The deltas u_j live in the state tile's extra rows.
 template <int K>
 struct BufferSmem {
   bf16* keys;
+  int key_stride;  ///< elements from one entry's key to the next: K in shared memory, H * K read from the pool
   float* g;
   float* w;
   float* rk;
   float* ck;
   float* cq;
   float* decay0;
-  /// Carves the arrays for `capacity` entries out of shared memory at `base` (16-byte aligned).
+  /// Carves the arrays for `capacity` entries, keys included, out of shared memory at `base` (16-byte aligned).
   __device__ __forceinline__ void setup(void* base, int capacity) {
     keys = static_cast<bf16*>(base);
-    g = reinterpret_cast<float*>(keys + size_t(capacity) * K);
+    key_stride = K;
+    setup_values(static_cast<char*>(base) + size_t(capacity) * K * sizeof(bf16), capacity);
+  }
+  /// Carves only the per-entry values out of shared memory at `base`; the keys are read where they lie in the pool
+  /// (slot's entry 0 of key head hk, H key heads per entry), by the warp that uses each (no reuse across warps).
+  __device__ __forceinline__ void setup_pool_keys(void* base, int capacity, const KVBufferPool& pool, int H,
+                                                  int slot, int hk) {
+    keys = pool.keys + (int64_t(slot) * pool.capacity * H + hk) * K;
+    key_stride = H * K;
+    setup_values(base, capacity);
+  }
+  __device__ __forceinline__ void setup_values(void* base, int capacity) {
+    g = static_cast<float*>(base);
     w = g + capacity;
     rk = w + capacity;
     ck = rk + capacity;
     cq = ck + capacity;
     decay0 = cq + capacity;
   }
-  static constexpr size_t bytes(int capacity) {
-    return size_t(capacity) * (K * sizeof(bf16) + 5 * sizeof(float)) + sizeof(float);
-  }
+  __device__ __forceinline__ const bf16* key(int j) const { return keys + int64_t(j) * key_stride; }
+  static constexpr size_t values_bytes(int capacity) { return size_t(capacity) * 5 * sizeof(float) + sizeof(float); }
+  static constexpr size_t bytes(int capacity) { return size_t(capacity) * K * sizeof(bf16) + values_bytes(capacity); }
 
   /// Starts copying the n entries' raw keys (key head hk) and log-decays (value head h) of `slot` into shared memory.
   __device__ __forceinline__ void load_async(const KVBufferPool& pool, int H, int HV, int slot, int h, int hk,
@@ -49,6 +62,12 @@ struct BufferSmem {
       const int j = c / kChunks, part = c % kChunks;
       cp_async16(keys + j * K + part * 8, pool.keys + ((e0 + j) * H + hk) * K + part * 8, true);
     }
+    load_log_decay_async(pool, HV, slot, h, n);
+  }
+  /// Starts copying the n entries' log-decays (value head h) of `slot` into shared memory.
+  __device__ __forceinline__ void load_log_decay_async(const KVBufferPool& pool, int HV, int slot, int h,
+                                                       int n) const {
+    const int64_t e0 = int64_t(slot) * pool.capacity;
     for (int j = threadIdx.x; j < n; j += blockDim.x) cp_async4(g + j, pool.log_decay + (e0 + j) * HV + h);
   }
 };
@@ -81,7 +100,7 @@ __device__ __forceinline__ void buffer_coefficients(int n, float gt, const WarpV
   }
   for (int j = warp; j < n; j += int(blockDim.x / 32)) {
     WarpVecBf16<K> kj;
-    kj.load(bs.keys + j * K, lane);
+    kj.load(bs.key(j), lane);
     const float rkj = rsqrtf(warp_sum(kj.norm2()) + kL2NormEps);
     float kd = 0.f, qd = 0.f;
     if (kt) {
@@ -118,14 +137,14 @@ __device__ __forceinline__ void accumulate_buffer(const Tile& tile, const Buffer
 /// The flush, written straight to the checkpoint m ([K][V], this thread's rows and columns):
 ///   m <- decay S + kcol u^T + sum_{j<n} w_j k^_j[rows] u_j[cols]
 /// with S the tile's state rows (from_zero: S = 0, a stateless request's first state, the tile's rows not read).
-/// Rows are taken 16 at a time into registers and every entry folded there, so the tile is read once and the
+/// Rows are taken 8 at a time into registers and every entry folded there, so the tile is read once and the
 /// state written once (streaming); keys, weights and deltas u_j (the tile's extra rows) come from shared memory.
 /// No token: kcol and u zero.
 template <int K, class Tile>
 __device__ __forceinline__ void fold_and_store(float* __restrict__ m, int V, float decay,
                                                const float (&kcol)[Tile::ROWS], const float (&u)[4], bool from_zero,
                                                int n, const BufferSmem<K>& bs, const Tile& tile) {
-  constexpr int CH = Tile::ROWS < 16 ? Tile::ROWS : 16;
+  constexpr int CH = Tile::ROWS < 8 ? Tile::ROWS : 8;
   static_assert(Tile::ROWS % CH == 0, "fold_and_store: rows per thread must be a multiple of the chunk");
 #pragma unroll
   for (int c0 = 0; c0 < Tile::ROWS; c0 += CH) {
@@ -140,7 +159,7 @@ __device__ __forceinline__ void fold_and_store(float* __restrict__ m, int V, flo
 #pragma unroll 2
     for (int j = 0; j < n; ++j) {
       float kr[CH];
-      load_bf16<CH>(bs.keys + j * K + tile.row(c0), kr);
+      load_bf16<CH>(bs.key(j) + tile.row(c0), kr);
       const float wj = bs.w[j] * bs.rk[j];
       const float4 uj = tile.at(K + j);
 #pragma unroll

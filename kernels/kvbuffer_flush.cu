@@ -32,15 +32,17 @@ __global__ void __launch_bounds__(kThreads) kvbuffer_flush_kernel(const KVBuffer
   const int64_t e0 = int64_t(slot) * pool.capacity;
   Tile tile;
   tile.setup(dyn_smem, v0, V);
-  if (has_state) tile.load_state_async(s0, V);  // stateless: materialised from S0 = 0, nothing read
   tile.load_extra_async(pool.deltas + (e0 * HV + h) * V, int64_t(HV) * V, n);
   BufferSmem<K> bs;
   bs.setup(dyn_smem + (K + pool.capacity) * Tile::CG, pool.capacity);
   bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
-  cp_async_wait_all();
+  if (has_state) tile.load_state_async(s0, V);  // streams while the coefficients are formed; stateless: nothing read
+  cp_async_commit();
+  cp_async_wait_group<1>();
   __syncthreads();
   buffer_coefficients<K>(n, 0.f, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bs);
+  cp_async_wait_all();
   __syncthreads();
   const float decay0 = bs.decay0[0];  // e^{G_n}
   const float none[Tile::ROWS] = {};

@@ -32,11 +32,6 @@ using namespace dev;
 /// Entries per chunk of the chain kernel's flush: P, U and W of one chunk fit the 8 x VB scratch.
 constexpr int kFoldChunk = 8;
 
-/// Waits until at most N of this thread's cp.async groups are pending.
-template <int N>
-__device__ __forceinline__ void cp_async_wait_group() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
 
 /// Barrier of warps 1 .. WARPS-1 only (named barrier 1; __syncthreads uses barrier 0).
 __device__ __forceinline__ void sync_helper_warps() {

@@ -34,24 +34,24 @@ struct DraftSmem {
   __device__ __forceinline__ float& q_at(int i, int r) { return qhat[i][r % kSubs][r / kSubs]; }
 };
 
-/// Shared-memory tile of the checkpoint slice (rows [0, K)) and the buffered deltas (rows K + j), VB columns as
-/// VB / 4 float4 per row. Row r keeps its float4 columns XOR-swizzled by (r & 1) * 4, so that the two row
-/// subgroups of a quarter warp (one even, one odd row) read 8 distinct bank groups.
+/// Shared-memory tile of the checkpoint slice (rows [0, K)), VB columns as VB / 4 float4 per row. Row r keeps its
+/// float4 columns XOR-swizzled by (r & 1) * 4, so that the two row subgroups of a quarter warp (one even, one odd
+/// row) read 8 distinct bank groups. Only the checkpoint is staged here: each buffered delta is read by the one lane
+/// that uses it, and the keys are staged only where that costs no block per SM, so that a block of 128 columns and
+/// up to 4 drafts stays under 76 KB (three blocks per SM) at every buffer size up to 64.
 template <int K, int VB>
 struct VerifyTile {
   static constexpr int CG = VB / 4;
   static_assert(CG % 8 == 0, "VerifyTile: VB must be a multiple of 32");
-  static constexpr size_t bytes(int extra) { return size_t(K + extra) * VB * sizeof(float); }
+  static constexpr size_t kBytes = size_t(K) * VB * sizeof(float);
   float4* sm;
   __device__ __forceinline__ float4& at(int r, int c) const { return sm[r * CG + (c ^ ((r & 1) << 2))]; }
-  /// Starts copying rows [r0, r0 + rows) of the block's columns: row r from src + r * stride (floats), columns
-  /// [v0, v0 + VB) masked at V (zero-filled).
-  __device__ __forceinline__ void load_rows_async(int r0, int rows, const float* __restrict__ src, int64_t stride,
-                                                  int v0, int V) const {
-    for (int idx = threadIdx.x; idx < rows * CG; idx += blockDim.x) {
+  /// Starts copying the checkpoint slice: columns [v0, v0 + VB) of matrix m ([K][V]), masked at V (zero-filled).
+  __device__ __forceinline__ void load_async(const float* __restrict__ m, int v0, int V) const {
+    for (int idx = threadIdx.x; idx < K * CG; idx += blockDim.x) {
       const int r = idx / CG, c = idx % CG, col = v0 + 4 * c;
       const bool ok = col < V;
-      cp_async16(&at(r0 + r, c), src + r * stride + (ok ? col : 0), ok);
+      cp_async16(&at(r, c), m + int64_t(r) * V + (ok ? col : 0), ok);
     }
   }
 };
@@ -84,12 +84,27 @@ struct VerifyLanes {
   }
 };
 
+/// Shared-memory bytes of the verify kernel's BufferSmem for `capacity` entries, with or without the staged keys.
+template <int K>
+constexpr size_t verify_buffer_bytes(int capacity, bool smem_keys) {
+  return smem_keys ? BufferSmem<K>::bytes(capacity) : BufferSmem<K>::values_bytes(capacity);
+}
+
+/// Blocks per SM the verify kernel's registers must allow at 128 columns: three for up to 4 drafts (what its shared
+/// memory allows, VerifyTile), two above; no bound at narrower slices.
+template <int VB, int M>
+constexpr int verify_min_blocks() { return VB == 128 ? (M <= 4 ? 3 : 2) : 1; }
+
+/// smem_keys: the buffer's keys are staged in shared memory (BufferSmem::setup) rather than read from the pool by
+/// the warp that uses each (setup_pool_keys); the launcher stages them when that costs no block per SM.
 template <int K, int VB, int M>
-__global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kernel(const KVBufferVerifyParams p) {
+__global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB, M>())
+    kvbuffer_verify_kernel(const KVBufferVerifyParams p, bool smem_keys) {
   constexpr int THREADS = VerifyLanes<VB>::THREADS, WARPS = THREADS / 32, SUBS = VerifyLanes<VB>::SUBS;
   using Tile = VerifyTile<K, VB>;
-  extern __shared__ __align__(16) char dyn_smem[];  // tile (K + cap rows) | BufferSmem(cap) | dk, dq [M][cap]
+  extern __shared__ __align__(16) char dyn_smem[];  // tile (K rows) | BufferSmem (cap) | dk, dq [M][cap]
   __shared__ DraftSmem<K, M> ds;
+  __shared__ __align__(16) bf16 vs[M][VB];  // the drafts' value slices
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const KVBufferPool& pool = p.pool;
@@ -104,13 +119,34 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
 
   Tile tile{reinterpret_cast<float4*>(dyn_smem)};
   BufferSmem<K> bs;
-  bs.setup(dyn_smem + Tile::bytes(cap), cap);
-  float* dk = reinterpret_cast<float*>(dyn_smem + Tile::bytes(cap) + BufferSmem<K>::bytes(cap));  // [M][cap]
+  if (smem_keys) bs.setup(dyn_smem + Tile::kBytes, cap);
+  else bs.setup_pool_keys(dyn_smem + Tile::kBytes, cap, pool, H, slot, hk);
+  float* dk = reinterpret_cast<float*>(dyn_smem + Tile::kBytes + verify_buffer_bytes<K>(cap, smem_keys));  // [M][cap]
   float* dq = dk + M * cap;
-  tile.load_rows_async(0, K, pool.checkpoint + (int64_t(slot) * HV + h) * K * V, V, v0, V);
-  tile.load_rows_async(K, n, pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, v0, V);
-  bs.load_async(pool, H, HV, slot, h, hk, n);
+  // Two copy groups: the log-decays (and staged keys) and the drafts' values, then the checkpoint slice, which keeps
+  // streaming while the drafts are normalised and the coefficients formed.
+  if (smem_keys) bs.load_async(pool, H, HV, slot, h, hk, n);
+  else bs.load_log_decay_async(pool, HV, slot, h, n);
+  load_draft_values_async<VB>(p.in.v, row, M, HV, h, V, v0, vs);
   cp_async_commit();
+  tile.load_async(pool.checkpoint + (int64_t(slot) * HV + h) * K * V, v0, V);
+  cp_async_commit();
+  // This lane's buffered deltas u_j, j = sub, sub + 8, ... (each read by this lane alone): the first kDeltaRegs
+  // straight into registers, in flight with the checkpoint; any further ones (n > 8 kDeltaRegs) in the buffer pass.
+  const VerifyLanes<VB> ln(v0, V);
+  const float* deltas = pool.deltas + (int64_t(slot) * cap * HV + h) * V + (ln.active ? ln.col : 0);
+  const int64_t delta_stride = int64_t(HV) * V;
+  const auto load_delta = [&](int j) {
+    return ln.active ? __ldg(reinterpret_cast<const float4*>(deltas + j * delta_stride))
+                     : make_float4(0.f, 0.f, 0.f, 0.f);
+  };
+  constexpr int kDeltaRegs = 2;
+  float4 ud[kDeltaRegs];
+#pragma unroll
+  for (int t = 0; t < kDeltaRegs; ++t) {
+    const int j = ln.sub + SUBS * t;
+    ud[t] = j < n ? load_delta(j) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
 
   // The drafts' normalised keys and queries and their gates, while the copies are in flight.
   normalise_drafts<K>(
@@ -123,15 +159,15 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
         ds.g[i] = gate.g;
         ds.beta[i] = gate.beta;
       });
-  cp_async_wait_all();
-  __syncthreads();
+  cp_async_wait_group<1>();
+  __syncthreads();  // drafts, log-decays and draft values in shared memory; the slice still streaming
 
   // Buffer weights w_j = e^{sum of g after j} and 1/|k_j| (warp 0 scan, all warps norms).
   buffer_coefficients<K>(n, 0.f, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bs);
   // Raw buffer-draft products k_j . k^_i and k_j . q^_i.
   for (int j = warp; j < n; j += WARPS) {
     WarpVecBf16<K> kj;
-    kj.load(bs.keys + j * K, lane);
+    kj.load(bs.key(j), lane);
 #pragma unroll
     for (int i = 0; i < M; ++i) {
       WarpVec<K> ki, qi;
@@ -176,10 +212,10 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
       ds.D[i] = expf(gsum);
     }
   }
-  __syncthreads();
+  cp_async_wait_all();
+  __syncthreads();  // coefficients, checkpoint slice and deltas in shared memory
 
-  // One pass over the checkpoint rows and the buffer rows for every draft.
-  const VerifyLanes<VB> ln(v0, V);
+  // One pass over the checkpoint rows, then the buffer's entries, for every draft.
   float ak[M][4], aq[M][4];
 #pragma unroll
   for (int i = 0; i < M; ++i)
@@ -215,8 +251,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
       aq[i][c] *= d;
     }
   }
-  for (int j = ln.sub; j < n; j += SUBS) {
-    const float4 u = tile.at(K + j, ln.c4);
+  const auto add_entry = [&](int j, const float4& u) {
     const float wj = bs.w[j] * bs.rk[j];
 #pragma unroll
     for (int i = 0; i < M; ++i) {
@@ -224,7 +259,11 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
       fma4(wd * dk[i * cap + j], u, ak[i]);
       fma4(wd * dq[i * cap + j], u, aq[i]);
     }
-  }
+  };
+#pragma unroll
+  for (int t = 0; t < kDeltaRegs; ++t)
+    if (ln.sub + SUBS * t < n) add_entry(ln.sub + SUBS * t, ud[t]);
+  for (int j = ln.sub + SUBS * kDeltaRegs; j < n; j += SUBS) add_entry(j, load_delta(j));
 #pragma unroll
   for (int i = 0; i < M; ++i) {
     VerifyLanes<VB>::reduce(ak[i]);
@@ -237,7 +276,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS) kvbuffer_verify_kern
     const int64_t tok = int64_t(row) * M + i;
     const int64_t vo = (tok * HV + h) * V + ln.col;
     float vv[4];
-    load4(p.in.v + vo, ln.active, vv);
+    load_bf16<4>(&vs[i][4 * ln.c4], vv);  // zero past V
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       float corr = 0.f;
@@ -302,7 +341,6 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_accept_kernel(const KVBuffer
   BufferSmem<K> bs;
   bs.setup(dyn_smem + Tile::bytes(rows_cap), rows_cap);
   float* s0 = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
-  tile.load_state_async(s0, V);
   for (int j = tile.rg; j < total; j += Tile::RG) {
     const float* src = j < n ? pool.deltas + ((e0 + j) * HV + h) * V : p.draft_deltas + ((d0 + j - n) * HV + h) * V;
     cp_async16(&tile.at(K + j), src + (tile.active ? tile.col : 0), tile.active);
@@ -315,9 +353,12 @@ __global__ void __launch_bounds__(THREADS) kvbuffer_accept_kernel(const KVBuffer
   for (int j = threadIdx.x; j < total; j += blockDim.x)
     cp_async4(bs.g + j, j < n ? pool.log_decay + (e0 + j) * HV + h : p.draft_log_decay + (d0 + j - n) * HV + h);
   cp_async_commit();
-  cp_async_wait_all();
+  tile.load_state_async(s0, V);  // streams while the coefficients are formed
+  cp_async_commit();
+  cp_async_wait_group<1>();
   __syncthreads();
   buffer_coefficients<K>(total, 0.f, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bs);
+  cp_async_wait_all();
   __syncthreads();
   const float none[Tile::ROWS] = {};
   const float zero[4] = {0.f, 0.f, 0.f, 0.f};
@@ -337,11 +378,25 @@ __global__ void kvbuffer_advance_accepted_kernel(int32_t* fill, const int32_t* s
 template <int K, int VB, int M>
 cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t stream) {
   const int cap = p.pool.capacity;
-  const size_t smem = VerifyTile<K, VB>::bytes(cap) + BufferSmem<K>::bytes(cap) +
-                      2 * size_t(M) * cap * sizeof(float);
-  if (const cudaError_t e = allow_dynamic_smem(kvbuffer_verify_kernel<K, VB, M>, smem); e != cudaSuccess) return e;
+  const auto kernel = kvbuffer_verify_kernel<K, VB, M>;
+  constexpr int threads = VerifyLanes<VB>::THREADS;
+  const auto smem_for = [&](bool smem_keys) {
+    return VerifyTile<K, VB>::kBytes + verify_buffer_bytes<K>(cap, smem_keys) + 2 * size_t(M) * cap * sizeof(float);
+  };
+  // Stage the keys in shared memory unless that costs a block per SM.
+  const size_t with_keys = smem_for(true), without_keys = smem_for(false);
+  if (const cudaError_t e = allow_dynamic_smem(kernel, with_keys); e != cudaSuccess) return e;
+  int blocks_with = 0, blocks_without = 0;
+  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_with, kernel, threads, with_keys);
+      e != cudaSuccess)
+    return e;
+  if (const cudaError_t e =
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_without, kernel, threads, without_keys);
+      e != cudaSuccess)
+    return e;
+  const bool smem_keys = blocks_with >= blocks_without;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  kvbuffer_verify_kernel<K, VB, M><<<grid, VerifyLanes<VB>::THREADS, smem, stream>>>(p);
+  kernel<<<grid, threads, smem_keys ? with_keys : without_keys, stream>>>(p, smem_keys);
   return cudaGetLastError();
 }
 
