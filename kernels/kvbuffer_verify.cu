@@ -95,11 +95,12 @@ constexpr size_t verify_buffer_bytes(int capacity, bool smem_keys) {
 template <int VB, int M>
 constexpr int verify_min_blocks() { return VB == 128 ? (M <= 4 ? 3 : 2) : 1; }
 
-/// smem_keys: the buffer's keys are staged in shared memory (BufferSmem::setup) rather than read from the pool by
+/// kSmemKeys: the buffer's keys are staged in shared memory (BufferSmem::setup) rather than read from the pool by
 /// the warp that uses each (setup_pool_keys); the launcher stages them when that costs no block per SM.
-template <int K, int VB, int M>
+template <int K, int VB, int M, bool kSmemKeys>
 __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB, M>())
-    kvbuffer_verify_kernel(const KVBufferVerifyParams p, bool smem_keys) {
+    kvbuffer_verify_kernel(const KVBufferVerifyParams p) {
+  constexpr bool smem_keys = kSmemKeys;
   constexpr int THREADS = VerifyLanes<VB>::THREADS, WARPS = THREADS / 32, SUBS = VerifyLanes<VB>::SUBS;
   using Tile = VerifyTile<K, VB>;
   extern __shared__ __align__(16) char dyn_smem[];  // tile (K rows) | BufferSmem (cap) | dk, dq [M][cap]
@@ -131,22 +132,10 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   cp_async_commit();
   tile.load_async(pool.checkpoint + (int64_t(slot) * HV + h) * K * V, v0, V);
   cp_async_commit();
-  // This lane's buffered deltas u_j, j = sub, sub + 8, ... (each read by this lane alone): the first kDeltaRegs
-  // straight into registers, in flight with the checkpoint; any further ones (n > 8 kDeltaRegs) in the buffer pass.
+  // This lane's buffered deltas u_j, j = sub, sub + 8, ... (each read by this lane alone, in the buffer pass).
   const VerifyLanes<VB> ln(v0, V);
   const float* deltas = pool.deltas + (int64_t(slot) * cap * HV + h) * V + (ln.active ? ln.col : 0);
   const int64_t delta_stride = int64_t(HV) * V;
-  const auto load_delta = [&](int j) {
-    return ln.active ? __ldg(reinterpret_cast<const float4*>(deltas + j * delta_stride))
-                     : make_float4(0.f, 0.f, 0.f, 0.f);
-  };
-  constexpr int kDeltaRegs = 2;
-  float4 ud[kDeltaRegs];
-#pragma unroll
-  for (int t = 0; t < kDeltaRegs; ++t) {
-    const int j = ln.sub + SUBS * t;
-    ud[t] = j < n ? load_delta(j) : make_float4(0.f, 0.f, 0.f, 0.f);
-  }
 
   // The drafts' normalised keys and queries and their gates, while the copies are in flight.
   normalise_drafts<K>(
@@ -251,7 +240,9 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
       aq[i][c] *= d;
     }
   }
-  const auto add_entry = [&](int j, const float4& u) {
+  for (int j = ln.sub; j < n; j += SUBS) {
+    const float4 u = ln.active ? __ldg(reinterpret_cast<const float4*>(deltas + j * delta_stride))
+                               : make_float4(0.f, 0.f, 0.f, 0.f);
     const float wj = bs.w[j] * bs.rk[j];
 #pragma unroll
     for (int i = 0; i < M; ++i) {
@@ -259,11 +250,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
       fma4(wd * dk[i * cap + j], u, ak[i]);
       fma4(wd * dq[i * cap + j], u, aq[i]);
     }
-  };
-#pragma unroll
-  for (int t = 0; t < kDeltaRegs; ++t)
-    if (ln.sub + SUBS * t < n) add_entry(ln.sub + SUBS * t, ud[t]);
-  for (int j = ln.sub + SUBS * kDeltaRegs; j < n; j += SUBS) add_entry(j, load_delta(j));
+  }
 #pragma unroll
   for (int i = 0; i < M; ++i) {
     VerifyLanes<VB>::reduce(ak[i]);
@@ -378,25 +365,25 @@ __global__ void kvbuffer_advance_accepted_kernel(int32_t* fill, const int32_t* s
 template <int K, int VB, int M>
 cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t stream) {
   const int cap = p.pool.capacity;
-  const auto kernel = kvbuffer_verify_kernel<K, VB, M>;
+  const auto with_keys = kvbuffer_verify_kernel<K, VB, M, true>;
+  const auto without_keys = kvbuffer_verify_kernel<K, VB, M, false>;
   constexpr int threads = VerifyLanes<VB>::THREADS;
   const auto smem_for = [&](bool smem_keys) {
     return VerifyTile<K, VB>::kBytes + verify_buffer_bytes<K>(cap, smem_keys) + 2 * size_t(M) * cap * sizeof(float);
   };
   // Stage the keys in shared memory unless that costs a block per SM.
-  const size_t with_keys = smem_for(true), without_keys = smem_for(false);
-  if (const cudaError_t e = allow_dynamic_smem(kernel, with_keys); e != cudaSuccess) return e;
   int blocks_with = 0, blocks_without = 0;
-  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_with, kernel, threads, with_keys);
-      e != cudaSuccess)
-    return e;
-  if (const cudaError_t e =
-          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_without, kernel, threads, without_keys);
-      e != cudaSuccess)
-    return e;
+  for (const bool smem_keys : {true, false}) {
+    const auto kernel = smem_keys ? with_keys : without_keys;
+    if (const cudaError_t e = allow_dynamic_smem(kernel, smem_for(smem_keys)); e != cudaSuccess) return e;
+    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(smem_keys ? &blocks_with : &blocks_without,
+                                                                           kernel, threads, smem_for(smem_keys));
+        e != cudaSuccess)
+      return e;
+  }
   const bool smem_keys = blocks_with >= blocks_without;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  kernel<<<grid, threads, smem_keys ? with_keys : without_keys, stream>>>(p, smem_keys);
+  (smem_keys ? with_keys : without_keys)<<<grid, threads, smem_for(smem_keys), stream>>>(p);
   return cudaGetLastError();
 }
 
