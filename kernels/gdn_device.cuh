@@ -48,6 +48,30 @@ __device__ __forceinline__ void load_bf16(const bf16* __restrict__ p, float (&ou
   }
 }
 
+/// Dot product of two K-long bf16 rows (16-byte aligned, generic addressing) in fp32 FMAs over the elements in order.
+/// kTwoChains: even and odd elements accumulate in two chains, added at the end (shorter dependency chains); else
+/// one chain. The two orders round differently; each kernel keeps the one its GPU checks were made with.
+template <int K, bool kTwoChains>
+__device__ __forceinline__ float bf16_row_dot(const bf16* x, const bf16* y) {
+  const uint4* x1 = reinterpret_cast<const uint4*>(x);
+  const uint4* x2 = reinterpret_cast<const uint4*>(y);
+  float s0 = 0.f, s1 = 0.f;
+#pragma unroll 4
+  for (int c = 0; c < K / 8; ++c) {
+    const uint4 a = x1[c], b = x2[c];
+    const __nv_bfloat162* ha = reinterpret_cast<const __nv_bfloat162*>(&a);
+    const __nv_bfloat162* hb = reinterpret_cast<const __nv_bfloat162*>(&b);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 fa = __bfloat1622float2(ha[e]), fb = __bfloat1622float2(hb[e]);
+      s0 = fmaf(fa.x, fb.x, s0);
+      if constexpr (kTwoChains) s1 = fmaf(fa.y, fb.y, s1);
+      else s0 = fmaf(fa.y, fb.y, s0);
+    }
+  }
+  return kTwoChains ? s0 + s1 : s0;
+}
+
 /// Writes 4 consecutive output values (bf16 or fp32) at element offset `off` of o.
 __device__ __forceinline__ void store_output4(void* o, OutputDtype dt, int64_t off, const float (&x)[4]) {
   if (dt == OutputDtype::fp32) {

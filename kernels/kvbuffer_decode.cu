@@ -59,9 +59,9 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   const bool flush = n + 1 == pool.buffer_size;
   float* s0 = cslot_ok ? pool.checkpoint + (int64_t(cslot) * HV + h) * K * V : nullptr;
 
-  // Checkpoint slice, deltas, keys and log-decays stream into shared memory while the token is prepared.
-  // Two copy groups: the buffer's keys and log-decays first (the coefficients need only them), then this thread's
-  // rows of the checkpoint slice and the deltas, which keep streaming while the coefficients are formed.
+  // Checkpoint slice, deltas, keys and log-decays stream into shared memory while the token is prepared, in two copy
+  // groups: the buffer's keys and log-decays first (the coefficients need only them), then this thread's rows of the
+  // checkpoint slice and the deltas, which keep streaming while the coefficients are formed.
   Tile tile;
   tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
   BufferSmem<K> bs;

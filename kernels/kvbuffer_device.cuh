@@ -16,7 +16,8 @@ constexpr int kMaxBuffer = 256;  ///< largest buffer capacity the kernels accept
 /// One (slot, value head)'s buffer in shared memory, for entries j < n: the raw keys of its key head [capacity][K]
 /// (bf16; key j at keys + j * key_stride), and per entry g[j] (log-decay), w[j] = e^{G_t - G_j},
 /// rk[j] = 1 / sqrt(|k_j|^2 + eps), ck[j] = k^_j . k^_t and cq[j] = k^_j . q^_t (no decay applied);
-/// decay0[0] = e^{G_t}, the checkpoint's decay. The deltas u_j live in the state tile's extra rows.
+/// decay0[0] = e^{G_t}, the checkpoint's decay. The deltas u_j live in the state tile's extra rows (decode, flush,
+/// accept); verify reads them where they lie.
 template <int K>
 struct BufferSmem {
   bf16* keys;

@@ -32,7 +32,6 @@ using namespace dev;
 /// Entries per chunk of the chain kernel's flush: P, U and W of one chunk fit the 8 x VB scratch.
 constexpr int kFoldChunk = 8;
 
-
 /// Barrier of warps 1 .. WARPS-1 only (named barrier 1; __syncthreads uses barrier 0).
 __device__ __forceinline__ void sync_helper_warps() {
   asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads - 32) : "memory");
@@ -159,22 +158,7 @@ __device__ __forceinline__ void flush_coefficients(const ChainSmem<K, VB>& sm, i
   for (int p = tid; p < T * C; p += nthreads) {
     const int i = p / C, jj = p % C, j = i / C * C + jj;
     if (j > i) continue;
-    const uint4* x1 = reinterpret_cast<const uint4*>(sm.keys + i * KS);
-    const uint4* x2 = reinterpret_cast<const uint4*>(sm.keys + j * KS);
-    float s0 = 0.f, s1 = 0.f;
-#pragma unroll 4
-    for (int c = 0; c < K / 8; ++c) {
-      const uint4 a = x1[c], b = x2[c];
-      const __nv_bfloat162* ha = reinterpret_cast<const __nv_bfloat162*>(&a);
-      const __nv_bfloat162* hb = reinterpret_cast<const __nv_bfloat162*>(&b);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 fa = __bfloat1622float2(ha[e]), fb = __bfloat1622float2(hb[e]);
-        s0 = fmaf(fa.x, fb.x, s0);
-        s1 = fmaf(fa.y, fb.y, s1);
-      }
-    }
-    sm.gram[i * C + jj] = s0 + s1;
+    sm.gram[i * C + jj] = bf16_row_dot<K, true>(sm.keys + i * KS, sm.keys + j * KS);
   }
   sync_helper_warps();
   for (int i = tid; i < T; i += nthreads) {

@@ -164,22 +164,7 @@ __device__ __forceinline__ void raw_gram(const Smem& sm) {
     while (r1 * (r1 + 1) / 2 > p) --r1;
     while ((r1 + 1) * (r1 + 2) / 2 <= p) ++r1;
     const int r2 = p - r1 * (r1 + 1) / 2;
-    const uint4* x1 = reinterpret_cast<const uint4*>(sm.keys + r1 * Smem::KS);
-    const uint4* x2 = reinterpret_cast<const uint4*>(sm.keys + r2 * Smem::KS);
-    float s = 0.f;
-#pragma unroll 4
-    for (int c = 0; c < K / 8; ++c) {
-      const uint4 a = x1[c], b = x2[c];
-      const __nv_bfloat162* ha = reinterpret_cast<const __nv_bfloat162*>(&a);
-      const __nv_bfloat162* hb = reinterpret_cast<const __nv_bfloat162*>(&b);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 fa = __bfloat1622float2(ha[i]), fb = __bfloat1622float2(hb[i]);
-        s = fmaf(fa.x, fb.x, s);
-        s = fmaf(fa.y, fb.y, s);
-      }
-    }
-    sm.gram[r1 * sm.GS + r2] = s;
+    sm.gram[r1 * sm.GS + r2] = bf16_row_dot<K, false>(sm.keys + r1 * Smem::KS, sm.keys + r2 * Smem::KS);
   }
   __syncthreads();
 }
@@ -317,6 +302,19 @@ __device__ __forceinline__ void split_tf32(FragB& hi, FragB& lo) {
   }
 }
 
+/// acc += a b on the tensor cores for one 16 x 8 tile of a (loaded by the caller, converted to TF32 here) and the
+/// 8 x 16 fp32 tile of b at `b` (row-major, leading dimension ldb), b split into TF32 hi + lo parts and the small
+/// product taken first.
+template <class FragAT>
+__device__ __forceinline__ void mma_split_b(FragC& acc, FragAT& a, const float* b, unsigned ldb) {
+  FragB hi, lo;
+  wmma::load_matrix_sync(hi, b, ldb);
+  to_tf32(a);
+  split_tf32(hi, lo);
+  wmma::mma_sync(acc, a, lo, acc);
+  wmma::mma_sync(acc, a, hi, acc);
+}
+
 /// Folds the sm.T entries into the checkpoint slice and writes it to s0 ([K][V] of this value head, columns
 /// v0 .. v0 + VB): S0 <- e^{G_t} S0 + sum_j e^{G_t - G_j} k^_j u_j^T, t = T - 1, with
 /// u = (I + A)^-1 (beta (v - e^{G} P)), P = K^ S0. Needs raw_system done (rn, A, decay0, G). Barriers inside; all
@@ -337,13 +335,8 @@ __device__ __forceinline__ void raw_fold(const Smem& sm, float* __restrict__ s0,
 #pragma unroll 2
     for (int k0 = 0; k0 < K; k0 += 8) {
       FragA a;
-      FragB hi, lo;
       wmma::load_matrix_sync(a, sm.kf + j0 * K + k0, K);
-      wmma::load_matrix_sync(hi, sm.tile + k0 * VB + c0, VB);
-      to_tf32(a);
-      split_tf32(hi, lo);
-      wmma::mma_sync(acc, a, lo, acc);
-      wmma::mma_sync(acc, a, hi, acc);
+      mma_split_b(acc, a, sm.tile + k0 * VB + c0, VB);
     }
     wmma::store_matrix_sync(sm.pu + j0 * VB + c0, acc, VB, wmma::mem_row_major);
   }
@@ -369,13 +362,8 @@ __device__ __forceinline__ void raw_fold(const Smem& sm, float* __restrict__ s0,
     wmma::fill_fragment(acc, 0.f);
     for (int j0 = 0; j0 < Tp; j0 += 8) {
       FragAt a;
-      FragB hi, lo;
       wmma::load_matrix_sync(a, sm.kf + j0 * K + k0, K);
-      wmma::load_matrix_sync(hi, sm.pu + j0 * VB + c0, VB);
-      to_tf32(a);
-      split_tf32(hi, lo);
-      wmma::mma_sync(acc, a, lo, acc);
-      wmma::mma_sync(acc, a, hi, acc);
+      mma_split_b(acc, a, sm.pu + j0 * VB + c0, VB);
     }
     wmma::load_matrix_sync(state, sm.tile + k0 * VB + c0, VB, wmma::mem_row_major);
 #pragma unroll

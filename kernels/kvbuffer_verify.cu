@@ -100,7 +100,6 @@ constexpr int verify_min_blocks() { return VB == 128 ? (M <= 4 ? 3 : 2) : 1; }
 template <int K, int VB, int M, bool kSmemKeys>
 __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB, M>())
     kvbuffer_verify_kernel(const KVBufferVerifyParams p) {
-  constexpr bool smem_keys = kSmemKeys;
   constexpr int THREADS = VerifyLanes<VB>::THREADS, WARPS = THREADS / 32, SUBS = VerifyLanes<VB>::SUBS;
   using Tile = VerifyTile<K, VB>;
   extern __shared__ __align__(16) char dyn_smem[];  // tile (K rows) | BufferSmem (cap) | dk, dq [M][cap]
@@ -120,13 +119,13 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
 
   Tile tile{reinterpret_cast<float4*>(dyn_smem)};
   BufferSmem<K> bs;
-  if (smem_keys) bs.setup(dyn_smem + Tile::kBytes, cap);
+  if constexpr (kSmemKeys) bs.setup(dyn_smem + Tile::kBytes, cap);
   else bs.setup_pool_keys(dyn_smem + Tile::kBytes, cap, pool, H, slot, hk);
-  float* dk = reinterpret_cast<float*>(dyn_smem + Tile::kBytes + verify_buffer_bytes<K>(cap, smem_keys));  // [M][cap]
+  float* dk = reinterpret_cast<float*>(dyn_smem + Tile::kBytes + verify_buffer_bytes<K>(cap, kSmemKeys));  // [M][cap]
   float* dq = dk + M * cap;
   // Two copy groups: the log-decays (and staged keys) and the drafts' values, then the checkpoint slice, which keeps
   // streaming while the drafts are normalised and the coefficients formed.
-  if (smem_keys) bs.load_async(pool, H, HV, slot, h, hk, n);
+  if constexpr (kSmemKeys) bs.load_async(pool, H, HV, slot, h, hk, n);
   else bs.load_log_decay_async(pool, HV, slot, h, n);
   load_draft_values_async<VB>(p.in.v, row, M, HV, h, V, v0, vs);
   cp_async_commit();
@@ -373,14 +372,9 @@ cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t strea
   };
   // Stage the keys in shared memory unless that costs a block per SM.
   int blocks_with = 0, blocks_without = 0;
-  for (const bool smem_keys : {true, false}) {
-    const auto kernel = smem_keys ? with_keys : without_keys;
-    if (const cudaError_t e = allow_dynamic_smem(kernel, smem_for(smem_keys)); e != cudaSuccess) return e;
-    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(smem_keys ? &blocks_with : &blocks_without,
-                                                                           kernel, threads, smem_for(smem_keys));
-        e != cudaSuccess)
-      return e;
-  }
+  if (const cudaError_t e = blocks_per_sm(with_keys, threads, smem_for(true), blocks_with); e != cudaSuccess) return e;
+  if (const cudaError_t e = blocks_per_sm(without_keys, threads, smem_for(false), blocks_without); e != cudaSuccess)
+    return e;
   const bool smem_keys = blocks_with >= blocks_without;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   (smem_keys ? with_keys : without_keys)<<<grid, threads, smem_for(smem_keys), stream>>>(p);

@@ -3,6 +3,8 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <map>
+#include <tuple>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -41,6 +43,24 @@ cudaError_t static_smem_bytes(const void* kernel, size_t& bytes) {
   cudaFuncAttributes attr{};
   if (const cudaError_t e = cudaFuncGetAttributes(&attr, kernel); e != cudaSuccess) return e;
   bytes = cache[kernel] = attr.sharedSizeBytes;
+  return cudaSuccess;
+}
+
+cudaError_t cached_blocks_per_sm(const void* kernel, int threads, size_t dynamic_smem, int& blocks) {
+  int dev = 0;
+  if (const cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+  static std::mutex mutex;
+  static std::map<std::tuple<int, const void*, int, size_t>, int> cache;
+  const auto key = std::make_tuple(dev, kernel, threads, dynamic_smem);
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = cache.find(key); it != cache.end()) {
+    blocks = it->second;
+    return cudaSuccess;
+  }
+  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, dynamic_smem);
+      e != cudaSuccess)
+    return e;
+  cache[key] = blocks;
   return cudaSuccess;
 }
 

@@ -40,6 +40,18 @@ cudaError_t allow_dynamic_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
 }
 
+/// Blocks of `kernel` that fit one SM of the current device at `threads` threads and `dynamic_smem` bytes of dynamic
+/// shared memory, from cudaOccupancyMaxActiveBlocksPerMultiprocessor on the first call per (device, kernel, threads,
+/// bytes) and cached (launchers that choose between kernels ask on every launch). Returns that call's error.
+cudaError_t cached_blocks_per_sm(const void* kernel, int threads, size_t dynamic_smem, int& blocks);
+
+/// allow_dynamic_smem, then cached_blocks_per_sm: the blocks per SM `kernel` reaches with `dynamic_smem` bytes.
+template <class Kernel>
+cudaError_t blocks_per_sm(Kernel kernel, int threads, size_t dynamic_smem, int& blocks) {
+  if (const cudaError_t e = allow_dynamic_smem(kernel, dynamic_smem); e != cudaSuccess) return e;
+  return cached_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, dynamic_smem, blocks);
+}
+
 /// Streaming multiprocessors of the current device (cached per device; 132 when it cannot be read).
 int sm_count();
 

@@ -84,8 +84,8 @@ class TokenInputSets {
 };
 
 /// A launch params struct (RecurrentDecodeParams, KVBufferDecodeParams, RecurrentVerifyParams, KVBufferVerifyParams,
-/// and the raw form's RawKVBufferDecodeParams, RawKVBufferVerifyParams) with the fields they all have set: shape,
-/// batch, inputs, slot indices, outputs and their dtype.
+/// KVBufferPrefillParams and the raw form's RawKVBufferDecodeParams, RawKVBufferVerifyParams) with the fields they all
+/// have set: shape, batch, inputs, slot indices, outputs and their dtype.
 template <typename Params>
 Params token_launch(const GdnShape& s, int batch, const TokenInputs& in, const int32_t* slot, void* o,
                     OutputDtype o_dtype) {

@@ -240,6 +240,19 @@ TEST(SpecVerifyBytes, RecurrentSumsByHand) {
   EXPECT_DOUBLE_EQ(va.write, 576 + 128);
 }
 
+/// Verify + accept bytes of batch b over one step equal step 1's hand count, and over two steps the two steps'
+/// mean; returns the two-step count.
+ByteCount expect_two_step_bytes(const VerifyBatch& b, double step1_read, double step1_write, double step2_read,
+                                double step2_write) {
+  const ByteCount one = verify_accept_layer_step_bytes(b, 1);
+  EXPECT_DOUBLE_EQ(one.read, step1_read);
+  EXPECT_DOUBLE_EQ(one.write, step1_write);
+  const ByteCount two = verify_accept_layer_step_bytes(b, 2);
+  EXPECT_DOUBLE_EQ(two.read, (step1_read + step2_read) / 2);
+  EXPECT_DOUBLE_EQ(two.write, (step1_write + step2_write) / 2);
+  return two;
+}
+
 TEST(SpecVerifyBytes, KVBufferSumsByHandOverSteps) {
   VerifyBatch b = tiny_batch(true);
   b.buffer_size = 3;
@@ -257,12 +270,7 @@ TEST(SpecVerifyBytes, KVBufferSumsByHandOverSteps) {
   // appends 2 (12 + 96 read, 96 written); the advance again.
   const double step1_read = 544 + 60 + 332 + 6, step1_write = 224 + 48 + 128 + 2;
   const double step2_read = 496 + 60 + 108 + 6, step2_write = 224 + 48 + 96 + 2;
-  const ByteCount one = verify_accept_layer_step_bytes(b, 1);
-  EXPECT_DOUBLE_EQ(one.read, step1_read);
-  EXPECT_DOUBLE_EQ(one.write, step1_write);
-  const ByteCount two = verify_accept_layer_step_bytes(b, 2);
-  EXPECT_DOUBLE_EQ(two.read, (step1_read + step2_read) / 2);
-  EXPECT_DOUBLE_EQ(two.write, (step1_write + step2_write) / 2);
+  expect_two_step_bytes(b, step1_read, step1_write, step2_read, step2_write);
 }
 
 TEST(SpecVerifyBytes, RawFormSumsByHandOverSteps) {
@@ -285,12 +293,7 @@ TEST(SpecVerifyBytes, RawFormSumsByHandOverSteps) {
   // appends 2 (12 + 64 read, 64 written); the advance again.
   const double step1_read = 512 + 44 + 268 + 6, step1_write = 64 + 32 + 128 + 2;
   const double step2_read = 480 + 44 + 76 + 6, step2_write = 64 + 32 + 64 + 2;
-  const ByteCount one = verify_accept_layer_step_bytes(b, 1);
-  EXPECT_DOUBLE_EQ(one.read, step1_read);
-  EXPECT_DOUBLE_EQ(one.write, step1_write);
-  const ByteCount two = verify_accept_layer_step_bytes(b, 2);
-  EXPECT_DOUBLE_EQ(two.read, (step1_read + step2_read) / 2);
-  EXPECT_DOUBLE_EQ(two.write, (step1_write + step2_write) / 2);
+  const ByteCount two = expect_two_step_bytes(b, step1_read, step1_write, step2_read, step2_write);
   // The same batch in delta form moves more bytes: fp32 deltas stored, and written by verify.
   b.form = BufferForm::delta;
   EXPECT_GT(verify_accept_layer_step_bytes(b, 2).total(), two.total());

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "harness/runners/golden_gpu.h"
+#include "harness/runners/problem_setup.h"
 #include "reference/golden_case.h"
 #include "reference/qwen3_next_inputs.h"
 #include "reference/tolerances.h"
@@ -63,16 +64,10 @@ size_t o_elems(const GdnShape& s, int rows) { return size_t(rows) * s.heads_v * 
 RecurrentDecodeParams recurrent_params(const GdnShape& s, int batch, const DeviceTokens& dt, float* state,
                                        int num_slots, StateLayout layout, const int32_t* slot, void* o,
                                        OutputDtype odt) {
-  RecurrentDecodeParams p;
-  p.shape = s;
-  p.batch = batch;
-  p.in = dt.inputs();
+  auto p = token_launch<RecurrentDecodeParams>(s, batch, dt.inputs(), slot, o, odt);
   p.state = state;
   p.num_slots = num_slots;
   p.layout = layout;
-  p.slot = slot;
-  p.o = o;
-  p.o_dtype = odt;
   return p;
 }
 
@@ -80,14 +75,8 @@ RecurrentDecodeParams recurrent_params(const GdnShape& s, int batch, const Devic
 /// `odt`).
 KVBufferDecodeParams kvbuffer_params(const GdnShape& s, int batch, const DeviceTokens& dt, const KVBufferPool& pool,
                                      const int32_t* slot, void* o, OutputDtype odt) {
-  KVBufferDecodeParams p;
-  p.shape = s;
-  p.batch = batch;
-  p.in = dt.inputs();
+  auto p = token_launch<KVBufferDecodeParams>(s, batch, dt.inputs(), slot, o, odt);
   p.pool = pool;
-  p.slot = slot;
-  p.o = o;
-  p.o_dtype = odt;
   return p;
 }
 

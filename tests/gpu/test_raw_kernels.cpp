@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "harness/runners/decode_problem.h"
+#include "harness/runners/problem_setup.h"
 #include "harness/runners/raw_decode_check.h"
 #include "harness/runners/raw_entry_sets.h"
 #include "kernels/kvbuffer_raw_params.h"
@@ -121,14 +122,8 @@ RunErrors run_raw_decode(const GdnShape& s, int B, int steps, OutputDtype odt, u
     for (int r = 0; r < N; ++r) sl[r] = step >= active_from[r] ? row_slot[r] : -1;
     const DeviceBuffer<int32_t> slot = upload(sl);
     KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));  // NaN poison
-    RawKVBufferDecodeParams p;
-    p.shape = s;
-    p.batch = N;
-    p.in = dt.inputs();
+    auto p = token_launch<RawKVBufferDecodeParams>(s, N, dt.inputs(), slot.get(), o.get(), odt);
     p.pool = dev.pool;
-    p.slot = slot.get();
-    p.o = o.get();
-    p.o_dtype = odt;
     EXPECT_EQ(validate(p), "");
     KVB_CUDA_CHECK(launch_kvbuffer_raw_decode(p, nullptr));
     KVB_CUDA_CHECK(launch_kvbuffer_advance(dev.pool.fill, slot.get(), N, B, nullptr));
@@ -249,15 +244,9 @@ TEST(RawVerifyGpu, OutputsAndAcceptForEveryAcceptedCount) {
     const std::vector<unsigned char> before = dev.bytes();
     DeviceBuffer<float> o(size_t(N) * m * ov);
     KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
-    RawKVBufferVerifyParams vp;
-    vp.shape = s;
-    vp.batch = N;
-    vp.in = dt.inputs();
+    auto vp = token_launch<RawKVBufferVerifyParams>(s, N, dt.inputs(), slot.get(), o.get(), OutputDtype::fp32);
     vp.in.tokens = m;
     vp.pool = dev.pool;
-    vp.slot = slot.get();
-    vp.o = o.get();
-    vp.o_dtype = OutputDtype::fp32;
     ASSERT_EQ(validate(vp), "");
     KVB_CUDA_CHECK(launch_kvbuffer_raw_verify(vp, nullptr));
     KVB_CUDA_CHECK(cudaDeviceSynchronize());

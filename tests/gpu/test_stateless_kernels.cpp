@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "harness/runners/problem_setup.h"
 #include "harness/runners/short_context_runner.h"
 #include "kernels/kvbuffer_prefill.h"
 #include "reference/qwen3_next_inputs.h"
@@ -85,16 +86,10 @@ StatelessErrors run_mixed(const GdnShape& s, int B, OutputDtype odt, uint64_t se
     const DeviceBuffer<int32_t> sl_d = upload(sl), ss_d = upload(state_slot);
     const DeviceBuffer<uint8_t> hs_d = upload(has_state);
     DeviceBuffer<float> o(size_t(N) * vv);
-    KVBufferDecodeParams p;
-    p.shape = s;
-    p.batch = N;
-    p.in = dt.inputs();
+    auto p = token_launch<KVBufferDecodeParams>(s, N, dt.inputs(), sl_d.get(), o.get(), OutputDtype::fp32);
     p.pool = pool;
-    p.slot = sl_d.get();
     p.state_slot = ss_d.get();
     p.has_state = hs_d.get();
-    p.o = o.get();
-    p.o_dtype = OutputDtype::fp32;
     KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
     KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), sl_d.get(), N, B, nullptr));
     std::vector<double> o_ref;
@@ -148,17 +143,11 @@ StatelessErrors run_mixed(const GdnShape& s, int B, OutputDtype odt, uint64_t se
     const DeviceBuffer<int32_t> sl_d = upload(sl), len_d = upload(len), ss_d = upload(ss);
     DeviceBuffer<unsigned char> o(size_t(N) * Lmax * vv * o_elem);
     KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
-    KVBufferPrefillParams p;
-    p.shape = s;
-    p.batch = N;
-    p.in = dt.inputs();
+    auto p = token_launch<KVBufferPrefillParams>(s, N, dt.inputs(), sl_d.get(), o.get(), odt);
     p.in.tokens = Lmax;
     p.prompt_len = len_d.get();
     p.pool = pool;
-    p.slot = sl_d.get();
     p.state_slot = ss_d.get();
-    p.o = o.get();
-    p.o_dtype = odt;
     EXPECT_EQ(validate(p), "");
     const std::vector<float> before = download(ck.get(), ck.size());
     KVB_CUDA_CHECK(launch_kvbuffer_prefill(p, nullptr));
@@ -202,16 +191,10 @@ StatelessErrors run_mixed(const GdnShape& s, int B, OutputDtype odt, uint64_t se
     const DeviceBuffer<uint8_t> hs_d = upload(has_state);
     DeviceBuffer<unsigned char> o(size_t(N) * vv * o_elem);
     KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
-    KVBufferDecodeParams p;
-    p.shape = s;
-    p.batch = N;
-    p.in = dt.inputs();
+    auto p = token_launch<KVBufferDecodeParams>(s, N, dt.inputs(), sl_d.get(), o.get(), odt);
     p.pool = pool;
-    p.slot = sl_d.get();
     p.state_slot = ss_d.get();
     p.has_state = hs_d.get();
-    p.o = o.get();
-    p.o_dtype = odt;
     EXPECT_EQ(validate(p), "");
     const std::vector<float> before = download(ck.get(), ck.size());
     KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
@@ -288,16 +271,10 @@ TEST(StatelessGpu, StandaloneFlushMaterialisesFromZero) {
   const DeviceTokens dt(toks, gp);
   const DeviceBuffer<int32_t> slot_d = upload(slot), len_d = upload(len);
   DeviceBuffer<float> o(size_t(N) * Lmax * vv);
-  KVBufferPrefillParams pp;
-  pp.shape = s;
-  pp.batch = N;
-  pp.in = dt.inputs();
+  auto pp = token_launch<KVBufferPrefillParams>(s, N, dt.inputs(), slot_d.get(), o.get(), OutputDtype::fp32);
   pp.in.tokens = Lmax;
   pp.prompt_len = len_d.get();
   pp.pool = pool;
-  pp.slot = slot_d.get();
-  pp.o = o.get();
-  pp.o_dtype = OutputDtype::fp32;
   KVB_CUDA_CHECK(launch_kvbuffer_prefill(pp, nullptr));
   KVB_CUDA_CHECK(launch_kvbuffer_advance_prefill(fill.get(), slot_d.get(), len_d.get(), N, B, nullptr));
   const std::vector<float> before = download(ck.get(), ck.size());

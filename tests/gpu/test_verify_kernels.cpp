@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "harness/runners/problem_setup.h"
 #include "reference/golden_case.h"
 #include "reference/qwen3_next_inputs.h"
 #include "reference/tolerances.h"
@@ -53,14 +54,8 @@ struct KVBufferRig {
     const DeviceTokens dt(toks, gp);
     const DeviceBuffer<int32_t> sl = upload(slots);
     DeviceBuffer<float> o(size_t(N) * s.heads_v * s.head_dim_v);
-    KVBufferDecodeParams p;
-    p.shape = s;
-    p.batch = N;
-    p.in = dt.inputs();
+    auto p = token_launch<KVBufferDecodeParams>(s, N, dt.inputs(), sl.get(), o.get(), OutputDtype::fp32);
     p.pool = pool();
-    p.slot = sl.get();
-    p.o = o.get();
-    p.o_dtype = OutputDtype::fp32;
     KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
     KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), sl.get(), N, B, nullptr));
     std::vector<double> o_ref;
@@ -111,17 +106,11 @@ void verify_accept_round(KVBufferRig& rig, const std::vector<int32_t>& slots, in
   const DeviceBuffer<int32_t> sl = upload(slots), ac = upload(acc);
   DeviceBuffer<float> o(size_t(N) * m * vv), dd(size_t(N) * m * vv), dg(size_t(N) * m * HV);
   KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
-  KVBufferVerifyParams vp;
-  vp.shape = s;
-  vp.batch = N;
-  vp.in = dt.inputs();
+  auto vp = token_launch<KVBufferVerifyParams>(s, N, dt.inputs(), sl.get(), o.get(), OutputDtype::fp32);
   vp.in.tokens = m;
   vp.pool = rig.pool();
-  vp.slot = sl.get();
   vp.draft_deltas = dd.get();
   vp.draft_log_decay = dg.get();
-  vp.o = o.get();
-  vp.o_dtype = OutputDtype::fp32;
   ASSERT_EQ(validate(vp), "");
   KVB_CUDA_CHECK(launch_kvbuffer_verify(vp, nullptr));
   const auto o_got = download(o.get(), o.size());
@@ -209,17 +198,11 @@ TEST(RecurrentVerifyGpu, OutputsIntermediateStatesAndAcceptMatchReference) {
     const DeviceBuffer<int32_t> sl = upload(slots), ac = upload(acc);
     DeviceBuffer<float> o(size_t(N) * m * vv);
     KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
-    RecurrentVerifyParams p;
-    p.shape = s;
-    p.batch = N;
-    p.in = dt.inputs();
+    auto p = token_launch<RecurrentVerifyParams>(s, N, dt.inputs(), sl.get(), o.get(), OutputDtype::fp32);
     p.in.tokens = m;
     p.state = pool.get();
     p.num_slots = S;
     p.scratch = scratch.get();
-    p.slot = sl.get();
-    p.o = o.get();
-    p.o_dtype = OutputDtype::fp32;
     ASSERT_EQ(validate(p), "");
     KVB_CUDA_CHECK(launch_recurrent_verify(p, nullptr));
     EXPECT_EQ(download(pool.get(), pool.size()), pool_h) << "verify must not touch the pool";
@@ -291,16 +274,10 @@ TEST(VerifyGpu, GoldenDraft4) {
   // Recurrent verify: outputs and every intermediate state.
   {
     DeviceBuffer<float> pool = upload(init), scratch(size_t(N) * m * se), o(size_t(N) * m * vv);
-    RecurrentVerifyParams p;
-    p.shape = s;
-    p.batch = N;
-    p.in = in;
+    auto p = token_launch<RecurrentVerifyParams>(s, N, in, slot.get(), o.get(), OutputDtype::fp32);
     p.state = pool.get();
     p.num_slots = N;
     p.scratch = scratch.get();
-    p.slot = slot.get();
-    p.o = o.get();
-    p.o_dtype = OutputDtype::fp32;
     KVB_CUDA_CHECK(launch_recurrent_verify(p, nullptr));
     EXPECT_LE(ref::max_rel_err(c.tensor("o").values, test::to_double(download(o.get(), o.size())), int64_t(N) * m * HV),
               tol::kOutputFp32);
@@ -317,16 +294,10 @@ TEST(VerifyGpu, GoldenDraft4) {
     DeviceBuffer<bf16> keys(size_t(N) * B * s.heads_qk * s.head_dim_k);
     DeviceBuffer<int32_t> fill = upload(std::vector<int32_t>(N, 0));
     const KVBufferPool pool{ck.get(), keys.get(), deltas.get(), ld.get(), fill.get(), N, B, B};
-    KVBufferVerifyParams p;
-    p.shape = s;
-    p.batch = N;
-    p.in = in;
+    auto p = token_launch<KVBufferVerifyParams>(s, N, in, slot.get(), o.get(), OutputDtype::fp32);
     p.pool = pool;
-    p.slot = slot.get();
     p.draft_deltas = dd.get();
     p.draft_log_decay = dg.get();
-    p.o = o.get();
-    p.o_dtype = OutputDtype::fp32;
     KVB_CUDA_CHECK(launch_kvbuffer_verify(p, nullptr));
     EXPECT_LE(ref::max_rel_err(c.tensor("o").values, test::to_double(download(o.get(), o.size())), int64_t(N) * m * HV),
               tol::kOutputFp32);

@@ -30,6 +30,24 @@ VerifyConfig small_config(VerifyVariant variant, const char* accepted) {
   return c;
 }
 
+/// From the initial buffer positions, one verify and five verify + accept steps: every slot's fill must be where
+/// fill_after_accept puts it. `accepted` names the acceptance setting in failure messages.
+void expect_positions_follow_accepted(VerifyProblem& prob, cudaStream_t stream, const char* accepted) {
+  prob.restore_fill(stream);
+  const int steps = 5;
+  prob.enqueue_verify(stream);
+  for (int t = 0; t < steps; ++t) prob.enqueue_verify_accept(stream);
+  KVB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const int N = prob.config().batch;
+  const std::vector<int32_t> fill = download(prob.fill(0), size_t(N));
+  for (int r = 0; r < N; ++r) {
+    const int slot = prob.host_slots()[r];
+    int want = prob.initial_fill()[slot];
+    for (int t = 0; t < steps; ++t) want = fill_after_accept(want, prob.accepted()[r], prob.config().buffer_size);
+    EXPECT_EQ(fill[slot], want) << accepted << " row " << r;
+  }
+}
+
 TEST(VerifyProblemGpu, RecurrentCheckPassesAndAcceptCopiesTheAcceptedState) {
   KVB_REQUIRE_GPU();
   VerifyProblem prob(small_config(VerifyVariant::recurrent, "0.6"));
@@ -64,19 +82,7 @@ TEST(VerifyProblemGpu, KVBufferCheckPassesAndPositionsFollowTheAcceptedCounts) {
     EXPECT_TRUE(chk.pass()) << accepted << ": " << chk.detail;
     EXPECT_LE(chk.o_err, 8e-3);
 
-    prob.restore_fill(stream.get());
-    const int steps = 5;
-    prob.enqueue_verify(stream.get());
-    for (int t = 0; t < steps; ++t) prob.enqueue_verify_accept(stream.get());
-    KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    const int N = prob.config().batch;
-    const std::vector<int32_t> fill = download(prob.fill(0), size_t(N));
-    for (int r = 0; r < N; ++r) {
-      const int slot = prob.host_slots()[r];
-      int want = prob.initial_fill()[slot];
-      for (int t = 0; t < steps; ++t) want = fill_after_accept(want, prob.accepted()[r], prob.config().buffer_size);
-      EXPECT_EQ(fill[slot], want) << accepted << " row " << r;
-    }
+    expect_positions_follow_accepted(prob, stream.get(), accepted);
   }
 }
 
@@ -107,19 +113,7 @@ TEST(VerifyProblemGpu, RawCheckPassesAndPositionsFollowTheAcceptedCounts) {
       EXPECT_EQ(chk.state_err, 0.0);
     }
 
-    prob.restore_fill(stream.get());
-    const int steps = 5;
-    prob.enqueue_verify(stream.get());
-    for (int t = 0; t < steps; ++t) prob.enqueue_verify_accept(stream.get());
-    KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    const int N = prob.config().batch;
-    const std::vector<int32_t> fill = download(prob.fill(0), size_t(N));
-    for (int r = 0; r < N; ++r) {
-      const int slot = prob.host_slots()[r];
-      int want = prob.initial_fill()[slot];
-      for (int t = 0; t < steps; ++t) want = fill_after_accept(want, prob.accepted()[r], prob.config().buffer_size);
-      EXPECT_EQ(fill[slot], want) << accepted << " row " << r;
-    }
+    expect_positions_follow_accepted(prob, stream.get(), accepted);
     // After the timed-style steps the check still passes from the positions reached (another phase of the cycle).
     const VerifyCheck again = check_raw_verify_step(prob, stream.get());
     EXPECT_TRUE(again.pass()) << accepted << ": " << again.detail;
