@@ -21,13 +21,15 @@ using namespace dev;
 /// by row subgroup, khat[i][r % 8][r / 8] = k^_i[r] (rows padded by 4 floats: a lane reads the coefficients of its
 /// rows r = sub, sub + 8, ... four at a time, and the 8 subgroups of a warp hit distinct banks); gates,
 /// D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i) and
-/// kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i).
-template <int K, int M>
+/// kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i); and the drafts' value slices v[i][c] (bf16, the block's VB columns).
+/// The kernel's only static shared memory, so its size is known to the launcher without asking the driver.
+template <int K, int VB, int M>
 struct DraftSmem {
   static constexpr int kSubs = 8, kPitch = K / kSubs + 4;
   static_assert(K % 32 == 0, "DraftSmem: K must be a multiple of 32");
   __align__(16) float khat[M][kSubs][kPitch];
   __align__(16) float qhat[M][kSubs][kPitch];
+  __align__(16) bf16 v[M][VB];
   float g[M], beta[M], D[M];
   float kk[M][M], kq[M][M];
   __device__ __forceinline__ float& k_at(int i, int r) { return khat[i][r % kSubs][r / kSubs]; }
@@ -103,8 +105,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   constexpr int THREADS = VerifyLanes<VB>::THREADS, WARPS = THREADS / 32, SUBS = VerifyLanes<VB>::SUBS;
   using Tile = VerifyTile<K, VB>;
   extern __shared__ __align__(16) char dyn_smem[];  // tile (K rows) | BufferSmem (cap) | dk, dq [M][cap]
-  __shared__ DraftSmem<K, M> ds;
-  __shared__ __align__(16) bf16 vs[M][VB];  // the drafts' value slices
+  __shared__ DraftSmem<K, VB, M> ds;
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const KVBufferPool& pool = p.pool;
@@ -127,7 +128,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   // streaming while the drafts are normalised and the coefficients formed.
   if constexpr (kSmemKeys) bs.load_async(pool, H, HV, slot, h, hk, n);
   else bs.load_log_decay_async(pool, HV, slot, h, n);
-  load_draft_values_async<VB>(p.in.v, row, M, HV, h, V, v0, vs);
+  load_draft_values_async<VB>(p.in.v, row, M, HV, h, V, v0, ds.v);
   cp_async_commit();
   tile.load_async(pool.checkpoint + (int64_t(slot) * HV + h) * K * V, v0, V);
   cp_async_commit();
@@ -262,7 +263,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
     const int64_t tok = int64_t(row) * M + i;
     const int64_t vo = (tok * HV + h) * V + ln.col;
     float vv[4];
-    load_bf16<4>(&vs[i][4 * ln.c4], vv);  // zero past V
+    load_bf16<4>(&ds.v[i][4 * ln.c4], vv);  // zero past V
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       float corr = 0.f;
@@ -370,14 +371,15 @@ cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t strea
   const auto smem_for = [&](bool smem_keys) {
     return VerifyTile<K, VB>::kBytes + verify_buffer_bytes<K>(cap, smem_keys) + 2 * size_t(M) * cap * sizeof(float);
   };
-  // Stage the keys in shared memory unless that costs a block per SM.
-  int blocks_with = 0, blocks_without = 0;
-  if (const cudaError_t e = blocks_per_sm(with_keys, threads, smem_for(true), blocks_with); e != cudaSuccess) return e;
-  if (const cudaError_t e = blocks_per_sm(without_keys, threads, smem_for(false), blocks_without); e != cudaSuccess)
-    return e;
-  const bool smem_keys = blocks_with >= blocks_without;
+  // Stage the keys in shared memory unless that costs a block per SM, decided from the sizes alone so that only the
+  // kernel launched is ever loaded.
+  constexpr size_t static_bytes = sizeof(DraftSmem<K, VB, M>);
+  const bool smem_keys =
+      smem_blocks_per_sm(smem_for(true) + static_bytes) >= smem_blocks_per_sm(smem_for(false) + static_bytes);
+  const auto kernel = smem_keys ? with_keys : without_keys;
+  if (const cudaError_t e = allow_dynamic_smem(kernel, smem_for(smem_keys)); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  (smem_keys ? with_keys : without_keys)<<<grid, threads, smem_for(smem_keys), stream>>>(p);
+  kernel<<<grid, threads, smem_for(smem_keys), stream>>>(p);
   return cudaGetLastError();
 }
 

@@ -3,8 +3,6 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
-#include <map>
-#include <tuple>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -46,24 +44,6 @@ cudaError_t static_smem_bytes(const void* kernel, size_t& bytes) {
   return cudaSuccess;
 }
 
-cudaError_t cached_blocks_per_sm(const void* kernel, int threads, size_t dynamic_smem, int& blocks) {
-  int dev = 0;
-  if (const cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
-  static std::mutex mutex;
-  static std::map<std::tuple<int, const void*, int, size_t>, int> cache;
-  const auto key = std::make_tuple(dev, kernel, threads, dynamic_smem);
-  std::lock_guard<std::mutex> lock(mutex);
-  if (const auto it = cache.find(key); it != cache.end()) {
-    blocks = it->second;
-    return cudaSuccess;
-  }
-  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, dynamic_smem);
-      e != cudaSuccess)
-    return e;
-  cache[key] = blocks;
-  return cudaSuccess;
-}
-
 int tile_override() {
   static const int value = [] {
     const char* s = std::getenv("KVB_TILE");
@@ -84,6 +64,30 @@ int sm_count() {
     cached[dev].store(n);
   }
   return n;
+}
+
+int smem_blocks_per_sm(size_t block_bytes) {
+  struct SmemLimits {
+    int per_sm = 0, reserved_per_block = 0;
+  };
+  static std::mutex mutex;
+  static std::unordered_map<int, SmemLimits> cache;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 2;
+  SmemLimits lim;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = cache.find(dev); it != cache.end()) {
+      lim = it->second;
+    } else {
+      if (cudaDeviceGetAttribute(&lim.per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess ||
+          cudaDeviceGetAttribute(&lim.reserved_per_block, cudaDevAttrReservedSharedMemoryPerBlock, dev) !=
+              cudaSuccess)
+        return 2;
+      cache[dev] = lim;
+    }
+  }
+  return int(size_t(lim.per_sm) / (block_bytes + size_t(lim.reserved_per_block)));
 }
 
 bool narrow_slices(int batch, const GdnShape& shape) {

@@ -40,17 +40,10 @@ cudaError_t allow_dynamic_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
 }
 
-/// Blocks of `kernel` that fit one SM of the current device at `threads` threads and `dynamic_smem` bytes of dynamic
-/// shared memory, from cudaOccupancyMaxActiveBlocksPerMultiprocessor on the first call per (device, kernel, threads,
-/// bytes) and cached (launchers that choose between kernels ask on every launch). Returns that call's error.
-cudaError_t cached_blocks_per_sm(const void* kernel, int threads, size_t dynamic_smem, int& blocks);
-
-/// allow_dynamic_smem, then cached_blocks_per_sm: the blocks per SM `kernel` reaches with `dynamic_smem` bytes.
-template <class Kernel>
-cudaError_t blocks_per_sm(Kernel kernel, int threads, size_t dynamic_smem, int& blocks) {
-  if (const cudaError_t e = allow_dynamic_smem(kernel, dynamic_smem); e != cudaSuccess) return e;
-  return cached_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, dynamic_smem, blocks);
-}
+/// Blocks of `block_bytes` of shared memory each (dynamic plus static) that one SM of the current device holds, with
+/// the per-block reservation counted (device attributes read once per device and cached; 2 when they cannot be
+/// read). Lets a launcher choose between kernel variants by size without loading either.
+int smem_blocks_per_sm(size_t block_bytes);
 
 /// Streaming multiprocessors of the current device (cached per device; 132 when it cannot be read).
 int sm_count();
