@@ -44,6 +44,10 @@ struct RecurrentDecodeParams {
   const int32_t* slot = nullptr;   ///< [N] pool slot of each row; -1 = padding: no state read or write, o row zeroed
   void* o = nullptr;               ///< [N, HV, V] in o_dtype
   OutputDtype o_dtype = OutputDtype::bf16;
+  /// Programmatic dependent launch (kernels/pdl.cuh): the kernel may start while the previous kernel on the stream
+  /// finishes, and streams its state slices before waiting for it. Set it only when that previous kernel writes none of
+  /// this launch's states (in a model step it is another layer's kernel); false: a plain launch.
+  bool pdl = false;
 };
 
 /// Per-request KVBuffer in delta form (DESIGN.md section 3): a checkpoint S0 and up to `capacity` buffered entries
@@ -93,6 +97,10 @@ struct KVBufferDecodeParams {
   /// ignored, the blocks reserve no shared memory for a checkpoint tile (many more blocks per SM) and take whole
   /// value heads. A stateless step costs only its buffer's bytes, so its latency rests on how many blocks run at once.
   bool stateless_batch = false;
+  /// Programmatic dependent launch (kernels/pdl.cuh): the kernel may start while the previous kernel on the stream
+  /// finishes, and streams its checkpoint slices before waiting for it. Set it only when that previous kernel writes none of
+  /// this launch's checkpoints (in a model step it is another layer's kernel); false: a plain launch.
+  bool pdl = false;
 };
 
 /// Standalone flush: folds the fill[slot] buffered entries of each listed slot into its checkpoint

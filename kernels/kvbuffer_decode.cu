@@ -12,6 +12,7 @@
 #include "kernels/gdn_params.h"
 #include "kernels/kvbuffer_device.cuh"
 #include "kernels/launch_util.h"
+#include "kernels/pdl.cuh"
 
 namespace kvb {
 namespace {
@@ -43,33 +44,39 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   const int cap = pool.capacity;
   const int slot = p.slot[row];
   const int64_t vo = (int64_t(row) * HV + h) * V;
-  if (slot < 0 || slot >= pool.num_slots) {  // padding row: pool untouched, output zeroed
-    zero_output_slice(p.o, p.o_dtype, vo, v0, VB, V);
-    return;
-  }
+  const bool padding = slot < 0 || slot >= pool.num_slots;  // pool untouched, output zeroed
   // Stateless rows (no state yet: S0 = 0) read no checkpoint; their flush materialises one at state_slot.
-  const bool has_state = !kStateless && (!p.has_state || p.has_state[row] != 0);
-  const int cslot = p.state_slot ? p.state_slot[row] : slot;
+  const bool has_state = !kStateless && !padding && (!p.has_state || p.has_state[row] != 0);
+  const int cslot = padding ? -1 : p.state_slot ? p.state_slot[row] : slot;
   const bool cslot_ok = cslot >= 0 && cslot < pool.checkpoint_rows();
-  if (has_state && !cslot_ok) {  // a state that cannot be found: treated as padding
+  float* s0 = cslot_ok ? pool.checkpoint + (int64_t(cslot) * HV + h) * K * V : nullptr;
+  Tile tile;
+  tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
+  // PDL: this row's checkpoint slice streams while the previous kernel finishes (kernels/pdl.cuh); everything else
+  // (token inputs, buffer positions, entries) is read after the wait.
+  if constexpr (!kStateless)
+    if (p.pdl && has_state && cslot_ok) {
+      tile.load_state_async(s0, V);
+      cp_async_commit();
+    }
+  pdl_wait();
+  pdl_launch_dependents();
+  if (padding || (has_state && !cslot_ok)) {  // a state that cannot be found is treated as padding
     zero_output_slice(p.o, p.o_dtype, vo, v0, VB, V);
     return;
   }
   const int n = min(max(pool.fill[slot], 0), pool.buffer_size - 1);  // precondition 0 <= fill < B; clamped
   const bool flush = n + 1 == pool.buffer_size;
-  float* s0 = cslot_ok ? pool.checkpoint + (int64_t(cslot) * HV + h) * K * V : nullptr;
 
-  // Checkpoint slice, deltas, keys and log-decays stream into shared memory while the token is prepared, in two copy
-  // groups: the buffer's keys and log-decays first (the coefficients need only them), then this thread's rows of the
-  // checkpoint slice and the deltas, which keep streaming while the coefficients are formed.
-  Tile tile;
-  tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
+  // Deltas, keys and log-decays (and, without PDL, the checkpoint slice) stream into shared memory while the token is
+  // prepared, in two more copy groups: the buffer's keys and log-decays first (the coefficients need only them), then
+  // this thread's rows of the checkpoint slice and the deltas, which keep streaming while the coefficients are formed.
   BufferSmem<K> bs;
   bs.setup(dyn_smem + Tile::bytes(cap), cap);
   bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
   if constexpr (!kStateless)
-    if (has_state) tile.load_state_async(s0, V);
+    if (has_state && !p.pdl) tile.load_state_async(s0, V);
   tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
   cp_async_commit();
 
@@ -91,7 +98,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
     qr[r] *= nrm.rq;
   }
 
-  cp_async_wait_group<1>();
+  cp_async_wait_group<1>();  // with PDL the checkpoint group, issued first, is complete too
   __syncthreads();  // keys and log-decays in shared memory; the slice still streaming
   buffer_coefficients<K>(n, gate.g, &kv, &qv, nrm, bs);
   // [S0; u_1..u_n]^T [e^{G_t} k^; w_j (k^_j . k^_t)] and the same with q^: one pass over checkpoint and buffer.
@@ -143,8 +150,7 @@ cudaError_t launch_tile(const KVBufferDecodeParams& p, cudaStream_t stream) {
   const auto kernel = kvbuffer_decode_kernel<K, VB, THREADS, kStateless>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  kernel<<<grid, THREADS, smem, stream>>>(p);
-  return cudaGetLastError();
+  return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p);
 }
 
 }  // namespace

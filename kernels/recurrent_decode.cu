@@ -5,6 +5,7 @@
 #include "kernels/gdn_device.cuh"
 #include "kernels/gdn_params.h"
 #include "kernels/launch_util.h"
+#include "kernels/pdl.cuh"
 
 namespace kvb {
 namespace {
@@ -19,16 +20,21 @@ __global__ void __launch_bounds__(THREADS) recurrent_decode_kv_kernel(const Recu
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const int slot = p.slot[row];
-  if (slot < 0 || slot >= p.num_slots) {
-    zero_output_slice(p.o, p.o_dtype, (int64_t(row) * HV + h) * V, v0, VB, V);
-    return;
-  }
-  float* state = p.state + (int64_t(slot) * HV + h) * K * V;
+  const bool padding = slot < 0 || slot >= p.num_slots;
+  float* state = p.state + (int64_t(padding ? 0 : slot) * HV + h) * K * V;
 
   Tile tile;
   tile.setup(tile_smem, v0, V);
-  tile.load_state_async(state, V);  // in flight while the token is prepared
-  cp_async_commit();
+  if (!padding) {
+    tile.load_state_async(state, V);  // in flight while the token is prepared (with PDL, while the last kernel ends)
+    cp_async_commit();
+  }
+  pdl_wait();  // kernels/pdl.cuh: nothing but the state and the slot index is read before it
+  pdl_launch_dependents();
+  if (padding) {
+    zero_output_slice(p.o, p.o_dtype, (int64_t(row) * HV + h) * V, v0, VB, V);
+    return;
+  }
 
   const int lane = threadIdx.x % 32;
   const bf16* qp = p.in.q + (int64_t(row) * p.shape.heads_qk + hk) * K;
@@ -77,19 +83,22 @@ __global__ void __launch_bounds__(kThreads) recurrent_decode_vk_kernel(const Rec
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const int slot = p.slot[row];
-  if (slot < 0 || slot >= p.num_slots) {
-    zero_output_slice(p.o, p.o_dtype, (int64_t(row) * HV + h) * V, v0, VB, V);
-    return;
-  }
-  float* state = p.state + (int64_t(slot) * HV + h) * V * K;
+  const bool padding = slot < 0 || slot >= p.num_slots;
+  float* state = p.state + (int64_t(padding ? 0 : slot) * HV + h) * V * K;
   const int kg = threadIdx.x % KG, vr = threadIdx.x / KG;
 
   float4 s[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const int v = v0 + vr + r * RPB;
-    s[r] = v < V ? __ldcs(reinterpret_cast<const float4*>(state + int64_t(v) * K + 4 * kg))
-                 : make_float4(0.f, 0.f, 0.f, 0.f);
+    s[r] = v < V && !padding ? __ldcs(reinterpret_cast<const float4*>(state + int64_t(v) * K + 4 * kg))
+                             : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  pdl_wait();  // kernels/pdl.cuh: nothing but the state and the slot index is read before it
+  pdl_launch_dependents();
+  if (padding) {
+    zero_output_slice(p.o, p.o_dtype, (int64_t(row) * HV + h) * V, v0, VB, V);
+    return;
   }
   const int lane = threadIdx.x % 32;
   const bf16* qp = p.in.q + (int64_t(row) * p.shape.heads_qk + hk) * K;
@@ -135,13 +144,12 @@ cudaError_t launch_tile(const RecurrentDecodeParams& p, cudaStream_t stream) {
   if (p.layout == StateLayout::kv) {
     const size_t smem = SmemTile<K, VB, THREADS>::bytes(0);
     if (const cudaError_t e = allow_dynamic_smem(recurrent_decode_kv_kernel<K, VB, THREADS>, smem); e != cudaSuccess) return e;
-    recurrent_decode_kv_kernel<K, VB, THREADS><<<grid, THREADS, smem, stream>>>(p);
+    return launch_kernel(recurrent_decode_kv_kernel<K, VB, THREADS>, grid, THREADS, smem, stream, p.pdl, p);
   } else if constexpr (K <= 128) {
-    recurrent_decode_vk_kernel<K, VB><<<grid, kThreads, 0, stream>>>(p);
+    return launch_kernel(recurrent_decode_vk_kernel<K, VB>, grid, kThreads, 0, stream, p.pdl, p);
   } else {
     return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
 }
 
 }  // namespace

@@ -41,16 +41,20 @@ class Series:
         return [style.num(r, column, path) for r in self.rows]
 
 
-def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "staggered") -> list[Series]:
+def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "staggered",
+                  launch: str = "plain") -> list[Series]:
     """Recurrent first, then KVBuffer per buffer size (ascending), from the rows whose phase is `phase`.
 
-    Recurrent rows have no phase and are always kept. When the KVBuffer rows hold several `buffer_form` values, the
+    Only rows launched as `launch` are kept (`plain`, as the anchors were measured, or `pdl`; a CSV without a `launch`
+    column holds plain launches). Recurrent rows have no phase and are kept whatever the phase. When the KVBuffer rows hold several `buffer_form` values, the
     form is added to the labels and each (form, B) is its own series. Exits 2 on an unknown variant.
     """
     recurrent = Series("recurrent", "recurrent", None, style.RECURRENT_COLOUR, "o")
     kv: dict[tuple[str, int], Series] = {}
     forms = style.distinct([r for r in rows if r["variant"] == "kvbuffer"], "buffer_form")
     for r in rows:
+        if (r.get("launch") or "plain").strip() != launch:
+            continue
         variant = r["variant"]
         if variant == "recurrent":
             recurrent.rows.append(r)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 #include <stdexcept>
+#include <string>
 
 #include "harness/runners/device_random.h"
 #include "kernels/byte_model_raw.h"
@@ -15,6 +16,9 @@ DecodeProblem::DecodeProblem(const DecodeConfig& cfg) : cfg_(cfg) {
   if (cfg_.batch < 1 || cfg_.layers < 1 || cfg_.groups < 1 || cfg_.buffer_size < 1)
     throw std::invalid_argument("DecodeProblem: batch, layers, groups and buffer_size must be >= 1");
   sets_ = cfg_.share_pools ? 1 : cfg_.groups * cfg_.layers;
+  if (cfg_.pdl && sets_ < 2)
+    throw std::invalid_argument("launch = pdl needs consecutive launches on distinct pools: layers x groups >= 2 and "
+                                "l2 = cold (got " + std::to_string(sets_) + " pool set)");
   const size_t N = cfg_.batch, sets = sets_;
   FillSeeds seeds(cfg_.seed);
   std::mt19937_64 rng(cfg_.seed);
@@ -63,6 +67,7 @@ RecurrentDecodeParams DecodeProblem::recurrent_params(int set) const {
   p.state = state(set);
   p.num_slots = cfg_.batch;
   p.layout = cfg_.layout;
+  p.pdl = cfg_.pdl;
   return p;
 }
 
@@ -76,6 +81,7 @@ KVBufferDecodeParams DecodeProblem::kvbuffer_params(int set) const {
     p.has_state = has_state_.get();
     p.stateless_batch = true;  // every request of the point has context_len < B
   }
+  p.pdl = cfg_.pdl;
   return p;
 }
 

@@ -39,6 +39,10 @@ struct DecodeConfig {
   /// every step is the step at that context (it appends entry context_len, the same position each time). At
   /// context_len = buffer_size - 1 that step is the flush that materialises the state (checkpoint rows assigned then).
   int context_len = 0;
+  /// Launch every layer's kernel with programmatic dependent launch (kernels/pdl.cuh): a layer's state streams in
+  /// while the previous layer's kernel finishes. Needs consecutive launches on distinct pools (at least two sets, not
+  /// share_pools); DecodeProblem throws std::invalid_argument otherwise.
+  bool pdl = false;
 };
 
 /// Bytes one model step of `c` touches per group (for the cold-L2 rotation): states (recurrent, stateful KVBuffer), or
@@ -99,6 +103,9 @@ class DecodeProblem {
   const float* dt_bias(int set) const { return inputs_.dt_bias(set); }
   void* o(int set) const;
   size_t o_bytes_per_set() const;
+  /// States (recurrent) or checkpoints (kvbuffer) of one set, [rows, HV, K, V] fp32, and their element count.
+  const float* states(int set) const { return state(set); }
+  size_t state_elems_per_set() const { return state_rows_ * size_t(cfg_.shape.state_elems()); }
 
  private:
   float* state(int set) const { return state_.get() + size_t(set) * state_rows_ * size_t(cfg_.shape.state_elems()); }

@@ -22,7 +22,17 @@ DecodeConfig decode_config(const Point& pt) {
   c.variant = pt.get("variant") == "kvbuffer" ? DecodeVariant::kvbuffer : DecodeVariant::recurrent;
   c.form = point_buffer_form(pt);
   read_model_point(pt, c.variant == DecodeVariant::kvbuffer, c);
+  c.pdl = pt.get("launch") == "pdl";
   return c;
+}
+
+/// The decode kind's whole-point check: validate_buffer_form_point, then launch = pdl only where a kernel takes it
+/// (the recurrent and delta-form kernels; not the raw form).
+std::string validate_decode_point(const Point& pt) {
+  if (auto e = validate_buffer_form_point(pt); !e.empty()) return e;
+  if (pt.get("launch") == "pdl" && pt.get("variant") == "kvbuffer" && point_buffer_form(pt) == BufferForm::raw)
+    return "launch = pdl is not supported with buffer_form = raw (allowed with raw: plain)";
+  return "";
 }
 
 Row run_decode_point(const Point& pt, SweepContext& ctx) { return run_decode(decode_config(pt), pt.label(), ctx); }
@@ -85,6 +95,8 @@ ExperimentKind decode_experiment_kind() {
       {"buffer_size", {"16"}, int_axis("buffer_size", 1, 256)},
       buffer_form_axis(),
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
+      // plain: one launch per layer, each after the last completes; pdl: programmatic dependent launch (kernels/pdl.cuh).
+      {"launch", {"plain"}, word_axis("launch", {"plain", "pdl"})},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.result_columns = decode_result_columns();
@@ -92,7 +104,7 @@ ExperimentKind decode_experiment_kind() {
     if (variant == "recurrent") return axis != "buffer_size" && axis != "buffer_form" && axis != "phase";
     return true;
   };
-  k.validate = validate_buffer_form_point;
+  k.validate = validate_decode_point;
   k.run = run_decode_point;
   return k;
 }

@@ -29,18 +29,19 @@ struct DecodeReduction {
   std::string phase;         ///< phase of that KVBuffer row ("" when the CSV has none)
 };
 
-/// Against this CSV's recurrent rows at the same batch. Only rows with status ok (or without a status column) count.
+/// Against this CSV's recurrent rows at the same batch. Only rows with status ok (or without a status column) and
+/// launched as `launch` (plain or pdl; a CSV without a launch column holds plain launches) count.
 /// Returns nullopt when no batch >= min_batch has both a recurrent and a KVBuffer row. Throws UsageError naming
 /// `origin` when a needed column (variant, batch, buffer_size, latency_us_median) is missing or a value is not a
 /// number.
 std::optional<DecodeReduction> best_reduction_vs_recurrent(const CsvTable& decode, const std::string& origin,
-                                                           int min_batch = 64);
+                                                           int min_batch = 64, const std::string& launch = "plain");
 
 /// Against the Triton anchor (fla_triton_anchor_us) at the anchor's batches >= min_batch. KVBuffer rows count only
 /// when their shape is the anchor's (heads_v 32, head_dim_k = head_dim_v = 128, state_dtype fp32, where those columns
-/// exist). Same errors as best_reduction_vs_recurrent.
+/// exist) and launched as `launch`. Same errors as best_reduction_vs_recurrent.
 std::optional<DecodeReduction> best_reduction_vs_triton(const CsvTable& decode, const std::string& origin,
-                                                        int min_batch = 64);
+                                                        int min_batch = 64, const std::string& launch = "plain");
 
 /// Requests KVBuffer verification serves over recurrent verification with the same draft tokens m (capacity CSV of
 /// kvb capacity): max_requests_measured of both rows when both are set, else max_requests_model.

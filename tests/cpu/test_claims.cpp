@@ -68,6 +68,27 @@ TEST(Claims, DecodeReductionAgainstTritonKeepsTheAnchorShape) {
   EXPECT_DOUBLE_EQ(d->baseline_us, 94.0);
 }
 
+TEST(Claims, DecodeReductionComparesLikeLaunchesOnly) {
+  // A launch column: plain rows against plain rows, PDL rows against PDL rows; a faster PDL row never joins the
+  // plain comparison, and a CSV without the column holds plain launches only.
+  CsvTable t;
+  t.header = {"experiment", "variant", "batch", "buffer_size", "phase", "launch", "latency_us_median", "status"};
+  t.rows = {{"x", "recurrent", "64", "", "", "plain", "80", "ok"},
+            {"x", "kvbuffer", "64", "8", "staggered", "plain", "50", "ok"},
+            {"x", "recurrent", "64", "", "", "pdl", "76", "ok"},
+            {"x", "kvbuffer", "64", "8", "staggered", "pdl", "38", "ok"}};
+  const auto plain = claims::best_reduction_vs_recurrent(t, "launch.csv");
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_DOUBLE_EQ(plain->reduction, 1.0 - 50.0 / 80.0);
+  const auto pdl = claims::best_reduction_vs_recurrent(t, "launch.csv", 64, "pdl");
+  ASSERT_TRUE(pdl.has_value());
+  EXPECT_DOUBLE_EQ(pdl->reduction, 1.0 - 38.0 / 76.0);
+  const auto triton = claims::best_reduction_vs_triton(t, "launch.csv", 64, "pdl");
+  ASSERT_TRUE(triton.has_value());
+  EXPECT_DOUBLE_EQ(triton->kvbuffer_us, 38.0);
+  EXPECT_FALSE(claims::best_reduction_vs_recurrent(synthetic_decode(), "synthetic.csv", 64, "pdl").has_value());
+}
+
 TEST(Claims, DecodeReductionNeedsBothVariantsAndItsColumns) {
   CsvTable t = synthetic_decode();
   EXPECT_FALSE(claims::best_reduction_vs_recurrent(t, "x.csv", 256).has_value());

@@ -33,7 +33,11 @@ TEST(ResultsCsv, DecodeLatencyHasEveryColumnTyped) {
   const CsvTable t = read_csv_file(std::string(KVB_SOURCE_DIR) + "/results/decode_latency.csv");
   EXPECT_EQ(t.header, csv_columns(find_experiment_kind("decode")));
   auto col = [&](const std::string& name) { return column(t, name); };
-  ASSERT_EQ(t.rows.size(), 80u);  // 10 recurrent + 70 KVBuffer points of experiments/decode_latency.toml
+  // One row per point of the committed config's grid: (10 recurrent + 70 KVBuffer points) x 2 launches.
+  const ExperimentKind& kind = find_experiment_kind("decode");
+  const SweepConfig c = load_sweep_config(std::string(KVB_SOURCE_DIR) + "/experiments/decode_latency.toml");
+  ASSERT_EQ(t.rows.size(), make_grid(kind, resolve_axes(kind, c, {})).size());
+  ASSERT_EQ(t.rows.size(), 160u);
   for (const auto& row : t.rows) {
     ASSERT_EQ(row.size(), t.header.size());
     EXPECT_EQ(row[col("status")], "ok");

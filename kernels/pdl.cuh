@@ -1,0 +1,58 @@
+// Programmatic dependent launch (PDL, sm_90 and later): a kernel launched with it may start while the previous kernel
+// on the stream finishes, so that its blocks stream memory the previous kernel does not write (a decode layer's own
+// state) during that kernel's last wave, instead of after it. DESIGN.md section 4: one model step is one kernel per
+// layer in a CUDA graph; PDL removes the gap and the ramp between those kernels, not a byte.
+//
+// The contract a PDL kernel keeps:
+// - before pdl_wait(): it reads only memory that no earlier kernel of the step writes (slot indices, its own state);
+// - it writes nothing before pdl_wait();
+// - it calls pdl_launch_dependents() after pdl_wait(), so that a kernel two launches later (the next step of the same
+//   layer, when nothing lies between) cannot start before this one's predecessor has completed.
+// Without the launch attribute both calls are no-ops and the kernel runs as a plain launch.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <utility>
+
+namespace kvb {
+namespace dev {
+
+/// Waits until the previous kernel on the stream has completed and its writes are visible (returns at once for a
+/// launch without PDL).
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/// Lets the next kernel on the stream begin launching once every block of this grid has called it or exited.
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+}  // namespace dev
+
+/// Launches `kernel<<<grid, block, smem, stream>>>(args...)`, with programmatic stream serialization when `pdl` (the
+/// kernel may start before the previous kernel on the stream completes; it must keep the contract above). Captured
+/// into a CUDA graph, the launch becomes a programmatic edge. Returns the launch's error (cudaGetLastError()).
+template <typename... Params, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool pdl,
+                          Args&&... args) {
+  cudaLaunchAttribute attr[1] = {};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  if (const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...); e != cudaSuccess) return e;
+  return cudaGetLastError();
+}
+
+}  // namespace kvb
