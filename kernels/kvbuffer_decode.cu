@@ -68,13 +68,18 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   const int n = min(max(pool.fill[slot], 0), pool.buffer_size - 1);  // precondition 0 <= fill < B; clamped
   const bool flush = n + 1 == pool.buffer_size;
 
-  // Deltas, keys and log-decays (and, without PDL, the checkpoint slice) stream into shared memory while the token is
-  // prepared, in two more copy groups: the buffer's keys and log-decays first (the coefficients need only them), then
-  // this thread's rows of the checkpoint slice and the deltas, which keep streaming while the coefficients are formed.
+  // The buffer's keys and log-decays (all the coefficients need) come first: a copy group of their own, or, with PDL,
+  // ordinary loads, since a wait for a later group would also wait for the checkpoint group committed before it.
+  // Then this thread's rows of the checkpoint slice (without PDL) and the deltas, which keep streaming while the
+  // token is prepared and the coefficients are formed.
   BufferSmem<K> bs;
   bs.setup(dyn_smem + Tile::bytes(cap), cap);
-  bs.load_async(pool, H, HV, slot, h, hk, n);
-  cp_async_commit();
+  if (p.pdl) {
+    bs.load(pool, H, HV, slot, h, hk, n);
+  } else {
+    bs.load_async(pool, H, HV, slot, h, hk, n);
+    cp_async_commit();
+  }
   if constexpr (!kStateless)
     if (has_state && !p.pdl) tile.load_state_async(s0, V);
   tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
@@ -98,7 +103,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
     qr[r] *= nrm.rq;
   }
 
-  cp_async_wait_group<1>();  // with PDL the checkpoint group, issued first, is complete too
+  if (!p.pdl) cp_async_wait_group<1>();
   __syncthreads();  // keys and log-decays in shared memory; the slice still streaming
   buffer_coefficients<K>(n, gate.g, &kv, &qv, nrm, bs);
   // [S0; u_1..u_n]^T [e^{G_t} k^; w_j (k^_j . k^_t)] and the same with q^: one pass over checkpoint and buffer.
