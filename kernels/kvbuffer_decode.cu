@@ -52,13 +52,12 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   float* s0 = cslot_ok ? pool.checkpoint + (int64_t(cslot) * HV + h) * K * V : nullptr;
   Tile tile;
   tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
-  // PDL: this row's checkpoint slice streams while the previous kernel finishes (kernels/pdl.cuh); everything else
-  // (token inputs, buffer positions, entries) is read after the wait.
+  // PDL: this row's checkpoint slice streams into L2 while the previous kernel finishes (kernels/pdl.cuh); everything
+  // else (token inputs, buffer positions, entries) is read after the wait. Into L2, not shared memory: a block's
+  // 32 KB slice queued ahead of its buffer positions and keys would hold up the coefficients (measured: 4% slower at
+  // batch 512 with the slice copied to shared memory first).
   if constexpr (!kStateless)
-    if (p.pdl && has_state && cslot_ok) {
-      tile.load_state_async(s0, V);
-      cp_async_commit();
-    }
+    if (p.pdl && has_state && cslot_ok) tile.prefetch_state_l2(s0, v0, V);
   pdl_wait();
   pdl_launch_dependents();
   if (padding || (has_state && !cslot_ok)) {  // a state that cannot be found is treated as padding
@@ -68,20 +67,15 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   const int n = min(max(pool.fill[slot], 0), pool.buffer_size - 1);  // precondition 0 <= fill < B; clamped
   const bool flush = n + 1 == pool.buffer_size;
 
-  // The buffer's keys and log-decays (all the coefficients need) come first: a copy group of their own, or, with PDL,
-  // ordinary loads, since a wait for a later group would also wait for the checkpoint group committed before it.
-  // Then this thread's rows of the checkpoint slice (without PDL) and the deltas, which keep streaming while the
-  // token is prepared and the coefficients are formed.
+  // Checkpoint slice, deltas, keys and log-decays stream into shared memory while the token is prepared, in two copy
+  // groups: the buffer's keys and log-decays first (the coefficients need only them), then this thread's rows of the
+  // checkpoint slice and the deltas, which keep streaming while the coefficients are formed.
   BufferSmem<K> bs;
   bs.setup(dyn_smem + Tile::bytes(cap), cap);
-  if (p.pdl) {
-    bs.load(pool, H, HV, slot, h, hk, n);
-  } else {
-    bs.load_async(pool, H, HV, slot, h, hk, n);
-    cp_async_commit();
-  }
+  bs.load_async(pool, H, HV, slot, h, hk, n);
+  cp_async_commit();
   if constexpr (!kStateless)
-    if (has_state && !p.pdl) tile.load_state_async(s0, V);
+    if (has_state) tile.load_state_async(s0, V);
   tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
   cp_async_commit();
 
@@ -103,7 +97,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
     qr[r] *= nrm.rq;
   }
 
-  if (!p.pdl) cp_async_wait_group<1>();
+  cp_async_wait_group<1>();
   __syncthreads();  // keys and log-decays in shared memory; the slice still streaming
   buffer_coefficients<K>(n, gate.g, &kv, &qv, nrm, bs);
   // [S0; u_1..u_n]^T [e^{G_t} k^; w_j (k^_j . k^_t)] and the same with q^: one pass over checkpoint and buffer.

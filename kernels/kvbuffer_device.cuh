@@ -65,18 +65,6 @@ struct BufferSmem {
     }
     load_log_decay_async(pool, HV, slot, h, n);
   }
-  /// Copies the same as load_async with ordinary loads, complete when it returns (before the block synchronises):
-  /// for a block whose checkpoint group was committed earlier (PDL), whose coefficients must not wait for it.
-  __device__ __forceinline__ void load(const KVBufferPool& pool, int H, int HV, int slot, int h, int hk, int n) const {
-    const int64_t e0 = int64_t(slot) * pool.capacity;
-    constexpr int kChunks = K / 8;  // 16-byte chunks per key
-    for (int c = threadIdx.x; c < n * kChunks; c += blockDim.x) {
-      const int j = c / kChunks, part = c % kChunks;
-      *reinterpret_cast<uint4*>(keys + j * K + part * 8) =
-          *reinterpret_cast<const uint4*>(pool.keys + ((e0 + j) * H + hk) * K + part * 8);
-    }
-    for (int j = threadIdx.x; j < n; j += blockDim.x) g[j] = pool.log_decay[(e0 + j) * HV + h];
-  }
   /// Starts copying the n entries' log-decays (value head h) of `slot` into shared memory.
   __device__ __forceinline__ void load_log_decay_async(const KVBufferPool& pool, int HV, int slot, int h,
                                                        int n) const {
