@@ -211,13 +211,6 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
   const int src_bytes = valid ? 16 : 0;  // 0: zero-fill, nothing read
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
 }
-/// Prefetches `bytes` (a multiple of 16) from 16-byte aligned `gmem` into L2 (cp.async.bulk.prefetch, sm_90 and
-/// later; nothing elsewhere): no data returns to the SM, so the block's own later loads do not queue behind it.
-__device__ __forceinline__ void prefetch_l2(const void* gmem, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(gmem), "r"(bytes) : "memory");
-#endif
-}
 /// 4-byte asynchronous copy (cp.async.ca), for scalars.
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -298,12 +291,6 @@ struct SmemTile {
       const float* src = m + int64_t(row(i)) * V + (active ? col : 0);
       cp_async16(&at(row(i)), src, active);
     }
-  }
-  /// Prefetches the slice of matrix m ([K][V]) that load_state_async copies (columns [v0, v0 + VB) clipped to V) into
-  /// L2, a row per thread in turn; nothing lands in shared memory.
-  __device__ __forceinline__ void prefetch_state_l2(const float* m, int v0, int V) const {
-    const int cols = min(VB, V - v0);
-    for (int r = threadIdx.x; r < K; r += THREADS) prefetch_l2(m + int64_t(r) * V + v0, unsigned(cols) * 4u);
   }
   /// Starts copying extra rows j = rg, rg + RG, ... < n from rows of `base` spaced `stride` floats apart.
   __device__ __forceinline__ void load_extra_async(const float* __restrict__ base, int64_t stride, int n) const {

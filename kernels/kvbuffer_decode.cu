@@ -34,7 +34,7 @@ constexpr int decode_min_blocks() { return THREADS == 128 && VB == 64 ? 5 : 1; }
 /// kStateless: a stateless batch (KVBufferDecodeParams::stateless_batch): no checkpoint tile at all.
 template <int K, int VB, int THREADS, bool kStateless>
 __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
-    kvbuffer_decode_kernel(const KVBufferDecodeParams p) {
+    kvbuffer_decode_kernel(const KVBufferDecodeParams p, int early_blocks) {
   using Tile = SmemTile<K, VB, THREADS, kStateless>;
   extern __shared__ __align__(16) char dyn_smem[];  // smem_bytes<K, VB>(capacity)
   __shared__ float red[2 * Tile::WARPS * VB];
@@ -52,12 +52,18 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   float* s0 = cslot_ok ? pool.checkpoint + (int64_t(cslot) * HV + h) * K * V : nullptr;
   Tile tile;
   tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
-  // PDL: this row's checkpoint slice streams into L2 while the previous kernel finishes (kernels/pdl.cuh); everything
-  // else (token inputs, buffer positions, entries) is read after the wait. Into L2, not shared memory: a block's
-  // 32 KB slice queued ahead of its buffer positions and keys would hold up the coefficients (measured: 4% slower at
-  // batch 512 with the slice copied to shared memory first).
+  // PDL (kernels/pdl.cuh): a block of the first wave (linear index < early_blocks, the blocks the GPU holds at once)
+  // may start while the previous kernel finishes, and copies its checkpoint slice before the wait; everything else
+  // (token inputs, buffer positions, entries) is read after it. Later blocks start after that kernel has completed
+  // and keep the plain order below, where the keys come first: a 32 KB slice queued ahead of a block's buffer
+  // positions and keys holds up its coefficients (measured on the H200: 4% slower at batch 512 when every block
+  // copied its slice first; 18% slower when every block prefetched it into L2 instead).
+  const bool early = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) < early_blocks;
   if constexpr (!kStateless)
-    if (p.pdl && has_state && cslot_ok) tile.prefetch_state_l2(s0, v0, V);
+    if (early && has_state && cslot_ok) {
+      tile.load_state_async(s0, V);
+      cp_async_commit();
+    }
   pdl_wait();
   pdl_launch_dependents();
   if (padding || (has_state && !cslot_ok)) {  // a state that cannot be found is treated as padding
@@ -75,7 +81,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
   if constexpr (!kStateless)
-    if (has_state) tile.load_state_async(s0, V);
+    if (has_state && !early) tile.load_state_async(s0, V);
   tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
   cp_async_commit();
 
@@ -97,7 +103,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
     qr[r] *= nrm.rq;
   }
 
-  cp_async_wait_group<1>();
+  cp_async_wait_group<1>();  // an early block's checkpoint group, committed first, is complete too
   __syncthreads();  // keys and log-decays in shared memory; the slice still streaming
   buffer_coefficients<K>(n, gate.g, &kv, &qv, nrm, bs);
   // [S0; u_1..u_n]^T [e^{G_t} k^; w_j (k^_j . k^_t)] and the same with q^: one pass over checkpoint and buffer.
@@ -149,7 +155,15 @@ cudaError_t launch_tile(const KVBufferDecodeParams& p, cudaStream_t stream) {
   const auto kernel = kvbuffer_decode_kernel<K, VB, THREADS, kStateless>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p);
+  int early_blocks = 0;  // plain launch: no block starts early
+  if (p.pdl) {
+    int per_sm = 0;
+    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, smem);
+        e != cudaSuccess)
+      return e;
+    early_blocks = per_sm * sm_count();
+  }
+  return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p, early_blocks);
 }
 
 }  // namespace
