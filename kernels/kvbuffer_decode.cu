@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   // (token inputs, buffer positions, entries) is read after it. Later blocks start after that kernel has completed
   // and keep the plain order below, where the keys come first: a 32 KB slice queued ahead of a block's buffer
   // positions and keys holds up its coefficients (measured on the H200: 4% slower at batch 512 when every block
-  // copied its slice first; 18% slower when every block prefetched it into L2 instead).
+  // copied its slice first; 17% slower when every block prefetched it into L2 instead).
   const bool early = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) < early_blocks;
   if constexpr (!kStateless)
     if (early && has_state && cslot_ok) {

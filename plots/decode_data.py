@@ -77,6 +77,23 @@ def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "stagger
     return out
 
 
+def best_kvbuffer_by_batch(rows: Sequence[Mapping[str, str]], path, phase: str, launch: str,
+                           max_buffer_size: int = 32) -> dict[float, float]:
+    """Fastest KVBuffer median latency (us) per batch over B <= max_buffer_size, from the rows of `phase` launched as
+    `launch` (plain when the CSV has no `launch` column); empty when there are none."""
+    best: dict[float, float] = {}
+    for r in rows:
+        if r["variant"] != "kvbuffer" or (r.get("phase") or "").strip() != phase:
+            continue
+        if (r.get("launch") or "plain").strip() != launch:
+            continue
+        if style.num(r, "buffer_size", path) > max_buffer_size:
+            continue
+        b, us = style.num(r, "batch", path), style.num(r, "latency_us_median", path)
+        best[b] = min(us, best.get(b, us))
+    return best
+
+
 def state_bytes_per_request(row: Mapping[str, str], path) -> float:
     """Bytes of one request's state in one layer: HV * K * V * element size of `state_dtype` (DESIGN.md section 1)."""
     dtype = (row.get("state_dtype") or "").strip()

@@ -4,7 +4,9 @@ Top panel (log-log): median per-layer latency (us) of each series, error bars p1
 batch * HV*K*V*bytes(state_dtype) / read_gbps, from the CSV's own shape and measured read bandwidth (the least time
 any decode kernel that reads its state from device memory can take); and, when the CSV's shape is the README anchors'
 (HV = 32, K = V = 128, fp32 state), the fla Triton recurrent kernel measured there on an H200, as a reference.
-Bottom panel (log x): each series' latency over this CSV's recurrent latency at the same batch.
+Series are plain launches; when the CSV also has launch = pdl rows, the fastest KVBuffer row with B <= 32 per batch
+under programmatic dependent launch is one more line. Bottom panel (log x): each series' latency over this CSV's
+recurrent latency (plain launches) at the same batch.
 
 Usage: python3 plots/decode_latency.py [--csv results/decode_latency.csv] [--out-dir results/figures]
        [--phase staggered|aligned]
@@ -71,6 +73,17 @@ def build(rows, path, phase: str = "staggered"):
         if rec_by_batch and s.variant != "recurrent":
             pairs = [(b, m / rec_by_batch[b]) for b, m in zip(x, med) if b in rec_by_batch]
             axes[1].plot(*zip(*pairs), color=s.colour, marker=s.marker, lw=lw)
+
+    # Programmatic dependent launch (launch = pdl rows): the fastest KVBuffer B <= 32 per batch, as one line.
+    pdl = dd.best_kvbuffer_by_batch(rows, path, phase, "pdl")
+    if pdl:
+        px = sorted(pdl)
+        handles += ax.plot(px, [pdl[b] for b in px], color=style.RECURRENT_COLOUR, ls="-.", marker="D", ms=4, lw=1.2,
+                           label="KVBuffer, best B <= 32,\nPDL launches", zorder=4)
+        if rec_by_batch:
+            pairs = [(b, pdl[b] / rec_by_batch[b]) for b in px if b in rec_by_batch]
+            if pairs:
+                axes[1].plot(*zip(*pairs), color=style.RECURRENT_COLOUR, ls="-.", marker="D", ms=4, lw=1.2)
 
     fx, fy = read_floor(rows, path)
     handles += ax.plot(fx, fy, color=style.FLOOR_COLOUR, ls="--", lw=1.4, label="read-only state floor", zorder=2)

@@ -386,6 +386,22 @@ def test_decode_series_groups_and_orders():
         ("recurrent", [1.0, 4.0, 16.0]), ("KVBuffer B = 8", [4.0])]
 
 
+def test_decode_series_keeps_plain_launches_and_best_pdl_per_batch():
+    rows = [r for r in synthetic_decode_rows() if r["status"] == "ok"]
+    pdl = [dict(r, launch="pdl", latency_us_median=str(float(r["latency_us_median"]) / 2)) for r in rows]
+    plain = [dict(r, launch="plain") for r in rows]
+    series = decode_data.decode_series(plain + pdl, "synthetic")
+    # The same series as without a launch column: PDL rows never join the plain lines.
+    assert [(s.label, s.batches("synthetic")) for s in series] == [
+        (s.label, s.batches("synthetic")) for s in decode_data.decode_series(rows, "synthetic")]
+    best = decode_data.best_kvbuffer_by_batch(plain + pdl, "synthetic", "staggered", "pdl")
+    for batch, us in best.items():
+        expected = min(float(r["latency_us_median"]) for r in pdl if r["variant"] == "kvbuffer"
+                       and r["phase"] == "staggered" and float(r["batch"]) == batch)
+        assert us == expected
+    assert best and decode_data.best_kvbuffer_by_batch(rows, "synthetic", "staggered", "pdl") == {}
+
+
 def test_footnote_names_gpu_dates_and_revision():
     rows = synthetic_decode_rows()
     text = style.footnote_text(rows, REPO_ROOT / "results" / "x.csv")
