@@ -96,7 +96,7 @@ ExperimentKind decode_experiment_kind() {
       buffer_form_axis(),
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
       // plain: one launch per layer, each after the last completes; pdl: programmatic dependent launch (kernels/pdl.cuh).
-      {"launch", {"plain"}, word_axis("launch", {"plain", "pdl"})},
+      {"launch", {"plain"}, word_axis("launch", {"plain", "pdl"}), /*added_later=*/true},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.result_columns = decode_result_columns();

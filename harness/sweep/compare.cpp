@@ -56,7 +56,7 @@ Side read_side(const CsvInput& in, const std::vector<ExperimentKind>& kinds, con
   const auto& h = in.table.header;
   if (h.empty()) throw UsageError(fmt::format("{}: empty file (no header; is it a kvb sweep CSV?)", in.path));
   s.axis_columns = csv_axis_columns(h, kinds, in.path);
-  const RowKeyer keyer(h, s.axis_columns, in.path);
+  const RowKeyer keyer(h, s.axis_columns, in.path, csv_kind(h, kinds));
   const std::string m = latency_metric(h, metric, in.path);
   s.med = require_column(h, m + "_median", in.path);
   s.p10 = require_column(h, m + "_p10", in.path);
@@ -113,7 +113,10 @@ Comparison compare_tables(const CsvInput& baseline, const CsvInput& candidate, c
     throw UsageError(fmt::format("{}: axis columns ({}) differ from {}'s ({}); compare CSVs of one experiment kind",
                                  candidate.path, fmt::join(cand.axis_columns, ","), baseline.path,
                                  fmt::join(base.axis_columns, ",")));
-  const RowKeyer keyer(baseline.table.header, base.axis_columns, baseline.path);
+  // One keyer per file: a file written before its kind gained an axis has fewer columns.
+  const RowKeyer keyer(baseline.table.header, base.axis_columns, baseline.path, csv_kind(baseline.table.header, kinds));
+  const RowKeyer cand_keyer(candidate.table.header, cand.axis_columns, candidate.path,
+                            csv_kind(candidate.table.header, kinds));
 
   Comparison c;
   c.threshold_pct = options.threshold_pct;
@@ -144,7 +147,7 @@ Comparison compare_tables(const CsvInput& baseline, const CsvInput& candidate, c
     c.points.push_back(std::move(p));
   }
   for (const auto& key : cand.keys)
-    if (!base.row_of.count(key)) c.only_candidate.push_back(keyer.label(*cand.row_of.at(key)));
+    if (!base.row_of.count(key)) c.only_candidate.push_back(cand_keyer.label(*cand.row_of.at(key)));
 
   if (c.points.empty())
     throw UsageError(fmt::format(

@@ -52,6 +52,9 @@ struct AxisSpec {
   std::string name;
   std::vector<std::string> defaults;
   std::function<std::string(const std::string& value)> check;
+  /// The kind gained this axis after CSVs of it were written: a CSV without the column is still of this kind, and
+  /// its rows hold the axis's single default (csv_kind, RowKeyer).
+  bool added_later = false;
 };
 
 /// A kind of experiment. `applies(variant, axis)` says whether an axis matters for a variant: axes that do not are

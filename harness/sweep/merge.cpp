@@ -24,7 +24,8 @@ MergeResult merge_csv_tables(const std::vector<CsvInput>& inputs, const std::vec
                                    spec.header.empty() ? inputs[0].path : "the config's experiment kind",
                                    fmt::join(header, ",")));
   }
-  const RowKeyer keyer(header, csv_axis_columns(header, kinds, inputs[0].path), inputs[0].path);
+  const RowKeyer keyer(header, csv_axis_columns(header, kinds, inputs[0].path), inputs[0].path,
+                       csv_kind(header, kinds));
   const size_t experiment_col = require_column(header, "experiment", inputs[0].path);
   size_t gpu_col = header.size();
   for (size_t i = 0; i < header.size(); ++i)

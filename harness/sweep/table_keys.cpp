@@ -1,6 +1,8 @@
 // Axis columns of a result CSV and row keys (table_keys.h).
 #include "harness/sweep/table_keys.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace kvb {
@@ -11,17 +13,42 @@ size_t require_column(const std::vector<std::string>& header, const std::string&
   throw UsageError(fmt::format("{}: no column '{}' in the header (is it a kvb sweep CSV?)", origin, name));
 }
 
+namespace {
+
+/// An axis a CSV of its kind may lack: one added later, with a single default.
+bool may_be_absent(const AxisSpec& axis) { return axis.added_later && axis.defaults.size() == 1; }
+
+/// True when the header's columns after "experiment" begin with the kind's axes in order, where `allow_absent` lets
+/// the axes that may_be_absent be left out.
+bool carries_axes(const std::vector<std::string>& header, const ExperimentKind& kind, bool allow_absent) {
+  size_t col = 1;
+  for (const auto& axis : kind.axes) {
+    if (col < header.size() && header[col] == axis.name) {
+      ++col;
+      continue;
+    }
+    if (!allow_absent || !may_be_absent(axis)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const ExperimentKind* csv_kind(const std::vector<std::string>& header, const std::vector<ExperimentKind>& kinds) {
+  if (header.empty() || header[0] != "experiment") return nullptr;
+  for (const bool allow_absent : {false, true})
+    for (const auto& kind : kinds)
+      if (carries_axes(header, kind, allow_absent)) return &kind;
+  return nullptr;
+}
+
 std::vector<std::string> csv_axis_columns(const std::vector<std::string>& header,
                                           const std::vector<ExperimentKind>& kinds, const std::string& origin) {
   if (header.empty() || header[0] != "experiment")
     throw UsageError(fmt::format("{}: the header must start with 'experiment' (is it a kvb sweep CSV?)", origin));
-  for (const auto& kind : kinds) {
-    if (header.size() < 1 + kind.axes.size()) continue;
-    bool match = true;
-    for (size_t a = 0; a < kind.axes.size() && match; ++a) match = header[1 + a] == kind.axes[a].name;
-    if (!match) continue;
+  if (const ExperimentKind* kind = csv_kind(header, kinds)) {
     std::vector<std::string> axes;
-    for (const auto& spec : kind.axes) axes.push_back(spec.name);
+    for (const auto& spec : kind->axes) axes.push_back(spec.name);
     return axes;
   }
   for (size_t i = 1; i < header.size(); ++i)
@@ -32,22 +59,45 @@ std::vector<std::string> csv_axis_columns(const std::vector<std::string>& header
 }
 
 RowKeyer::RowKeyer(const std::vector<std::string>& header, const std::vector<std::string>& axis_columns,
-                   const std::string& origin) {
+                   const std::string& origin, const ExperimentKind* kind)
+    : kind_(kind) {
   names_.push_back("experiment");
   for (const auto& a : axis_columns) names_.push_back(a);
-  for (const auto& n : names_) index_.push_back(require_column(header, n, origin));
+  bool any_absent = false;
+  for (const auto& n : names_) {
+    const AxisSpec* spec = nullptr;
+    if (kind)
+      for (const auto& a : kind->axes)
+        if (a.name == n) spec = &a;
+    const bool present = std::find(header.begin(), header.end(), n) != header.end();
+    if (!present && spec && may_be_absent(*spec)) {
+      index_.push_back(kAbsent);
+      default_.push_back(spec->defaults[0]);
+      any_absent = true;
+      continue;
+    }
+    index_.push_back(require_column(header, n, origin));
+    default_.emplace_back();
+  }
+  if (any_absent) variant_ = require_column(header, "variant", origin);
+}
+
+std::string RowKeyer::value(const std::vector<std::string>& row, size_t i) const {
+  if (index_[i] != kAbsent) return row.at(index_[i]);
+  const bool applies = !kind_->applies || kind_->applies(row.at(variant_), names_[i]);
+  return applies ? default_[i] : std::string();
 }
 
 std::string RowKeyer::key(const std::vector<std::string>& row) const {
   std::string out;
-  for (size_t i = 0; i < index_.size(); ++i) out += (i ? "\x1f" : "") + row.at(index_[i]);
+  for (size_t i = 0; i < index_.size(); ++i) out += (i ? "\x1f" : "") + value(row, i);
   return out;
 }
 
 std::string RowKeyer::label(const std::vector<std::string>& row) const {
   std::string out;
   for (size_t i = 1; i < index_.size(); ++i) {
-    const std::string& v = row.at(index_[i]);
+    const std::string v = value(row, i);
     if (v.empty()) continue;
     out += (out.empty() ? "" : ",") + names_[i] + '=' + v;
   }
@@ -56,7 +106,7 @@ std::string RowKeyer::label(const std::vector<std::string>& row) const {
 
 std::vector<std::pair<std::string, std::string>> RowKeyer::axes(const std::vector<std::string>& row) const {
   std::vector<std::pair<std::string, std::string>> out;
-  for (size_t i = 1; i < index_.size(); ++i) out.emplace_back(names_[i], row.at(index_[i]));
+  for (size_t i = 1; i < index_.size(); ++i) out.emplace_back(names_[i], value(row, i));
   return out;
 }
 

@@ -9,10 +9,15 @@
 
 namespace kvb {
 
-/// The axis columns of a result CSV header. Rule: the axes of the first kind in `kinds` whose axis names follow
-/// "experiment" in the header, in order (header = "experiment", axes..., results..., metadata). When no kind matches
-/// (a CSV from an older build), every column between "experiment" and "latency_us_median". Throws UsageError naming
-/// `origin` when the header does not start with "experiment" or neither rule applies.
+/// The kind in `kinds` whose axes a result CSV header carries: the first whose axis names follow "experiment" in
+/// order, or else the first whose axes do with some left out, each of them one the kind gained later
+/// (AxisSpec::added_later, with a single default: decode CSVs written before `launch`); nullptr when none does.
+const ExperimentKind* csv_kind(const std::vector<std::string>& header, const std::vector<ExperimentKind>& kinds);
+
+/// The axis columns of a result CSV header. Rule: the axes of csv_kind(header, kinds), all of them, also those the
+/// header leaves out (header = "experiment", axes..., results..., metadata). When no kind matches (a CSV from an
+/// older build), every column between "experiment" and "latency_us_median". Throws UsageError naming `origin` when
+/// the header does not start with "experiment" or neither rule applies.
 std::vector<std::string> csv_axis_columns(const std::vector<std::string>& header,
                                           const std::vector<ExperimentKind>& kinds, const std::string& origin);
 
@@ -22,9 +27,11 @@ size_t require_column(const std::vector<std::string>& header, const std::string&
 /// Identifies a point across CSV files: the values of "experiment" and the axis columns of one row.
 class RowKeyer {
  public:
-  /// Looks up "experiment" and `axis_columns` in `header`; throws UsageError naming `origin` for a missing column.
+  /// Looks up "experiment" and `axis_columns` in `header`. An axis column the header lacks takes, when `kind` gained
+  /// that axis later (AxisSpec::added_later, a single default), that default in every row where the kind's `applies` says the axis matters for
+  /// the row's variant (empty elsewhere); otherwise it is missing and throws UsageError naming `origin`.
   RowKeyer(const std::vector<std::string>& header, const std::vector<std::string>& axis_columns,
-           const std::string& origin);
+           const std::string& origin, const ExperimentKind* kind = nullptr);
   /// The key of a row of that header ("\x1f"-joined values).
   std::string key(const std::vector<std::string>& row) const;
   /// "axis=value,..." of the row's non-empty axis values (the same text as Point::label).
@@ -33,8 +40,14 @@ class RowKeyer {
   std::vector<std::pair<std::string, std::string>> axes(const std::vector<std::string>& row) const;
 
  private:
+  std::string value(const std::vector<std::string>& row, size_t i) const;  // column i of names_ in `row`
+
   std::vector<std::string> names_;
-  std::vector<size_t> index_;  // experiment first, then the axes
+  std::vector<size_t> index_;         // experiment first, then the axes; kAbsent: a column the header lacks
+  std::vector<std::string> default_;  // per name: the value of an absent column where it applies
+  const ExperimentKind* kind_ = nullptr;
+  size_t variant_ = 0;                // index of the variant column (when a column is absent)
+  static constexpr size_t kAbsent = size_t(-1);
 };
 
 /// The key RowKeyer gives a row of `experiment` at `point`.

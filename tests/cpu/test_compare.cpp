@@ -174,6 +174,56 @@ TEST_F(CompareTest, BadInputNamesTheFileAndColumn) {
   EXPECT_NE(e.find("latency_us_p10"), std::string::npos) << e;
 }
 
+/// `t` without column `name`, as a CSV written before its kind gained that axis.
+CsvTable without_column(CsvTable t, const std::string& name) {
+  const size_t c = require_column(t.header, name, "t");
+  t.header.erase(t.header.begin() + long(c));
+  for (auto& row : t.rows) row.erase(row.begin() + long(c));
+  return t;
+}
+
+TEST_F(CompareTest, OlderCsvWithoutTheLaunchColumnHoldsPlainLaunches) {
+  const CsvTable old = without_column(base.table, "launch");
+  EXPECT_EQ(csv_kind(old.header, experiment_kinds()), &kind);
+  EXPECT_EQ(csv_axis_columns(old.header, experiment_kinds(), "old.csv"),
+            csv_axis_columns(base.table.header, experiment_kinds(), "new.csv"));
+  // The older file against the newer: every point pairs up, as launch = plain.
+  const Comparison c = compare_tables(CsvInput{"old.csv", old}, base, experiment_kinds(), {});
+  ASSERT_EQ(c.points.size(), points.size());
+  EXPECT_EQ(c.count(Verdict::same), points.size());
+  EXPECT_TRUE(c.only_baseline.empty());
+  EXPECT_TRUE(c.only_candidate.empty());
+  for (const auto& p : c.points) EXPECT_NE(p.label.find("launch=plain"), std::string::npos) << p.label;
+  // The newer file's pdl rows are listed as only in it, labelled from its own columns.
+  CsvTable both = base.table;
+  const size_t launch_col = require_column(both.header, "launch", "t");
+  for (const auto& row : base.table.rows) {
+    both.rows.push_back(row);
+    both.rows.back()[launch_col] = "pdl";
+  }
+  const Comparison e = compare_tables(CsvInput{"old.csv", old}, CsvInput{"both.csv", both}, experiment_kinds(), {});
+  EXPECT_EQ(e.points.size(), points.size());
+  ASSERT_EQ(e.only_candidate.size(), points.size());
+  for (size_t i = 0; i < points.size(); ++i) {
+    Point p = points[i];
+    for (auto& [axis, value] : p.axes)
+      if (axis == "launch") value = "pdl";
+    EXPECT_EQ(e.only_candidate[i], p.label());
+  }
+  // A newer file's pdl rows have no counterpart in the older one: no common points.
+  CsvTable pdl = base.table;
+  const size_t launch = require_column(pdl.header, "launch", "t");
+  for (auto& row : pdl.rows) row[launch] = "pdl";
+  try {
+    compare_tables(CsvInput{"old.csv", old}, CsvInput{"pdl.csv", pdl}, experiment_kinds(), {});
+    ADD_FAILURE() << "old against pdl compared";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("no common points"), std::string::npos) << e.what();
+  }
+  // Only an axis added later may be absent: without phase the header is no longer the decode kind's.
+  EXPECT_EQ(csv_kind(without_column(base.table, "phase").header, experiment_kinds()), nullptr);
+}
+
 TEST(TableKeys, AxisColumnsFromTheKindOrBeforeTheLatency) {
   const ExperimentKind& decode = find_experiment_kind("decode");
   const auto cols = csv_columns(decode);
