@@ -211,14 +211,6 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
   const int src_bytes = valid ? 16 : 0;  // 0: zero-fill, nothing read
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
 }
-/// cp_async16 that asks L2 to fetch the whole 256-byte block around the 16 bytes (cp.async's L2::256B prefetch size):
-/// for rows whose 256-byte segments a block reads whole, it halves the DRAM requests per segment.
-__device__ __forceinline__ void cp_async16_l2_256(void* smem, const void* gmem, bool valid) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int src_bytes = valid ? 16 : 0;  // 0: zero-fill, nothing read
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes)
-               : "memory");
-}
 /// 4-byte asynchronous copy (cp.async.ca), for scalars.
 __device__ __forceinline__ void cp_async4(void* smem, const void* gmem) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -292,29 +284,13 @@ struct SmemTile {
   __device__ __forceinline__ float4& at(int r) const { return sm[(r - kFirstRow) * CG + cg]; }
 
   /// Starts copying this thread's state rows of matrix m ([K][V]) into the tile (zeros for masked columns).
-  /// kWholeSegments: each row's slice is whole 256-byte blocks (VB a multiple of 64, V too, rows 256-byte aligned),
-  /// so the copies ask L2 for 256-byte fetches (cp_async16_l2_256); the decode kernels set it where that holds.
-  template <bool kWholeSegments = false>
   __device__ __forceinline__ void load_state_async(const float* __restrict__ m, int V) const {
     static_assert(!kExtraOnly, "SmemTile: a tile of extra rows only holds no state");
-    static_assert(!kWholeSegments || VB % 64 == 0, "SmemTile: 256-byte fetches need 64-column slices");
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
       const float* src = m + int64_t(row(i)) * V + (active ? col : 0);
-      if constexpr (kWholeSegments) cp_async16_l2_256(&at(row(i)), src, active);
-      else cp_async16(&at(row(i)), src, active);
+      cp_async16(&at(row(i)), src, active);
     }
-  }
-  /// load_state_async with 256-byte L2 fetches wherever each row's slice is whole 256-byte blocks (VB and V multiples
-  /// of 64), plain copies elsewhere.
-  __device__ __forceinline__ void load_state_async_fetch256(const float* __restrict__ m, int V) const {
-    if constexpr (VB % 64 == 0) {
-      if (V % 64 == 0) {
-        load_state_async<true>(m, V);
-        return;
-      }
-    }
-    load_state_async(m, V);
   }
   /// Starts copying extra rows j = rg, rg + RG, ... < n from rows of `base` spaced `stride` floats apart.
   __device__ __forceinline__ void load_extra_async(const float* __restrict__ base, int64_t stride, int n) const {

@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   const bool early = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) < early_blocks;
   if constexpr (!kStateless)
     if (early && has_state && cslot_ok) {
-      tile.load_state_async_fetch256(s0, V);
+      tile.load_state_async(s0, V);
       cp_async_commit();
     }
   pdl_wait();
@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
   if constexpr (!kStateless)
-    if (has_state && !early) tile.load_state_async_fetch256(s0, V);
+    if (has_state && !early) tile.load_state_async(s0, V);
   tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
   cp_async_commit();
 

@@ -26,7 +26,7 @@ __global__ void __launch_bounds__(THREADS) recurrent_decode_kv_kernel(const Recu
   Tile tile;
   tile.setup(tile_smem, v0, V);
   if (!padding) {
-    tile.load_state_async_fetch256(state, V);  // in flight while the token is prepared (with PDL, while the last kernel ends)
+    tile.load_state_async(state, V);  // in flight while the token is prepared (with PDL, while the last kernel ends)
     cp_async_commit();
   }
   pdl_wait();  // kernels/pdl.cuh: nothing but the state and the slot index is read before it
