@@ -41,19 +41,24 @@ class Series:
         return [style.num(r, column, path) for r in self.rows]
 
 
+def launch_of(row: Mapping[str, str]) -> str:
+    """The row's `launch` (plain or pdl); plain for a CSV written before the column existed."""
+    return (row.get("launch") or "plain").strip()
+
+
 def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "staggered",
                   launch: str = "plain") -> list[Series]:
     """Recurrent first, then KVBuffer per buffer size (ascending), from the rows whose phase is `phase`.
 
-    Only rows launched as `launch` are kept (`plain`, as the anchors were measured, or `pdl`; a CSV without a `launch`
-    column holds plain launches). Recurrent rows have no phase and are kept whatever the phase. When the KVBuffer rows hold several `buffer_form` values, the
-    form is added to the labels and each (form, B) is its own series. Exits 2 on an unknown variant.
+    Only rows launched as `launch` are kept (`plain`, as the anchors were measured, or `pdl`; see launch_of).
+    Recurrent rows have no phase and are kept whatever the phase. When the KVBuffer rows hold several `buffer_form`
+    values, the form is added to the labels and each (form, B) is its own series. Exits 2 on an unknown variant.
     """
     recurrent = Series("recurrent", "recurrent", None, style.RECURRENT_COLOUR, "o")
     kv: dict[tuple[str, int], Series] = {}
     forms = style.distinct([r for r in rows if r["variant"] == "kvbuffer"], "buffer_form")
     for r in rows:
-        if (r.get("launch") or "plain").strip() != launch:
+        if launch_of(r) != launch:
             continue
         variant = r["variant"]
         if variant == "recurrent":
@@ -83,9 +88,7 @@ def best_kvbuffer_by_batch(rows: Sequence[Mapping[str, str]], path, phase: str, 
     `launch` (plain when the CSV has no `launch` column); empty when there are none."""
     best: dict[float, float] = {}
     for r in rows:
-        if r["variant"] != "kvbuffer" or (r.get("phase") or "").strip() != phase:
-            continue
-        if (r.get("launch") or "plain").strip() != launch:
+        if r["variant"] != "kvbuffer" or (r.get("phase") or "").strip() != phase or launch_of(r) != launch:
             continue
         if style.num(r, "buffer_size", path) > max_buffer_size:
             continue

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/runners/device_random.h"
 #include "kernels/cuda_check.h"
 #include "reference/tolerances.h"
 
@@ -22,11 +23,15 @@ std::vector<double> to_double(const std::vector<float>& x) { return std::vector<
 
 std::vector<double> download_double(const float* p, size_t n) { return to_double(download(p, n)); }
 
-std::vector<double> download_outputs(const void* o, size_t bytes, OutputDtype dt, bool& finite) {
+std::vector<double> outputs_of_poisoned_launch(void* o, size_t bytes, OutputDtype dt, cudaStream_t stream,
+                                               const std::function<void()>& launch, bool& written) {
+  fill_bytes(o, bytes, 0xff, stream);  // NaN in bf16 and fp32
+  launch();
+  KVB_CUDA_CHECK(cudaStreamSynchronize(stream));
   const std::vector<double> d = dt == OutputDtype::bf16
                                     ? to_double(download(static_cast<const bf16*>(o), bytes / 2))
                                     : to_double(download(static_cast<const float*>(o), bytes / 4));
-  finite = std::all_of(d.begin(), d.end(), [](double x) { return std::isfinite(x); });
+  written = std::all_of(d.begin(), d.end(), [](double x) { return std::isfinite(x); });
   return d;
 }
 

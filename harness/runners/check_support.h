@@ -1,9 +1,13 @@
-// Device-to-reference helpers shared by the checks that run before timing (decode_check, verify_check): tokens, gate
-// parameters, states and KVBuffer slots read back from the device as float64 reference inputs.
+// Device-to-reference helpers shared by the checks that run before timing (decode_check, verify_check and their raw
+// forms): the launch on NaN-poisoned outputs, and tokens, gate parameters, states and KVBuffer slots read back from
+// the device as float64 reference inputs.
 #pragma once
+
+#include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,9 +35,11 @@ std::vector<double> to_double(const std::vector<float>& x);
 /// `n` fp32 values at device pointer `p` as double (synchronous). Throws CudaError.
 std::vector<double> download_double(const float* p, size_t n);
 
-/// `bytes` bytes of outputs at device pointer `o` in dtype `dt` as double; `finite` turns false on any NaN or
-/// infinity (unwritten NaN poison). Throws CudaError.
-std::vector<double> download_outputs(const void* o, size_t bytes, OutputDtype dt, bool& finite);
+/// Poisons the `bytes` bytes of outputs at device pointer `o` with NaN (0xff bytes: NaN in bf16 and fp32), runs
+/// `launch()` (which enqueues on `stream`), waits for the stream, and returns the outputs in dtype `dt` as double;
+/// `written` turns false on any NaN or infinity (poison the launch left). Throws CudaError.
+std::vector<double> outputs_of_poisoned_launch(void* o, size_t bytes, OutputDtype dt, cudaStream_t stream,
+                                               const std::function<void()>& launch, bool& written);
 
 /// Token `index` of a launch's inputs (index = row for decode, row * m + draft for verify), read back from the
 /// device: q, k [H][K], v [HV][V], a, b [HV]. Throws CudaError.

@@ -74,7 +74,7 @@ RecurrentDecodeParams DecodeProblem::recurrent_params(int set) const {
 KVBufferDecodeParams DecodeProblem::kvbuffer_params(int set) const {
   auto p = token_launch<KVBufferDecodeParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
                                               cfg_.o_dtype);
-  p.pool = entries_.pool(set, state(set), fill(cfg_.share_pools ? 0 : set / cfg_.layers), cfg_.buffer_size);
+  p.pool = entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
   if (stateless()) {
     p.pool.num_checkpoints = int(std::max<size_t>(state_rows_, 1));
     p.state_slot = state_slot_.get();
@@ -88,7 +88,7 @@ KVBufferDecodeParams DecodeProblem::kvbuffer_params(int set) const {
 RawKVBufferDecodeParams DecodeProblem::raw_params(int set) const {
   auto p = token_launch<RawKVBufferDecodeParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
                                                  cfg_.o_dtype);
-  p.pool = raw_entries_.pool(set, state(set), fill(cfg_.share_pools ? 0 : set / cfg_.layers), cfg_.buffer_size);
+  p.pool = raw_entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
   return p;
 }
 

@@ -104,13 +104,13 @@ class DecodeProblem {
   void* o(int set) const;
   size_t o_bytes_per_set() const;
   /// States (recurrent) or checkpoints (kvbuffer) of one set, [rows, HV, K, V] fp32, and their element count.
-  const float* states(int set) const { return state(set); }
+  float* state(int set) const { return state_.get() + size_t(set) * state_elems_per_set(); }
   size_t state_elems_per_set() const { return state_rows_ * size_t(cfg_.shape.state_elems()); }
 
  private:
-  float* state(int set) const { return state_.get() + size_t(set) * state_rows_ * size_t(cfg_.shape.state_elems()); }
   size_t tok_v() const { return size_t(cfg_.shape.heads_v) * cfg_.shape.head_dim_v; }
   int capacity() const { return std::max(cfg_.buffer_size - 1, 1); }  // a slot never holds B entries
+  int group_of(int set) const { return cfg_.share_pools ? 0 : set / cfg_.layers; }  // buffer positions of a set
 
   DecodeConfig cfg_;
   int sets_ = 1;

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "harness/runners/device_random.h"
 #include "harness/runners/raw_entry_sets.h"
 #include "kernels/cuda_check.h"
 #include "kernels/kvbuffer_raw_launch.h"
@@ -39,12 +38,9 @@ LaunchCheck check_raw_decode_step(const DecodeProblem& p, cudaStream_t stream) {
                      download_raw_kvbuffer_slot(rp.pool, s, slot, fill[slot])});
   }
 
-  fill_bytes(p.o(0), p.o_bytes_per_set(), 0xff, stream);  // NaN in bf16 and fp32
-  p.enqueue_layer(0, stream);
-  KVB_CUDA_CHECK(cudaStreamSynchronize(stream));
-
   LaunchCheck out;
-  const std::vector<double> o_all = download_outputs(p.o(0), p.o_bytes_per_set(), cfg.o_dtype, out.outputs_written);
+  const std::vector<double> o_all = outputs_of_poisoned_launch(
+      p.o(0), p.o_bytes_per_set(), cfg.o_dtype, stream, [&] { p.enqueue_layer(0, stream); }, out.outputs_written);
   for (RowCase& c : cases) {
     std::vector<double> o_ref;
     ref::kvbuffer_raw_decode(s, B, gp, c.tok, c.buf, o_ref);

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "harness/runners/device_random.h"
 #include "reference/tolerances.h"
 #include "harness/runners/raw_entry_sets.h"
 #include "harness/runners/verify_bytes.h"
@@ -56,12 +55,10 @@ LaunchCheck check_raw_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     cases.push_back(std::move(c));
   }
 
-  fill_bytes(p.o(0), p.o_bytes_per_set(), 0xff, stream);  // NaN in bf16 and fp32
-  p.enqueue_verify_layer(0, stream);
-  KVB_CUDA_CHECK(cudaStreamSynchronize(stream));
-
   LaunchCheck out;
-  const std::vector<double> o_all = download_outputs(p.o(0), p.o_bytes_per_set(), cfg.o_dtype, out.outputs_written);
+  const std::vector<double> o_all =
+      outputs_of_poisoned_launch(p.o(0), p.o_bytes_per_set(), cfg.o_dtype, stream,
+                                 [&] { p.enqueue_verify_layer(0, stream); }, out.outputs_written);
   for (const RowCase& c : cases) {
     std::vector<double> o_ref;
     ref::kvbuffer_raw_verify(s, gp, c.drafts, c.buf, o_ref);

@@ -225,29 +225,27 @@ std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::
     // Plain launches (as the anchors were measured), then, where the CSV has them, PDL launches against PDL.
     for (const std::string launch : {"plain", "pdl"}) {
       const bool pdl = launch == "pdl";
-      const std::string suffix = pdl ? ", PDL launches" : "";
       const auto vs_rec = best_reduction_vs_recurrent(t, decode_csv, 64, launch);
       const auto vs_triton = best_reduction_vs_triton(t, decode_csv, 64, launch);
       if (pdl && !vs_rec && !vs_triton) break;
-      if (vs_rec)
-        lines.push_back({decode_claim + ", vs recurrent" + suffix, paper_decode,
-                         fmt::format("{:.1f}% ({:.2f} vs {:.2f} us)", vs_rec->reduction * 100, vs_rec->kvbuffer_us,
-                                     vs_rec->baseline_us),
-                         fmt::format("{}: batch {}, KVBuffer B = {}{} vs recurrent{}", src, vs_rec->batch,
-                                     vs_rec->buffer_size, phase_text(*vs_rec), pdl ? ", both PDL" : "")});
-      else
-        lines.push_back({decode_claim + ", vs recurrent" + suffix, paper_decode, "not measured",
-                         src + ": no batch >= 64 with recurrent and KVBuffer rows"});
-      if (vs_triton)
-        lines.push_back({decode_claim + ", vs fla Triton" + suffix, paper_decode,
-                         fmt::format("{:.1f}% ({:.2f} vs {:.1f} us)", vs_triton->reduction * 100,
-                                     vs_triton->kvbuffer_us, vs_triton->baseline_us),
-                         fmt::format("{}: batch {}, KVBuffer B = {}{} vs fla Triton anchor (H200{})", src,
-                                     vs_triton->batch, vs_triton->buffer_size, phase_text(*vs_triton),
-                                     pdl ? ", plain launches" : "")});
-      else
-        lines.push_back({decode_claim + ", vs fla Triton" + suffix, paper_decode, "not measured",
-                         src + ": no KVBuffer row of the anchor's shape at an anchor batch >= 64"});
+      // One line: `d` against `baseline` (its us with `digits` decimals), or "not measured" with `missing`.
+      auto add = [&](const std::string& against, const std::optional<DecodeReduction>& d, int digits,
+                     const std::string& baseline, const std::string& missing) {
+        const std::string claim = decode_claim + ", vs " + against + (pdl ? ", PDL launches" : "");
+        if (!d) {
+          lines.push_back({claim, paper_decode, "not measured", src + ": " + missing});
+          return;
+        }
+        lines.push_back({claim, paper_decode,
+                         fmt::format("{:.1f}% ({:.2f} vs {:.{}f} us)", d->reduction * 100, d->kvbuffer_us,
+                                     d->baseline_us, digits),
+                         fmt::format("{}: batch {}, KVBuffer B = {}{} vs {}", src, d->batch, d->buffer_size,
+                                     phase_text(*d), baseline)});
+      };
+      add("recurrent", vs_rec, 2, pdl ? "recurrent, both PDL" : "recurrent",
+          "no batch >= 64 with recurrent and KVBuffer rows");
+      add("fla Triton", vs_triton, 1, pdl ? "fla Triton anchor (H200, plain launches)" : "fla Triton anchor (H200)",
+          "no KVBuffer row of the anchor's shape at an anchor batch >= 64");
     }
   } else {
     lines.push_back({decode_claim, paper_decode, "not measured", display(decode_csv) + " not found"});

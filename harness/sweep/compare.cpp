@@ -19,6 +19,7 @@ namespace {
 /// The ok rows of one file, keyed by point.
 struct Side {
   const CsvInput* input = nullptr;
+  const ExperimentKind* kind = nullptr;  // csv_kind of its header (nullptr: a header no kind knows)
   std::vector<std::string> axis_columns;
   std::vector<std::string> keys;  // ok rows, in file order
   std::map<std::string, const std::vector<std::string>*> row_of;
@@ -55,8 +56,9 @@ Side read_side(const CsvInput& in, const std::vector<ExperimentKind>& kinds, con
   s.input = &in;
   const auto& h = in.table.header;
   if (h.empty()) throw UsageError(fmt::format("{}: empty file (no header; is it a kvb sweep CSV?)", in.path));
+  s.kind = csv_kind(h, kinds);
   s.axis_columns = csv_axis_columns(h, kinds, in.path);
-  const RowKeyer keyer(h, s.axis_columns, in.path, csv_kind(h, kinds));
+  const RowKeyer keyer(h, s.axis_columns, in.path, s.kind);
   const std::string m = latency_metric(h, metric, in.path);
   s.med = require_column(h, m + "_median", in.path);
   s.p10 = require_column(h, m + "_p10", in.path);
@@ -114,9 +116,8 @@ Comparison compare_tables(const CsvInput& baseline, const CsvInput& candidate, c
                                  candidate.path, fmt::join(cand.axis_columns, ","), baseline.path,
                                  fmt::join(base.axis_columns, ",")));
   // One keyer per file: a file written before its kind gained an axis has fewer columns.
-  const RowKeyer keyer(baseline.table.header, base.axis_columns, baseline.path, csv_kind(baseline.table.header, kinds));
-  const RowKeyer cand_keyer(candidate.table.header, cand.axis_columns, candidate.path,
-                            csv_kind(candidate.table.header, kinds));
+  const RowKeyer keyer(baseline.table.header, base.axis_columns, baseline.path, base.kind);
+  const RowKeyer cand_keyer(candidate.table.header, cand.axis_columns, candidate.path, cand.kind);
 
   Comparison c;
   c.threshold_pct = options.threshold_pct;

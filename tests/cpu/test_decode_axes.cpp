@@ -4,20 +4,13 @@
 
 #include <string>
 
-#include "harness/sweep/config.h"
-#include "harness/sweep/grid.h"
+#include "test_regression_support.h"
 
 namespace kvb {
 namespace {
 
 /// The decode grid with the default axes and the given `--set` overrides; throws UsageError from resolve_axes.
-std::vector<Point> decode_grid(const std::vector<std::string>& sets) {
-  const ExperimentKind& kind = find_experiment_kind("decode");
-  const SweepConfig c = parse_sweep_config("[experiment]\nname = \"d\"\nkind = \"decode\"\n", "d.toml");
-  std::vector<AxisValues> overrides;
-  for (const std::string& set : sets) overrides.push_back(parse_axis_override(set));
-  return make_grid(kind, resolve_axes(kind, c, overrides));
-}
+std::vector<Point> decode_grid(const std::vector<std::string>& sets) { return test::grid_with("decode", sets); }
 
 TEST(DecodeLaunchAxis, DefaultsToPlainAndTakesPdl) {
   const auto def = decode_grid({"variant=recurrent"});

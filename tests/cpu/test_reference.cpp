@@ -18,14 +18,7 @@ namespace {
 
 constexpr double kExact = 1e-12;  // KVBuffer vs recurrent, both float64
 
-GdnShape test_shape() {
-  GdnShape s;
-  s.heads_qk = 2;
-  s.heads_v = 4;
-  s.head_dim_k = 32;
-  s.head_dim_v = 48;
-  return s;
-}
+GdnShape test_shape() { return GdnShape{2, 4, 32, 48}; }
 
 /// Gate parameters that make g about -20 (e^g ~ 2e-9) for a = 0: A_log = log(20 / softplus(dt_bias)).
 GateParams strong_gates(GateParams p) {

@@ -1,5 +1,5 @@
-// Test support for compare, shard and merge: decode-kind grids and synthetic result CSVs whose latencies follow a
-// closed form the tests recompute.
+// Test support for compare, shard, merge and the kinds' axes: grids of experiment kinds (from --set overrides or a
+// config file) and synthetic result CSVs whose latencies follow a closed form the tests recompute.
 #pragma once
 
 #include <functional>
@@ -11,6 +11,23 @@
 #include "harness/sweep/grid.h"
 
 namespace kvb::test {
+
+/// The grid of kind `kind_name` with its default axes and the given `--set` overrides ("axis=v1,v2"). Throws
+/// UsageError from resolve_axes on a bad value.
+inline std::vector<Point> grid_with(const std::string& kind_name, const std::vector<std::string>& sets) {
+  const ExperimentKind& kind = find_experiment_kind(kind_name);
+  const SweepConfig c =
+      parse_sweep_config("[experiment]\nname = \"v\"\nkind = \"" + kind_name + "\"\n", "v.toml");
+  std::vector<AxisValues> overrides;
+  for (const std::string& set : sets) overrides.push_back(parse_axis_override(set));
+  return make_grid(kind, resolve_axes(kind, c, overrides));
+}
+
+/// The grid of the config file at `path` for kind `kind_name` (a committed experiments/*.toml).
+inline std::vector<Point> config_grid(const std::string& kind_name, const std::string& path) {
+  const ExperimentKind& kind = find_experiment_kind(kind_name);
+  return make_grid(kind, resolve_axes(kind, load_sweep_config(path), {}));
+}
 
 /// The decode kind's grid of variant x batch x buffer_size (recurrent points have no buffer size).
 inline std::vector<Point> decode_grid(const ExperimentKind& kind, const std::string& batches,

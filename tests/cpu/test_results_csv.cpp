@@ -7,9 +7,8 @@
 #include <string>
 
 #include "harness/sweep/csv.h"
-#include "harness/sweep/config.h"
 #include "harness/sweep/experiment_kind.h"
-#include "harness/sweep/grid.h"
+#include "test_regression_support.h"
 
 namespace kvb {
 namespace {
@@ -34,9 +33,7 @@ TEST(ResultsCsv, DecodeLatencyHasEveryColumnTyped) {
   EXPECT_EQ(t.header, csv_columns(find_experiment_kind("decode")));
   auto col = [&](const std::string& name) { return column(t, name); };
   // One row per point of the committed config's grid: (10 recurrent + 70 KVBuffer points) x 2 launches.
-  const ExperimentKind& kind = find_experiment_kind("decode");
-  const SweepConfig c = load_sweep_config(std::string(KVB_SOURCE_DIR) + "/experiments/decode_latency.toml");
-  ASSERT_EQ(t.rows.size(), make_grid(kind, resolve_axes(kind, c, {})).size());
+  ASSERT_EQ(t.rows.size(), test::config_grid("decode", std::string(KVB_SOURCE_DIR) + "/experiments/decode_latency.toml").size());
   ASSERT_EQ(t.rows.size(), 160u);
   for (const auto& row : t.rows) {
     ASSERT_EQ(row.size(), t.header.size());
@@ -66,9 +63,8 @@ TEST(ResultsCsv, SpecVerifyHasEveryColumnTyped) {
   EXPECT_EQ(t.header, csv_columns(find_experiment_kind("spec_verify")));
   auto col = [&](const std::string& name) { return column(t, name); };
   // One row per point of the committed config's grid (results/README.md).
-  const ExperimentKind& kind = find_experiment_kind("spec_verify");
-  const SweepConfig c = load_sweep_config(std::string(KVB_SOURCE_DIR) + "/experiments/spec_verify.toml");
-  ASSERT_EQ(t.rows.size(), make_grid(kind, resolve_axes(kind, c, {})).size());
+  ASSERT_EQ(t.rows.size(),
+            test::config_grid("spec_verify", std::string(KVB_SOURCE_DIR) + "/experiments/spec_verify.toml").size());
   for (const auto& row : t.rows) {
     ASSERT_EQ(row.size(), t.header.size());
     EXPECT_EQ(row[col("status")], "ok");

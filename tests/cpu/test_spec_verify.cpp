@@ -15,19 +15,12 @@
 #include "harness/sweep/grid.h"
 #include "kernels/byte_model_raw.h"
 #include "kernels/kvbuffer_raw_params.h"
+#include "test_regression_support.h"
 
 namespace kvb {
 namespace {
 
-/// The grid of `kind_name` with the default axes and the given `--set` overrides.
-std::vector<Point> grid_with(const std::string& kind_name, const std::vector<std::string>& sets) {
-  const ExperimentKind& kind = find_experiment_kind(kind_name);
-  const SweepConfig c =
-      parse_sweep_config("[experiment]\nname = \"v\"\nkind = \"" + kind_name + "\"\n", "v.toml");
-  std::vector<AxisValues> overrides;
-  for (const std::string& set : sets) overrides.push_back(parse_axis_override(set));
-  return make_grid(kind, resolve_axes(kind, c, overrides));
-}
+using test::grid_with;
 
 /// `p` with axis `axis` set to `value`.
 Point with_axis(Point p, const std::string& axis, const std::string& value) {

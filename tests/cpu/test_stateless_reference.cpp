@@ -13,14 +13,7 @@ namespace {
 
 constexpr double kExact = 1e-12;  // both float64
 
-GdnShape small_shape() {
-  GdnShape s;
-  s.heads_qk = 2;
-  s.heads_v = 4;
-  s.head_dim_k = 32;
-  s.head_dim_v = 48;
-  return s;
-}
+GdnShape small_shape() { return GdnShape{2, 4, 32, 48}; }
 
 std::vector<TokenPrepared> prepared(const GdnShape& s, const GateParams& p, int n, std::mt19937_64& rng) {
   std::vector<TokenPrepared> out;

@@ -6,7 +6,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "harness/device/device_info.h"
@@ -29,6 +31,18 @@ inline std::vector<bf16> to_bf16(const std::vector<double>& x) {
   return r;
 }
 inline std::vector<float> to_float(const std::vector<double>& x) { return {x.begin(), x.end()}; }
+
+/// Per-step errors of a run of decode steps (o and states or checkpoints, relative to the reference).
+struct RunErrors {
+  std::vector<double> o, state;
+  bool outputs_written = true;
+  double max_o() const { return o.empty() ? 0 : *std::max_element(o.begin(), o.end()); }
+  double max_state() const { return state.empty() ? 0 : *std::max_element(state.begin(), state.end()); }
+  /// Mean error over steps [a, b).
+  static double mean(const std::vector<double>& e, size_t a, size_t b) {
+    return std::accumulate(e.begin() + a, e.begin() + b, 0.0) / double(b - a);
+  }
+};
 
 /// One decode token per row on the device ([N, H, K] etc.), from reference tokens (exact bf16 values) and gate
 /// parameters of the layer.

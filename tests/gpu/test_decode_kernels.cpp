@@ -20,27 +20,9 @@ namespace kvb {
 namespace {
 
 using test::DeviceTokens;
+using test::RunErrors;
 
-GdnShape shape(int H, int HV, int K, int V) {
-  GdnShape s;
-  s.heads_qk = H;
-  s.heads_v = HV;
-  s.head_dim_k = K;
-  s.head_dim_v = V;
-  return s;
-}
-
-/// Per-step errors of a run.
-struct RunErrors {
-  std::vector<double> o, state;
-  bool outputs_written = true;
-  double max_o() const { return o.empty() ? 0 : *std::max_element(o.begin(), o.end()); }
-  double max_state() const { return state.empty() ? 0 : *std::max_element(state.begin(), state.end()); }
-  /// Mean error over steps [a, b).
-  static double mean(const std::vector<double>& e, size_t a, size_t b) {
-    return std::accumulate(e.begin() + a, e.begin() + b, 0.0) / double(b - a);
-  }
-};
+GdnShape shape(int H, int HV, int K, int V) { return GdnShape{H, HV, K, V}; }
 
 /// Row r of the batch uses slot slots[r]; rows listed in `padding_until` are padding (slot -1) before that step.
 struct BatchPlan {

@@ -45,7 +45,7 @@ StepResult run_steps(const DecodeConfig& cfg, int steps) {
   for (int set = 0; set < prob.sets(); ++set) {
     const auto o = download(static_cast<const unsigned char*>(prob.o(set)), prob.o_bytes_per_set());
     r.o.insert(r.o.end(), o.begin(), o.end());
-    const auto st = download(prob.states(set), prob.state_elems_per_set());
+    const auto st = download(prob.state(set), prob.state_elems_per_set());
     r.states.insert(r.states.end(), st.begin(), st.end());
   }
   return r;

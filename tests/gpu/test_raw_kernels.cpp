@@ -23,6 +23,7 @@ namespace kvb {
 namespace {
 
 using test::DeviceTokens;
+using test::RunErrors;
 
 /// A raw pool on the device built from reference slots (each with at most `capacity` entries).
 struct DeviceRawPool {
@@ -88,16 +89,6 @@ struct DeviceRawPool {
   }
 };
 
-/// Errors of a raw decode run, per step.
-struct RunErrors {
-  std::vector<double> o, state;
-  bool outputs_written = true;
-  double max_o() const { return o.empty() ? 0 : *std::max_element(o.begin(), o.end()); }
-  double max_state() const { return state.empty() ? 0 : *std::max_element(state.begin(), state.end()); }
-  static double mean(const std::vector<double>& e, size_t a, size_t b) {
-    return std::accumulate(e.begin() + a, e.begin() + b, 0.0) / double(b - a);
-  }
-};
 
 /// Raw decode of 4 rows over `steps` steps: rows start at steps 0, 1, 3, 6 (padding before), so their buffers sit at
 /// different positions; slot 4 is never used and must keep its bytes. Each step compares o of every row and the
