@@ -105,25 +105,13 @@ ByteCount recurrent_accept_bytes(const GdnShape& s, int accepted) {
   return b;
 }
 
-ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, OutputDtype o_dtype) {
+ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, int buffer_size, OutputDtype o_dtype) {
   ByteCount b = token_io_bytes(s, draft_tokens, o_dtype);
   b.read += state_bytes(s) + fill * kvbuffer_entry_bytes(s) + 8;  // checkpoint, entries, slot, fill
-  b.write += draft_tokens * (double(s.heads_v) * s.head_dim_v * 4 + double(s.heads_v) * 4);
-  return b;
-}
-
-ByteCount kvbuffer_accept_bytes(const GdnShape& s, int fill, int accepted, int buffer_size) {
-  ByteCount b;
-  b.read = 12;  // slot, accepted, fill
-  if (accepted == 0) return b;
-  const double entry = kvbuffer_entry_bytes(s);
-  if (fill + accepted >= buffer_size) {
-    b.read += state_bytes(s) + (fill + accepted) * entry;
-    b.write += state_bytes(s);
-  } else {
-    b.read += accepted * entry;
-    b.write += accepted * entry;
-  }
+  b.write += draft_tokens * kvbuffer_entry_bytes(s);                // the drafts' entries, into the buffer
+  b.read += 4.0 * s.heads_qk;                                       // the key groups' arrival counters
+  b.write += 4.0 * s.heads_qk;
+  if (fill >= buffer_size) b.write += state_bytes(s);  // a due row folds its entries into the checkpoint
   return b;
 }
 

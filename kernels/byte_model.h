@@ -92,12 +92,11 @@ ByteCount kvbuffer_prefill_bytes(const GdnShape& s, int rows, int prompt_len, in
 ByteCount recurrent_verify_bytes(const GdnShape& s, int rows, int draft_tokens, OutputDtype o_dtype);
 /// Recurrent accept of one row that accepted a drafts: a state read and written when a >= 1, else nothing.
 ByteCount recurrent_accept_bytes(const GdnShape& s, int accepted);
-/// KVBuffer verification of one row holding `fill` entries, m drafts: checkpoint, entries, m tokens' inputs and
-/// outputs, m deltas and log-decays written (add gate_param_bytes once per launch).
-ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, OutputDtype o_dtype);
-/// KVBuffer accept of one row holding `fill` entries that accepted a drafts: a entries read (key, delta, log-decay)
-/// and appended, or, when fill + a >= B, the checkpoint read and written with all fill + a entries read.
-ByteCount kvbuffer_accept_bytes(const GdnShape& s, int fill, int accepted, int buffer_size);
+/// KVBuffer verification of one row holding `fill` entries, m drafts (KVBufferVerifyParams, accept folded in):
+/// checkpoint, entries, m tokens' inputs and outputs, m entries written into the buffer (kvbuffer_entry_bytes
+/// each), the row's H arrival counters read and written; a due row (fill >= B) also writes its checkpoint once, the
+/// flush folded into verify. Add gate_param_bytes once per launch; the accept itself is the per-step position move.
+ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, int buffer_size, OutputDtype o_dtype);
 
 /// Floor in microseconds for a kernel moving `b` bytes: each written byte is paired with one read byte at the
 /// measured copy bandwidth (which counts read + write bytes), the remaining reads go at the measured read bandwidth:

@@ -61,9 +61,9 @@ struct KVBufferPool {
   bf16* keys = nullptr;          ///< [num_slots, capacity, H, K] raw keys
   float* deltas = nullptr;       ///< [num_slots, capacity, HV, V] u_j
   float* log_decay = nullptr;    ///< [num_slots, capacity, HV] g_j
-  int32_t* fill = nullptr;       ///< [num_slots] entries held, 0 <= fill < buffer_size
+  int32_t* fill = nullptr;       ///< [num_slots] entries held, 0 <= fill <= capacity; >= buffer_size: due (verify)
   int num_slots = 0;
-  int capacity = 0;              ///< entries per slot, >= max(buffer_size - 1, 1): a slot never holds B entries
+  int capacity = 0;              ///< entries per slot, >= max(buffer_size - 1, 1); >= B - 1 + m for m-draft verify
   int buffer_size = 1;           ///< B: the decode step that brings a slot to B entries flushes it (B = 1: recurrent)
   /// Checkpoint rows of `checkpoint` when they differ from the buffer rows (0 = num_slots): a pool can hold many more
   /// buffers than states, since a stateless request (DESIGN.md section 3) has a buffer row and no checkpoint row.
@@ -74,7 +74,8 @@ struct KVBufferPool {
 };
 
 /// KVBuffer decode: o_t from S0 plus the buffer; appends (k_t, u_t, g_t) at position fill[slot]; when that makes B
-/// entries, writes S0 <- e^{G_B} S0 + sum_j e^{G_B - G_j} k^_j u_j^T instead (the flush) and appends nothing.
+/// entries (or more, after a speculative accept left fill >= B - 1), writes S0 <- e^{G_t} S0 + sum_j e^{G_t - G_j}
+/// k^_j u_j^T instead (the flush) and appends nothing.
 /// Bytes per row, not flushing: S0 once + the n buffered entries; flushing: S0 read and written + the entries.
 struct KVBufferDecodeParams {
   GdnShape shape;
@@ -162,37 +163,25 @@ struct RecurrentAcceptParams {
   const int32_t* accepted = nullptr; ///< [N] accepted drafts a, 0 <= a <= m
 };
 
-/// KVBuffer verification: the m drafts' outputs from the checkpoint and the buffer in one pass, writing no state.
-/// Draft i's corrected delta u_i is exact for any accepted prefix (causality), so it is kept for accept.
-/// Bytes per row: checkpoint read once, the n buffered entries read, m tokens' inputs and outputs, m deltas written.
+/// KVBuffer verification with accept folded in: the m drafts' outputs from the checkpoint and the buffer in one pass.
+/// Draft i's entry (raw key, corrected delta u_i, log-decay) is exact for any accepted prefix (causality), so verify
+/// writes it straight into the slot's buffer at position base + i, base = n = fill[slot]; accepting a drafts is then
+/// only fill += a (launch_kvbuffer_commit_accepted), rejection costs nothing. A row is due when n >= B (its last
+/// commit took the buffer to B entries or beyond, up to B - 1 + m): verify then also folds the n entries into the
+/// checkpoint (the flush, from the slice it reads anyway) and base = 0. Keys and log-decays, which every block of a
+/// key group reads, are written by the group's last block to finish reading (group_arrivals). The pool's capacity
+/// must be >= B - 1 + m (validate_verify_capacity). fill is not changed.
+/// Bytes per row: checkpoint read once, the n buffered entries read, m tokens' inputs and outputs, m entries
+/// written; a due row also writes its checkpoint once.
 struct KVBufferVerifyParams {
   GdnShape shape;
   int batch = 0;
   TokenInputs in;                      ///< tokens = m, 1 <= m <= kMaxDraftTokens
-  KVBufferPool pool;                   ///< read only here
-  const int32_t* slot = nullptr;       ///< [N], -1 = padding
-  float* draft_deltas = nullptr;       ///< [N, m, HV, V] u of every draft
-  float* draft_log_decay = nullptr;    ///< [N, m, HV] g of every draft
+  KVBufferPool pool;                   ///< capacity >= B - 1 + m
+  const int32_t* slot = nullptr;       ///< [N], -1 = padding: nothing read or written, o rows zeroed
+  int32_t* group_arrivals = nullptr;   ///< [N, H] zero before a launch, zero again after it (the launch's counters)
   void* o = nullptr;                   ///< [N, m, HV, V]
   OutputDtype o_dtype = OutputDtype::bf16;
-};
-
-/// Accept after KVBuffer verification: the first a = accepted[row] drafts' entries (raw keys from the verify inputs,
-/// deltas and log-decays from verify) are appended at positions fill .. fill + a - 1 when fill + a < B; otherwise
-/// the row folds all fill + a entries (its buffer and the accepted drafts, up to B - 1 + m) into its checkpoint, a
-/// flush that overflows B, and its buffer empties. Appends therefore never pass position B - 2: the pool's capacity
-/// B - 1 suffices (the fold of up to B - 1 + m entries happens in shared memory). Rejected drafts cost nothing. fill is not changed: follow every layer's accept with one
-/// launch_kvbuffer_advance_accepted per model step.
-struct KVBufferAcceptParams {
-  GdnShape shape;
-  int batch = 0;
-  int draft_tokens = 0;                  ///< m
-  KVBufferPool pool;
-  const int32_t* slot = nullptr;         ///< [N], -1 = padding
-  const int32_t* accepted = nullptr;     ///< [N], 0 <= a <= m
-  const bf16* k = nullptr;               ///< [N, m, H, K] the drafts' raw keys (verify's in.k)
-  const float* draft_deltas = nullptr;   ///< [N, m, HV, V]
-  const float* draft_log_decay = nullptr;///< [N, m, HV]
 };
 
 /// Largest number of draft tokens the verify kernels take.
@@ -201,15 +190,24 @@ constexpr int kMaxDraftTokens = 8;
 std::string validate(const RecurrentVerifyParams& p);
 std::string validate(const RecurrentAcceptParams& p);
 std::string validate(const KVBufferVerifyParams& p);
-std::string validate(const KVBufferAcceptParams& p);
+/// "" when `pool` can take KVBuffer verification of `draft_tokens` drafts: capacity >= buffer_size - 1 +
+/// draft_tokens (verify writes the drafts' deltas after up to B - 1 entries) and that sum <= dev::kMaxBuffer; else
+/// the reason, naming the field.
+std::string validate_verify_capacity(const KVBufferPool& pool, int draft_tokens);
 
 cudaError_t launch_recurrent_verify(const RecurrentVerifyParams& p, cudaStream_t stream);
 cudaError_t launch_recurrent_accept(const RecurrentAcceptParams& p, cudaStream_t stream);
 cudaError_t launch_kvbuffer_verify(const KVBufferVerifyParams& p, cudaStream_t stream);
-cudaError_t launch_kvbuffer_accept(const KVBufferAcceptParams& p, cudaStream_t stream);
 
-/// After every layer's accept of one model step: fill[slot] = fill + a >= buffer_size ? 0 : fill + a, a = accepted[i].
+/// After every layer's accept of one model step: fill[slot] = fill + a >= buffer_size ? 0 : fill + a, a = accepted[i]
+/// (raw-form accept and stateless prefill, which flush when the buffer reaches B).
 cudaError_t launch_kvbuffer_advance_accepted(int32_t* fill, const int32_t* slot, const int32_t* accepted, int batch,
                                              int buffer_size, cudaStream_t stream);
+
+/// The accept of KVBuffer verification (delta form), once per model step after every layer's verify:
+/// fill[slot] = (fill >= buffer_size ? 0 : fill) + a, a = accepted[i] clamped to [0, draft_tokens]; the result may
+/// reach B - 1 + m (the slot's next verify or decode folds it).
+cudaError_t launch_kvbuffer_commit_accepted(int32_t* fill, const int32_t* slot, const int32_t* accepted, int batch,
+                                            int buffer_size, int draft_tokens, cudaStream_t stream);
 
 }  // namespace kvb

@@ -70,8 +70,10 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
     zero_output_slice(p.o, p.o_dtype, vo, v0, VB, V);
     return;
   }
-  const int n = min(max(pool.fill[slot], 0), pool.buffer_size - 1);  // precondition 0 <= fill < B; clamped
-  const bool flush = n + 1 == pool.buffer_size;
+  // 0 <= fill < B after decode steps; up to B - 1 + m after a speculative accept (gdn_params.h): the token then
+  // makes more than B entries and the step flushes them all.
+  const int n = min(max(pool.fill[slot], 0), cap);
+  const bool flush = n + 1 >= pool.buffer_size;
 
   // Checkpoint slice, deltas, keys and log-decays stream into shared memory while the token is prepared, in two copy
   // groups: the buffer's keys and log-decays first (the coefficients need only them), then this thread's rows of the

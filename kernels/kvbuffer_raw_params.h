@@ -72,10 +72,11 @@ struct RawKVBufferVerifyParams {
   OutputDtype o_dtype = OutputDtype::bf16;
 };
 
-/// Raw-form accept, the same semantics as KVBufferAcceptParams: the first a = accepted[row] drafts' raw entries (from
-/// the verify inputs) are appended at positions fill .. fill + a - 1 when fill + a < B; otherwise all fill + a
-/// entries are folded into the checkpoint (up to B - 1 + m, in shared memory) and the buffer empties. fill is not
-/// changed: follow each model step with launch_kvbuffer_advance_accepted on pool.fill.
+/// Raw-form accept: the first a = accepted[row] drafts' raw entries (from the verify inputs) are appended at positions
+/// fill .. fill + a - 1 when fill + a < B; otherwise all fill + a entries are folded into the checkpoint (up to
+/// B - 1 + m, in shared memory) and the buffer empties. fill is not changed: follow each model step with
+/// launch_kvbuffer_advance_accepted on pool.fill. (The delta form folds its accept into verify instead:
+/// KVBufferVerifyParams.)
 struct RawKVBufferAcceptParams {
   GdnShape shape;
   int batch = 0;

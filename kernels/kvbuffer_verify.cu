@@ -1,11 +1,13 @@
-// KVBuffer speculative verification and accept (DESIGN.md section 3).
+// KVBuffer speculative verification and accept (DESIGN.md section 3), delta form, with the flush folded into verify.
 // Verify: the m drafts of a row, at positions n + 1 .. n + m after the checkpoint, with w_ij = e^{G_i - G_j}:
 //   a_i = e^{G_i} S0^T k^_i + sum_{j<=n} w_ij (k^_j . k^_i) u_j          (one pass over S0 and the buffer for all i)
 //   u_i = beta_i (v_i - a_i - sum_{i'<i} w_ii' (k^_i' . k^_i) u_i')       (the small triangular dependency)
 //   o_i = e^{G_i} S0^T q^_i + sum_{j<=n} w_ij (k^_j . q^_i) u_j + sum_{i'<=i} w_ii' (k^_i' . q^_i) u_i'
-// writing no state; u_i and g_i go to the draft arrays, exact for any accepted prefix.
-// Accept: append the first a drafts' entries, or, when the buffer would reach B, fold buffer and drafts into the
-// checkpoint. Grids: (V slices, HV, N).
+// u_i, exact for any accepted prefix, goes straight to the slot's buffer at position base + i (base = n, or 0 when the
+// row is due: n >= B, when verify also folds its n entries into the checkpoint from the slice it has read anyway).
+// The drafts' keys and log-decays join them (written by the last block of each key group to finish reading), so
+// accept is only the buffer position moving (launch_kvbuffer_commit_accepted); rejection costs nothing.
+// Grid: (V slices, HV, N).
 #include <string>
 
 #include "kernels/gdn_params.h"
@@ -86,6 +88,56 @@ struct VerifyLanes {
   }
 };
 
+/// The flush of a due row inside verify, from the checkpoint slice already in the tile: columns [v0, v0 + VB) of
+/// m ([K][V]) <- decay S + sum_{j<n} w_j k^_j u_j^T. Thread t owns float4 column t % (VB / 4) of 8-row bands
+/// t / (VB / 4), t / (VB / 4) + THREADS / (VB / 4), ...; u_j is read from the pool (deltas: entry 0 of this slot and
+/// value head, entries delta_stride apart), keys, weights and norms from bs. Masked columns are neither read nor
+/// written; the checkpoint is written once, streaming.
+template <int K, int VB>
+__device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, const BufferSmem<K>& bs, int n,
+                                                 float decay, const float* __restrict__ deltas, int64_t delta_stride,
+                                                 float* __restrict__ m, int v0, int V) {
+  constexpr int CG = VB / 4, ROWS = 8, BANDS = K / ROWS, THREADS = VerifyLanes<VB>::THREADS;
+  static_assert(K % ROWS == 0 && THREADS % CG == 0, "fold_verify_tile: unsupported K x VB");
+  const int cg = threadIdx.x % CG, col = v0 + 4 * cg;
+  if (col >= V) return;
+  for (int band = threadIdx.x / CG; band < BANDS; band += THREADS / CG) {
+    const int r0 = band * ROWS;
+    float4 s[ROWS];
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+      const float4 x = tile.at(r0 + i, cg);
+      s[i] = make_float4(decay * x.x, decay * x.y, decay * x.z, decay * x.w);
+    }
+    // Entries two at a time, their deltas loaded together (two L2 round trips in flight, not one).
+    for (int j0 = 0; j0 < n; j0 += 2) {
+      float4 u[2];
+#pragma unroll
+      for (int q = 0; q < 2; ++q)
+        u[q] = j0 + q < n ? __ldg(reinterpret_cast<const float4*>(deltas + (j0 + q) * delta_stride + col))
+                          : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        if (j0 + q >= n) break;
+        const int j = j0 + q;
+        float kr[ROWS];
+        load_bf16<ROWS>(bs.key(j) + r0, kr);
+        const float wj = bs.w[j] * bs.rk[j];
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+          const float a = kr[i] * wj;
+          s[i].x = fmaf(a, u[q].x, s[i].x);
+          s[i].y = fmaf(a, u[q].y, s[i].y);
+          s[i].z = fmaf(a, u[q].z, s[i].z);
+          s[i].w = fmaf(a, u[q].w, s[i].w);
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) __stcs(reinterpret_cast<float4*>(m + int64_t(r0 + i) * V + col), s[i]);
+  }
+}
+
 /// Shared-memory bytes of the verify kernel's BufferSmem for `capacity` entries, with or without the staged keys.
 template <int K>
 constexpr size_t verify_buffer_bytes(int capacity, bool smem_keys) {
@@ -96,6 +148,37 @@ constexpr size_t verify_buffer_bytes(int capacity, bool smem_keys) {
 /// memory allows, VerifyTile), two above; no bound at narrower slices.
 template <int VB, int M>
 constexpr int verify_min_blocks() { return VB == 128 ? (M <= 4 ? 3 : 2) : 1; }
+
+/// The drafts' raw keys (key head hk) and log-decays (the group's value heads) into positions base .. base + m - 1 of
+/// the slot's buffer, written by the last block of the row's key group to finish reading the buffer (arrival count
+/// in p.group_arrivals[row, hk], set back to 0 by that block): other blocks of the group may still read the entries
+/// a due row's drafts replace. Call after a barrier that follows this block's last read of the buffer.
+__device__ __forceinline__ void write_draft_keys_if_last(const KVBufferVerifyParams& p, int row, int slot, int base,
+                                                         int m) {
+  __shared__ int last;
+  const int H = p.shape.heads_qk, HV = p.shape.heads_v, K = p.shape.head_dim_k, group = p.shape.group();
+  const int hk = blockIdx.y / group;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    int* arrivals = p.group_arrivals + int64_t(row) * H + hk;
+    last = atomicAdd(arrivals, 1) == group * int(gridDim.x) - 1;
+    if (last) *arrivals = 0;  // every block of the group has arrived: ready for the next launch
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const int64_t e0 = int64_t(slot) * p.pool.capacity + base;
+  const int chunks = K / 8;  // 16-byte pieces of one key
+  for (int idx = threadIdx.x; idx < m * chunks; idx += blockDim.x) {
+    const int i = idx / chunks, part = idx % chunks;
+    reinterpret_cast<uint4*>(p.pool.keys + ((e0 + i) * H + hk) * K)[part] =
+        reinterpret_cast<const uint4*>(p.in.k + ((int64_t(row) * m + i) * H + hk) * K)[part];
+  }
+  for (int idx = threadIdx.x; idx < m * group; idx += blockDim.x) {
+    const int i = idx / group, h = hk * group + idx % group;
+    p.pool.log_decay[(e0 + i) * HV + h] = prepare_gate(p.in, int64_t(row) * m + i, h, HV).g;
+  }
+}
 
 /// kSmemKeys: the buffer's keys are staged in shared memory (BufferSmem::setup) rather than read from the pool by
 /// the warp that uses each (setup_pool_keys); the launcher stages them when that costs no block per SM.
@@ -116,7 +199,9 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
     for (int i = 0; i < M; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V, v0, VB, V);
     return;
   }
-  const int n = min(max(pool.fill[slot], 0), pool.buffer_size - 1);
+  // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams).
+  const int n = min(max(pool.fill[slot], 0), cap);
+  const bool flush = n >= pool.buffer_size;
 
   Tile tile{reinterpret_cast<float4*>(dyn_smem)};
   BufferSmem<K> bs;
@@ -134,7 +219,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   cp_async_commit();
   // This lane's buffered deltas u_j, j = sub, sub + 8, ... (each read by this lane alone, in the buffer pass).
   const VerifyLanes<VB> ln(v0, V);
-  const float* deltas = pool.deltas + (int64_t(slot) * cap * HV + h) * V + (ln.active ? ln.col : 0);
+  float* deltas = pool.deltas + (int64_t(slot) * cap * HV + h) * V + (ln.active ? ln.col : 0);
   const int64_t delta_stride = int64_t(HV) * V;
 
   // The drafts' normalised keys and queries and their gates, while the copies are in flight.
@@ -275,81 +360,25 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
       for (int ip = 0; ip <= i; ++ip) o = fmaf(ds.kq[ip][i], ak[ip][c], o);
       aq[i][c] = o;
     }
-    if (ln.sub == 0 && ln.active) {
-      store_output4(p.o, p.o_dtype, vo, aq[i]);
-      *reinterpret_cast<float4*>(p.draft_deltas + vo) = make_float4(ak[i][0], ak[i][1], ak[i][2], ak[i][3]);
-    }
-  }
-  if (blockIdx.x == 0 && threadIdx.x < M)
-    p.draft_log_decay[(int64_t(row) * M + threadIdx.x) * HV + h] = ds.g[threadIdx.x];
-}
-
-/// Accept: append the first a drafts' entries, or fold buffer and drafts into the checkpoint (see gdn_params.h).
-template <int K, int VB, int THREADS>
-__global__ void __launch_bounds__(THREADS) kvbuffer_accept_kernel(const KVBufferAcceptParams p) {
-  using Tile = SmemTile<K, VB, THREADS>;
-  extern __shared__ __align__(16) char dyn_smem[];  // tile (K + B - 1 + m rows) | BufferSmem(B - 1 + m)
-  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
-  const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
-  const KVBufferPool& pool = p.pool;
-  const int m = p.draft_tokens, B = pool.buffer_size, cap = pool.capacity;
-  const int slot = p.slot[row];
-  if (slot < 0 || slot >= pool.num_slots) return;
-  const int a = min(max(p.accepted[row], 0), m);
-  if (a == 0) return;  // rejection costs nothing
-  const int n = min(max(pool.fill[slot], 0), B - 1);
-  const int64_t e0 = int64_t(slot) * cap, d0 = int64_t(row) * m;
-  constexpr int CG = Tile::CG;
-
-  if (n + a < B) {  // append entries n .. n + a - 1
-    for (int idx = threadIdx.x; idx < a * CG; idx += blockDim.x) {
-      const int i = idx / CG, col = v0 + 4 * (idx % CG);
-      if (col >= V) continue;
-      *reinterpret_cast<float4*>(pool.deltas + ((e0 + n + i) * HV + h) * V + col) =
-          *reinterpret_cast<const float4*>(p.draft_deltas + ((d0 + i) * HV + h) * V + col);
-    }
-    if (blockIdx.x == 0) {
-      if (threadIdx.x < a)
-        pool.log_decay[(e0 + n + threadIdx.x) * HV + h] = p.draft_log_decay[(d0 + threadIdx.x) * HV + h];
-      if (h % p.shape.group() == 0)
-        for (int idx = threadIdx.x; idx < a * (K / 8); idx += blockDim.x) {
-          const int i = idx / (K / 8), part = idx % (K / 8);
-          reinterpret_cast<uint4*>(pool.keys + ((e0 + n + i) * H + hk) * K)[part] =
-              reinterpret_cast<const uint4*>(p.k + ((d0 + i) * H + hk) * K)[part];
-        }
-    }
-    return;
+    if (ln.sub == 0 && ln.active) store_output4(p.o, p.o_dtype, vo, aq[i]);
   }
 
-  // Flush: S0 <- e^{G} S0 + sum over the n buffered and a accepted entries, then the buffer is empty.
-  const int total = n + a, rows_cap = B - 1 + m;
-  Tile tile;
-  tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
-  BufferSmem<K> bs;
-  bs.setup(dyn_smem + Tile::bytes(rows_cap), rows_cap);
-  float* s0 = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
-  for (int j = tile.rg; j < total; j += Tile::RG) {
-    const float* src = j < n ? pool.deltas + ((e0 + j) * HV + h) * V : p.draft_deltas + ((d0 + j - n) * HV + h) * V;
-    cp_async16(&tile.at(K + j), src + (tile.active ? tile.col : 0), tile.active);
-  }
-  for (int c = threadIdx.x; c < total * (K / 8); c += blockDim.x) {
-    const int j = c / (K / 8), part = c % (K / 8);
-    const bf16* src = j < n ? pool.keys + ((e0 + j) * H + hk) * K : p.k + ((d0 + j - n) * H + hk) * K;
-    cp_async16(bs.keys + j * K + part * 8, src + part * 8, true);
-  }
-  for (int j = threadIdx.x; j < total; j += blockDim.x)
-    cp_async4(bs.g + j, j < n ? pool.log_decay + (e0 + j) * HV + h : p.draft_log_decay + (d0 + j - n) * HV + h);
-  cp_async_commit();
-  tile.load_state_async(s0, V);  // streams while the coefficients are formed
-  cp_async_commit();
-  cp_async_wait_group<1>();
+  // A due row: S0 <- e^{G_n} S0 + sum_{j<n} w_j k^_j u_j^T from the slice in shared memory, written once; its
+  // entries are then free and the drafts take positions 0 .. m - 1.
+  if (flush)
+    fold_verify_tile<K, VB>(tile, bs, n, decay0, pool.deltas + (int64_t(slot) * cap * HV + h) * V, delta_stride,
+                            pool.checkpoint + (int64_t(slot) * HV + h) * K * V, v0, V);
+  // Every read of the slot's buffer by this block (buffer pass, coefficients, fold) is complete past this barrier:
+  // the drafts' entries may take their positions base .. base + m - 1. The deltas of this block's columns at once;
+  // the keys and log-decays, which every block of the key group reads, by the last block of the group to get here.
   __syncthreads();
-  buffer_coefficients<K>(total, 0.f, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bs);
-  cp_async_wait_all();
-  __syncthreads();
-  const float none[Tile::ROWS] = {};
-  const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-  fold_and_store<K>(s0, V, bs.decay0[0], none, zero, /*from_zero=*/false, total, bs, tile);
+  const int base = flush ? 0 : n;
+  if (ln.sub == 0 && ln.active)
+#pragma unroll
+    for (int i = 0; i < M; ++i)
+      *reinterpret_cast<float4*>(deltas + (base + i) * delta_stride) =
+          make_float4(ak[i][0], ak[i][1], ak[i][2], ak[i][3]);
+  write_draft_keys_if_last(p, row, slot, base, M);
 }
 
 __global__ void kvbuffer_advance_accepted_kernel(int32_t* fill, const int32_t* slot, const int32_t* accepted,
@@ -360,6 +389,16 @@ __global__ void kvbuffer_advance_accepted_kernel(int32_t* fill, const int32_t* s
   if (s < 0) return;
   const int n = fill[s] + max(accepted[i], 0);
   fill[s] = n >= buffer_size ? 0 : n;
+}
+
+__global__ void kvbuffer_commit_accepted_kernel(int32_t* fill, const int32_t* slot, const int32_t* accepted,
+                                                int batch, int buffer_size, int draft_tokens) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= batch) return;
+  const int s = slot[i];
+  if (s < 0) return;
+  const int n = fill[s];
+  fill[s] = (n >= buffer_size ? 0 : max(n, 0)) + min(max(accepted[i], 0), draft_tokens);
 }
 
 template <int K, int VB, int M>
@@ -400,17 +439,6 @@ cudaError_t launch_verify_drafts(const KVBufferVerifyParams& p, cudaStream_t str
 }
 static_assert(kMaxDraftTokens == 8, "launch_verify_drafts covers 1 to 8 drafts");
 
-template <int K, int VB, int THREADS = kThreads>
-cudaError_t launch_accept_tile(const KVBufferAcceptParams& p, cudaStream_t stream) {
-  const int rows_cap = p.pool.buffer_size - 1 + p.draft_tokens;
-  const size_t smem = SmemTile<K, VB, THREADS>::bytes(rows_cap) + BufferSmem<K>::bytes(rows_cap);
-  const auto kernel = kvbuffer_accept_kernel<K, VB, THREADS>;
-  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
-  const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  kernel<<<grid, THREADS, smem, stream>>>(p);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
 std::string validate(const KVBufferVerifyParams& p) {
@@ -418,20 +446,8 @@ std::string validate(const KVBufferVerifyParams& p) {
   if (auto e = validate_inputs(p.in, p.batch); !e.empty()) return e;
   if (auto e = validate_draft_tokens(p.in.tokens); !e.empty()) return e;
   if (auto e = validate_pool(p.pool); !e.empty()) return e;
-  if (!p.slot || !p.o || !p.draft_deltas || !p.draft_log_decay)
-    return "slot, o, draft_deltas and draft_log_decay must be set";
-  return "";
-}
-
-std::string validate(const KVBufferAcceptParams& p) {
-  if (auto e = validate_shape(p.shape); !e.empty()) return e;
-  if (p.batch < 1) return "batch = " + std::to_string(p.batch) + " must be >= 1";
-  if (auto e = validate_draft_tokens(p.draft_tokens); !e.empty()) return e;
-  if (auto e = validate_pool(p.pool); !e.empty()) return e;
-  if (p.pool.buffer_size - 1 + p.draft_tokens > dev::kMaxBuffer)
-    return "buffer_size - 1 + draft_tokens must be <= " + std::to_string(dev::kMaxBuffer);
-  if (!p.slot || !p.accepted || !p.k || !p.draft_deltas || !p.draft_log_decay)
-    return "slot, accepted, k, draft_deltas and draft_log_decay must be set";
+  if (auto e = validate_verify_capacity(p.pool, p.in.tokens); !e.empty()) return e;
+  if (!p.slot || !p.o || !p.group_arrivals) return "slot, o and group_arrivals must be set";
   return "";
 }
 
@@ -450,22 +466,31 @@ cudaError_t launch_kvbuffer_verify(const KVBufferVerifyParams& p, cudaStream_t s
   return cudaErrorInvalidValue;
 }
 
-cudaError_t launch_kvbuffer_accept(const KVBufferAcceptParams& p, cudaStream_t stream) {
-  if (!validate(p).empty()) return cudaErrorInvalidValue;
-  switch (p.shape.head_dim_k) {
-    case 32: return launch_accept_tile<32, 32>(p, stream);
-    case 64: return launch_accept_tile<64, 32>(p, stream);
-    case 128: return launch_accept_tile<128, 64>(p, stream);
-    case 256: return launch_accept_tile<256, 16>(p, stream);
-  }
-  return cudaErrorInvalidValue;
-}
-
 cudaError_t launch_kvbuffer_advance_accepted(int32_t* fill, const int32_t* slot, const int32_t* accepted, int batch,
                                              int buffer_size, cudaStream_t stream) {
   if (!fill || !slot || !accepted || batch < 1 || buffer_size < 1) return cudaErrorInvalidValue;
   kvbuffer_advance_accepted_kernel<<<(batch + 255) / 256, 256, 0, stream>>>(fill, slot, accepted, batch, buffer_size);
   return cudaGetLastError();
+}
+
+cudaError_t launch_kvbuffer_commit_accepted(int32_t* fill, const int32_t* slot, const int32_t* accepted, int batch,
+                                            int buffer_size, int draft_tokens, cudaStream_t stream) {
+  if (!fill || !slot || !accepted || batch < 1 || buffer_size < 1 || !validate_draft_tokens(draft_tokens).empty())
+    return cudaErrorInvalidValue;
+  kvbuffer_commit_accepted_kernel<<<(batch + 255) / 256, 256, 0, stream>>>(fill, slot, accepted, batch, buffer_size,
+                                                                          draft_tokens);
+  return cudaGetLastError();
+}
+
+std::string validate_verify_capacity(const KVBufferPool& pool, int draft_tokens) {
+  const int need = pool.buffer_size - 1 + draft_tokens;
+  if (need > dev::kMaxBuffer)
+    return "buffer_size - 1 + draft_tokens = " + std::to_string(need) + " must be <= " +
+           std::to_string(dev::kMaxBuffer);
+  if (pool.capacity < need)
+    return "pool.capacity = " + std::to_string(pool.capacity) + " must be >= buffer_size - 1 + draft_tokens = " +
+           std::to_string(need) + " (verify writes the drafts' deltas into the buffer)";
+  return "";
 }
 
 }  // namespace kvb

@@ -239,14 +239,11 @@ void kvbuffer_decode(const GdnShape& s, int buffer_size, const TokenPrepared& t,
   check_prepared(s, t);
   check_checkpoint(s, slot);
   if (buffer_size < 1) throw std::invalid_argument("kvbuffer_decode: buffer_size must be >= 1");
-  if (int(slot.entries.size()) >= buffer_size) {
-    throw std::invalid_argument("kvbuffer_decode: the buffer already holds buffer_size entries (flush missed)");
-  }
   std::vector<const BufferEntry*> ptrs;
   for (const BufferEntry& e : slot.entries) ptrs.push_back(&e);
   o.assign(size_t(s.heads_v) * s.head_dim_v, 0.0);
   slot.entries.push_back(delta_step(s, slot.checkpoint, ptrs, t, o.data()));
-  if (int(slot.entries.size()) == buffer_size) kvbuffer_flush(s, slot);
+  if (int(slot.entries.size()) >= buffer_size) kvbuffer_flush(s, slot);
 }
 
 void kvbuffer_flush(const GdnShape& s, KVBufferSlot& slot) {
@@ -315,11 +312,13 @@ std::vector<double> kvbuffer_state(const GdnShape& s, const KVBufferSlot& slot) 
   return state;
 }
 
-void kvbuffer_verify(const GdnShape& s, const std::vector<TokenPrepared>& drafts, const KVBufferSlot& slot,
+void kvbuffer_verify(const GdnShape& s, int buffer_size, const std::vector<TokenPrepared>& drafts, KVBufferSlot& slot,
                      std::vector<double>& o, std::vector<BufferEntry>& draft_entries) {
   check_shape(s);
   check_checkpoint(s, slot);
   for (const TokenPrepared& t : drafts) check_prepared(s, t);
+  if (buffer_size < 1) throw std::invalid_argument("kvbuffer_verify: buffer_size must be >= 1");
+  if (int(slot.entries.size()) >= buffer_size) kvbuffer_flush(s, slot);  // a due slot: the flush verify folds in
   const size_t m = drafts.size(), head_out = size_t(s.heads_v) * s.head_dim_v;
   o.assign(m * head_out, 0.0);
   draft_entries.clear();
@@ -331,7 +330,6 @@ void kvbuffer_verify(const GdnShape& s, const std::vector<TokenPrepared>& drafts
     ptrs.push_back(&draft_entries.back());
   }
 }
-
 void kvbuffer_accept(const GdnShape& s, int buffer_size, const std::vector<BufferEntry>& draft_entries, int accepted,
                      KVBufferSlot& slot) {
   check_shape(s);
@@ -341,14 +339,12 @@ void kvbuffer_accept(const GdnShape& s, int buffer_size, const std::vector<Buffe
                                 "], got " + std::to_string(accepted));
   }
   if (int(slot.entries.size()) >= buffer_size) {
-    throw std::invalid_argument("kvbuffer_accept: the buffer already holds buffer_size entries (flush missed)");
+    throw std::invalid_argument("kvbuffer_accept: the buffer holds buffer_size entries or more (verify folds them)");
   }
   for (int i = 0; i < accepted; ++i) {
     check_entry(s, draft_entries[i]);
     slot.entries.push_back(draft_entries[i]);
   }
-  // A buffer that reaches (or passes) buffer_size folds everything it holds into the checkpoint at once.
-  if (int(slot.entries.size()) >= buffer_size) kvbuffer_flush(s, slot);
 }
 
 void recurrent_verify(const GdnShape& s, const std::vector<TokenPrepared>& drafts, const std::vector<double>& state,

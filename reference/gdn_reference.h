@@ -78,7 +78,8 @@ struct KVBufferSlot {
 /// buffer, appends the entry, and flushes (folds every entry into S0, empties the buffer) when the buffer then holds
 /// buffer_size entries. A stateless slot (empty checkpoint: the kernels' has_state = 0) reads no S0 and gets its
 /// checkpoint materialised (from zero) at that flush.
-/// Requires buffer_size >= 1 and fewer than buffer_size entries on entry (else std::invalid_argument).
+/// A slot holding buffer_size - 1 entries or more (after a speculative accept) flushes all of them with the token.
+/// Requires buffer_size >= 1 (else std::invalid_argument).
 void kvbuffer_decode(const GdnShape& s, int buffer_size, const TokenPrepared& t, KVBufferSlot& slot,
                      std::vector<double>& o);
 
@@ -97,16 +98,18 @@ void kvbuffer_prefill(const GdnShape& s, int buffer_size, const std::vector<Toke
 /// The current state S_n = e^{G_n} S0 + sum_j e^{G_n - G_j} k^_j u_j^T, materialised, [HV][K][V].
 std::vector<double> kvbuffer_state(const GdnShape& s, const KVBufferSlot& slot);
 
-/// Speculative verification from S0 + buffer (DESIGN.md section 3): the outputs o [m][HV][V] and entries of the
-/// m draft tokens, writing nothing to the slot. Draft i is computed after the slot's entries and drafts 0..i-1
-/// (the triangular dependency). The entries' u are exact for any accepted prefix. draft_entries is replaced.
-void kvbuffer_verify(const GdnShape& s, const std::vector<TokenPrepared>& drafts, const KVBufferSlot& slot,
+/// Speculative verification from S0 + buffer (DESIGN.md section 3), mirroring launch_kvbuffer_verify: a due slot
+/// (buffer_size entries or more, left by an accept) is first folded into its checkpoint (kvbuffer_flush), the flush
+/// verify performs; then the outputs o [m][HV][V] and entries of the m draft tokens, nothing else written to the
+/// slot. Draft i is computed after the slot's entries and drafts 0..i-1 (the triangular dependency). The entries' u
+/// are exact for any accepted prefix. draft_entries is replaced. Throws std::invalid_argument when buffer_size < 1.
+void kvbuffer_verify(const GdnShape& s, int buffer_size, const std::vector<TokenPrepared>& drafts, KVBufferSlot& slot,
                      std::vector<double>& o, std::vector<BufferEntry>& draft_entries);
 
-/// Appends the first `accepted` draft entries; when the buffer then holds buffer_size entries or more, folds all of
-/// them (up to buffer_size - 1 + m) into the checkpoint and empties the buffer (mirrors launch_kvbuffer_accept; the
-/// state equals flushing at exactly buffer_size, only the checkpoint/buffer split differs).
-/// accepted in [0, draft_entries.size()].
+/// Appends the first `accepted` draft entries (mirrors launch_kvbuffer_commit_accepted after launch_kvbuffer_verify):
+/// the buffer may then hold buffer_size entries or more (up to buffer_size - 1 + m), and the slot's next verify or
+/// decode folds them. Throws std::invalid_argument unless accepted is in [0, draft_entries.size()], buffer_size >= 1
+/// and the slot holds fewer than buffer_size entries (verify folded a due slot).
 void kvbuffer_accept(const GdnShape& s, int buffer_size, const std::vector<BufferEntry>& draft_entries, int accepted,
                      KVBufferSlot& slot);
 

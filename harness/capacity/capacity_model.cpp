@@ -63,18 +63,18 @@ CapacityPlan make_plan(const CapacityCase& c, const ModelShape& m) {
       break;
     case Variant::kvbuffer_decode:
     case Variant::kvbuffer_verify: {
-      p.buffer_entries = std::max(c.buffer_size - 1, 1);  // a slot never holds B entries (kernels/gdn_params.h)
+      // Decode: a slot never holds B entries. Verify: the drafts' entries follow up to B - 1 buffered ones, and a
+      // commit may leave up to B - 1 + m until the next verify folds them (kernels/gdn_params.h).
+      p.buffer_entries = c.variant == Variant::kvbuffer_verify ? c.buffer_size - 1 + drafts
+                                                               : std::max(c.buffer_size - 1, 1);
       const int64_t cap = p.buffer_entries;
       p.arrays.push_back({"checkpoint", Item::state, state, true});
       p.arrays.push_back({"keys", Item::buffer, cap * key, true});
       p.arrays.push_back({"deltas", Item::buffer, cap * delta, true});
       p.arrays.push_back({"log_decay", Item::buffer, cap * decay, true});
       p.arrays.push_back({"fill", Item::buffer, 4, false});
-      if (c.variant == Variant::kvbuffer_verify) {
-        p.arrays.push_back({"draft_keys", Item::draft, drafts * key, true});
-        p.arrays.push_back({"draft_deltas", Item::draft, drafts * delta, true});
-        p.arrays.push_back({"draft_log_decay", Item::draft, drafts * decay, true});
-      }
+      if (c.variant == Variant::kvbuffer_verify)
+        p.arrays.push_back({"group_arrivals", Item::buffer, int64_t(s.heads_qk) * 4, false});
       break;
     }
   }
@@ -115,7 +115,7 @@ std::vector<WorkspacePiece> workspace_pieces(const CapacityPlan& p, int64_t requ
   w.push_back({"dt_bias", int64_t(p.model.layers) * s.heads_v * 4});
   w.push_back({"slot", requests * 4});
   w.push_back({"q", rows * s.heads_qk * s.head_dim_k * 2});
-  if (p.c.variant != Variant::kvbuffer_verify) w.push_back({"k", rows * s.heads_qk * s.head_dim_k * 2});
+  w.push_back({"k", rows * s.heads_qk * s.head_dim_k * 2});
   w.push_back({"v", rows * s.heads_v * s.head_dim_v * 2});
   w.push_back({"a", rows * s.heads_v * 2});
   w.push_back({"b", rows * s.heads_v * 2});

@@ -7,13 +7,13 @@
 //   recurrent_verify(m)   state |S| + intermediate states m*|S| (scratch [slots, m, HV, K, V]): (1 + m) states
 //   kvbuffer_decode(B)    checkpoint |S| + max(B - 1, 1) entries (a slot never holds B entries: the step that would
 //                         write the B-th flushes instead; the pools' capacity rule in kernels/gdn_params.h)
-//   kvbuffer_verify(B,m)  checkpoint |S| + max(B - 1, 1) entries (accept folds an overflow in shared memory, so the
-//                         pool never holds more) + m draft entries kept
-//                         from verify until accept: raw keys (verify's k input, [N, m, H, K] bf16), draft_deltas
-//                         [N, m, HV, V] fp32 and draft_log_decay [N, m, HV] fp32
+//   kvbuffer_verify(B,m)  checkpoint |S| + (B - 1 + m) entries: verify writes the m drafts' entries after up to B - 1
+//                         buffered ones, and a commit may leave B - 1 + m until the next verify folds them; the
+//                         drafts need nothing kept from verify until accept (launch_kvbuffer_commit_accepted)
 //   entry                 H*K*2 (raw bf16 keys) + HV*V*4 (fp32 corrected deltas) + HV*4 (fp32 log-decay)
 //                         (kernels/byte_model.h kvbuffer_entry_bytes)
-//   KVBuffer fill index   4 bytes per request, once (request metadata shared by all layers, KVBufferPool::fill)
+//   KVBuffer fill index   4 bytes per request, once (request metadata shared by all layers, KVBufferPool::fill);
+//                         verify adds H arrival counters (4*H bytes per request, once: KVBufferVerifyParams)
 //   conv state            3 * (2*H*K + HV*V) * 2 bytes (Qwen3-Next short convolution, kernel 4: the last 3 positions
 //                         of the q, k, v channels in bf16); reported always, counted only when ModelShape::conv_state.
 //                         One window per request; intermediate windows for verification are not modelled.
@@ -81,7 +81,7 @@ enum class Item { state, intermediate_state, buffer, draft, conv_state };
 
 /// One per-request pool array: bytes it holds for one request, in one layer (per_layer) or once for the model.
 struct PoolArray {
-  std::string name;             ///< state, scratch, checkpoint, keys, deltas, log_decay, fill, draft_keys, ...
+  std::string name;             ///< state, scratch, checkpoint, keys, deltas, log_decay, fill, group_arrivals
   Item item = Item::state;
   int64_t bytes_per_request = 0;
   bool per_layer = true;        ///< one array per layer; false: one array shared by all layers (KVBuffer fill)
@@ -131,8 +131,7 @@ int64_t entry_bytes(const GdnShape& s);
 int64_t conv_state_bytes(const GdnShape& s);
 
 /// The step workspace at `requests` rows: A_log and dt_bias of every layer ([layers, HV] fp32 each), slot [N] int32,
-/// q [N, T, H, K], k [N, T, H, K] (not for kvbuffer_verify, whose keys are the per-layer draft_keys pool), v
-/// [N, T, HV, V], a and b [N, T, HV], o [N, T, HV, V], all bf16.
+/// q [N, T, H, K], k [N, T, H, K], v [N, T, HV, V], a and b [N, T, HV], o [N, T, HV, V], all bf16.
 std::vector<WorkspacePiece> workspace_pieces(const CapacityPlan& p, int64_t requests);
 /// Bytes of the workspace allocation: the pieces, each rounded up to kWorkspaceAlign.
 int64_t workspace_bytes(const CapacityPlan& p, int64_t requests);

@@ -116,6 +116,8 @@ void fill_inputs(const CapacityPlan& p, const PoolSet& pools, int64_t n, uint64_
                                  stream));
   if (int32_t* f = pools.array<int32_t>("fill"))
     KVB_CUDA_CHECK(cudaMemcpyAsync(f, fill.data(), fill.size() * 4, cudaMemcpyHostToDevice, stream));
+  if (int32_t* a = pools.array<int32_t>("group_arrivals"))
+    KVB_CUDA_CHECK(cudaMemsetAsync(a, 0, pools.count<int32_t>("group_arrivals") * 4, stream));
 
   const size_t rows = size_t(n) * size_t(p.tokens);
   for (const char* name : {"q", "k"})
@@ -129,8 +131,7 @@ void fill_inputs(const CapacityPlan& p, const PoolSet& pools, int64_t n, uint64_
     for (const char* name : {"state", "checkpoint"})
       if (float* x = pools.array<float>(name, l))
         fill_normal(x, pools.count<float>(name), 0.f, state_sd, ++next, stream);
-    for (const char* name : {"keys", "draft_keys"})
-      if (bf16* x = pools.array<bf16>(name, l)) fill_normal(x, pools.count<bf16>(name), 0.f, 1.f, ++next, stream);
+    if (bf16* x = pools.array<bf16>("keys", l)) fill_normal(x, pools.count<bf16>("keys"), 0.f, 1.f, ++next, stream);
     if (float* x = pools.array<float>("deltas", l))
       fill_normal(x, pools.count<float>("deltas"), 0.f, 0.5f, ++next, stream);
     if (float* x = pools.array<float>("log_decay", l))
@@ -158,7 +159,7 @@ std::string run_step(const CapacityPlan& p, const PoolSet& pools, int64_t n, cud
   for (int l = 0; l < p.model.layers; ++l) {
     TokenInputs in;
     in.q = pools.piece<bf16>("q");
-    in.k = p.c.variant == Variant::kvbuffer_verify ? pools.array<bf16>("draft_keys", l) : pools.piece<bf16>("k");
+    in.k = pools.piece<bf16>("k");
     in.v = pools.piece<bf16>("v");
     in.a = pools.piece<bf16>("a");
     in.b = pools.piece<bf16>("b");
@@ -202,8 +203,7 @@ std::string run_step(const CapacityPlan& p, const PoolSet& pools, int64_t n, cud
       case Variant::kvbuffer_verify: {
         KVBufferVerifyParams q;
         q.shape = s, q.batch = batch, q.in = in, q.pool = kv, q.slot = slot;
-        q.draft_deltas = pools.array<float>("draft_deltas", l);
-        q.draft_log_decay = pools.array<float>("draft_log_decay", l);
+        q.group_arrivals = pools.array<int32_t>("group_arrivals");
         q.o = o, q.o_dtype = OutputDtype::bf16;
         st = launch_status(launch_kvbuffer_verify(q, stream), "launch_kvbuffer_verify", q);
         break;

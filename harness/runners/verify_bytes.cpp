@@ -18,20 +18,29 @@ ByteCount kvbuffer_verify_sum(const VerifyBatch& b, const std::vector<int32_t>& 
   sum.read += gate_param_bytes(b.shape);
   for (int32_t f : fill)
     sum += b.form == BufferForm::raw ? kvbuffer_raw_verify_bytes(b.shape, f, b.draft_tokens, b.o_dtype)
-                                     : kvbuffer_verify_bytes(b.shape, f, b.draft_tokens, b.o_dtype);
+                                     : kvbuffer_verify_bytes(b.shape, f, b.draft_tokens, b.buffer_size, b.o_dtype);
   return sum;
 }
 
-/// Accept bytes of one row holding `fill` entries that accepted `accepted` drafts (kvbuffer).
+/// Accept bytes of one row holding `fill` entries that accepted `accepted` drafts (kvbuffer): the raw form's accept
+/// launch; none for the delta form, whose verify already put the drafts' entries in place.
 ByteCount kvbuffer_accept_row(const VerifyBatch& b, int fill, int accepted) {
-  return b.form == BufferForm::raw ? kvbuffer_raw_accept_bytes(b.shape, fill, accepted, b.buffer_size)
-                                   : kvbuffer_accept_bytes(b.shape, fill, accepted, b.buffer_size);
+  return b.form == BufferForm::raw ? kvbuffer_raw_accept_bytes(b.shape, fill, accepted, b.buffer_size) : ByteCount{};
 }
 
 }  // namespace
 
 int fill_after_accept(int fill, int accepted, int buffer_size) {
   return fill + accepted >= buffer_size ? 0 : fill + accepted;
+}
+
+int fill_after_commit(int fill, int accepted, int buffer_size) {
+  return (fill >= buffer_size ? 0 : fill) + accepted;
+}
+
+int fill_after(BufferForm form, int fill, int accepted, int buffer_size) {
+  return form == BufferForm::raw ? fill_after_accept(fill, accepted, buffer_size)
+                                 : fill_after_commit(fill, accepted, buffer_size);
 }
 
 ByteCount kvbuffer_advance_accepted_bytes(int rows) {
@@ -63,7 +72,7 @@ ByteCount verify_accept_layer_step_bytes(const VerifyBatch& b, int steps) {
     sum += kvbuffer_verify_sum(b, fill);
     for (int r = 0; r < rows; ++r) {
       sum += kvbuffer_accept_row(b, fill[r], b.accepted[r]);
-      fill[r] = fill_after_accept(fill[r], b.accepted[r], b.buffer_size);
+      fill[r] = fill_after(b.form, fill[r], b.accepted[r], b.buffer_size);
     }
     sum.read += advance.read / b.layers;
     sum.write += advance.write / b.layers;

@@ -80,9 +80,17 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     cases.push_back(std::move(c));
   }
 
-  if (kvb) {  // NaN in the other outputs too
-    fill_bytes(p.draft_deltas(0), size_t(N) * m * vv * 4, 0xff, stream);
-    fill_bytes(p.draft_log_decay(0), size_t(N) * m * HV * 4, 0xff, stream);
+  const int cap = kvb ? kp.pool.capacity : 0;
+  // Where verify puts row c's drafts in its slot's buffer: after its n entries, or at 0 when the row is due.
+  auto draft_entry = [&](const RowCase& c) { return size_t(c.slot) * cap + (c.n >= B ? 0 : c.n); };
+  if (kvb) {  // the positions that receive the drafts' entries hold NaN (a due row's still hold entries verify reads)
+    const size_t key = size_t(s.heads_qk) * s.head_dim_k;
+    for (const RowCase& c : cases) {
+      if (c.n >= B) continue;
+      fill_bytes(kp.pool.deltas + draft_entry(c) * vv, size_t(m) * vv * 4, 0xff, stream);
+      fill_bytes(kp.pool.log_decay + draft_entry(c) * HV, size_t(m) * HV * 4, 0xff, stream);
+      fill_bytes(kp.pool.keys + draft_entry(c) * key, size_t(m) * key * 2, 0xff, stream);
+    }
   } else {
     fill_bytes(p.scratch(0), size_t(N) * m * se * 4, 0xff, stream);
   }
@@ -104,15 +112,15 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
                                   : std::vector<double>(inter.begin() + (c.a - 1) * se, inter.begin() + c.a * se));
     } else {
       std::vector<ref::BufferEntry> entries;
-      ref::kvbuffer_verify(s, c.drafts, c.buf, o_ref, entries);
-      const std::vector<double> u = download_double(p.draft_deltas(0) + first * vv, m * vv);
+      ref::KVBufferSlot after = c.buf;
+      ref::kvbuffer_verify(s, B, c.drafts, after, o_ref, entries);
+      const std::vector<double> u = download_double(kp.pool.deltas + draft_entry(c) * vv, m * vv);
       out.state_err =
           std::max(out.state_err, ref::max_rel_err(concat(entries, &ref::BufferEntry::u), u, int64_t(m) * HV));
       const std::string g_bad = log_decay_mismatch(
-          concat(entries, &ref::BufferEntry::g), download_double(p.draft_log_decay(0) + first * HV, size_t(m) * HV),
+          concat(entries, &ref::BufferEntry::g), download_double(kp.pool.log_decay + draft_entry(c) * HV, size_t(m) * HV),
           fmt::format("draft log-decay [m, HV] of row {}", c.row));
       if (!g_bad.empty()) out.detail = g_bad;
-      ref::KVBufferSlot after = c.buf;
       ref::kvbuffer_accept(s, B, entries, c.a, after);
       expected.push_back(ref::kvbuffer_state(s, after));
     }
@@ -127,7 +135,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     const RowCase& c = cases[i];
     std::vector<double> got;
     if (kvb) {
-      const int n_after = fill_after_accept(c.n, c.a, B);
+      const int n_after = fill_after_commit(c.n, c.a, B);
       got = ref::kvbuffer_state(s, download_kvbuffer_slot(kp.pool, s, c.slot, n_after));
     } else {
       got = download_double(p.state(0) + c.slot * se, se);

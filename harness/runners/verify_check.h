@@ -19,17 +19,19 @@ namespace kvb {
 using VerifyCheck = LaunchCheck;
 
 /// The row a check compares besides the first and the last, or -1: kvbuffer, the first whose accept from its position
-/// `fill[slot]` overflows the buffer, else the first it fills (either flushes); recurrent, the first whose accepted
-/// count differs from those of the first and the last row. `fill` [N] slot-indexed (unused for recurrent).
+/// `fill[slot]` overflows the buffer, else the first it fills (either leaves the row due, holding B entries or more);
+/// recurrent, the first whose accepted count differs from those of the first and the last row. `fill` [N]
+/// slot-indexed (unused for recurrent).
 int verify_check_row(const VerifyProblem& p, const std::vector<int32_t>& fill);
 
-/// Launches layer-set 0's verify on NaN-poisoned outputs (and poisoned scratch or draft deltas), then its accept
-/// (no advance of positions), and compares up to three rows with the reference (ref::recurrent_verify,
-/// ref::kvbuffer_verify, ref::kvbuffer_accept): the first, the last, and a third row chosen to differ (kvbuffer: one
-/// whose accept overflows or fills the buffer and so flushes; recurrent: one whose accepted count differs from the
-/// other two). Compared: o of every draft (tolerance by output dtype); recurrent: scratch states and the pool's
-/// state after accept (state a - 1, or the old state for a = 0); kvbuffer: draft deltas, draft log-decays and the
-/// materialised state after accepting a drafts, read at position fill_after_accept(fill, a, B). States 2e-5.
+/// Launches layer-set 0's verify on NaN-poisoned outputs (and poisoned scratch, or the buffer positions that receive
+/// the drafts' deltas), then its accept (no advance of positions), and compares up to three rows with the reference
+/// (ref::recurrent_verify, ref::kvbuffer_verify, ref::kvbuffer_accept): the first, the last, and a third row chosen
+/// to differ (kvbuffer: one whose accept overflows or fills the buffer; recurrent: one whose accepted count differs
+/// from the other two). Compared: o of every draft (tolerance by output dtype); recurrent: scratch states and the
+/// pool's state after accept (state a - 1, or the old state for a = 0); kvbuffer: the drafts' deltas in the buffer,
+/// their log-decays and the materialised state after accepting a drafts, read at position
+/// fill_after_commit(fill, a, B). States 2e-5.
 /// A raw-form problem is checked by check_raw_verify_step (raw_verify_check.h).
 /// Leaves set 0 with one accept applied and its positions not advanced (harmless for timing). Throws CudaError.
 VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream);

@@ -47,11 +47,7 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
   o_ = mem_.alloc<unsigned char>(sets * o_bytes_per_set());
   fill_bytes(o_.get(), o_.bytes(), 0xff);
   if (kvbuffer()) {
-    // Delta form: verify hands each draft's delta and log-decay to accept. Raw verify writes only outputs.
-    if (!raw()) {
-      draft_deltas_ = mem_.alloc<float>(sets * draft_v() * s.head_dim_v);
-      draft_log_decay_ = mem_.alloc<float>(sets * draft_v());
-    }
+    if (!raw()) group_arrivals_ = mem_.copy(std::vector<int32_t>(N * s.heads_qk, 0));
   } else {
     const size_t per_set = N * m * size_t(s.state_elems());
     scratch_sets_ = cfg_.scratch_sets;
@@ -76,14 +72,6 @@ size_t VerifyProblem::o_bytes_per_set() const {
 float* VerifyProblem::scratch(int set) const {
   const size_t per_set = size_t(cfg_.batch) * cfg_.draft_tokens * size_t(cfg_.shape.state_elems());
   return scratch_sets_ ? scratch_.get() + size_t(set % scratch_sets_) * per_set : nullptr;
-}
-
-float* VerifyProblem::draft_deltas(int set) const {
-  return draft_deltas_.get() ? draft_deltas_.get() + size_t(set) * draft_v() * cfg_.shape.head_dim_v : nullptr;
-}
-
-float* VerifyProblem::draft_log_decay(int set) const {
-  return draft_log_decay_.get() ? draft_log_decay_.get() + size_t(set) * draft_v() : nullptr;
 }
 
 void VerifyProblem::restore_fill(cudaStream_t stream) const {
@@ -120,22 +108,7 @@ KVBufferVerifyParams VerifyProblem::kvbuffer_verify_params(int set) const {
   auto p = token_launch<KVBufferVerifyParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
                                               cfg_.o_dtype);
   p.pool = entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
-  p.draft_deltas = draft_deltas(set);
-  p.draft_log_decay = draft_log_decay(set);
-  return p;
-}
-
-KVBufferAcceptParams VerifyProblem::kvbuffer_accept_params(int set) const {
-  KVBufferAcceptParams p;
-  p.shape = cfg_.shape;
-  p.batch = cfg_.batch;
-  p.draft_tokens = cfg_.draft_tokens;
-  p.pool = entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
-  p.slot = slot_.get();
-  p.accepted = accepted_.get();
-  p.k = inputs_.k(set);
-  p.draft_deltas = draft_deltas(set);
-  p.draft_log_decay = draft_log_decay(set);
+  p.group_arrivals = group_arrivals();
   return p;
 }
 
@@ -165,7 +138,7 @@ void VerifyProblem::enqueue_verify_layer(int set, cudaStream_t stream) const {
 
 void VerifyProblem::enqueue_accept_layer(int set, cudaStream_t stream) const {
   if (raw()) KVB_CUDA_CHECK(launch_kvbuffer_raw_accept(raw_accept_params(set), stream));
-  else if (kvbuffer()) KVB_CUDA_CHECK(launch_kvbuffer_accept(kvbuffer_accept_params(set), stream));
+  else if (kvbuffer()) return;  // delta form: verify already wrote the drafts' entries
   else KVB_CUDA_CHECK(launch_recurrent_accept(recurrent_accept_params(set), stream));
 }
 
@@ -181,9 +154,13 @@ void VerifyProblem::enqueue_verify_accept(cudaStream_t stream) const {
       enqueue_verify_layer(set, stream);
       enqueue_accept_layer(set, stream);
     }
-    if (kvbuffer())
-      KVB_CUDA_CHECK(launch_kvbuffer_advance_accepted(fill(cfg_.share_pools ? 0 : g), slot_.get(), accepted_.get(),
-                                                      cfg_.batch, cfg_.buffer_size, stream));
+    int32_t* positions = kvbuffer() ? fill(cfg_.share_pools ? 0 : g) : nullptr;
+    if (raw())
+      KVB_CUDA_CHECK(launch_kvbuffer_advance_accepted(positions, slot_.get(), accepted_.get(), cfg_.batch,
+                                                      cfg_.buffer_size, stream));
+    else if (kvbuffer())
+      KVB_CUDA_CHECK(launch_kvbuffer_commit_accepted(positions, slot_.get(), accepted_.get(), cfg_.batch,
+                                                     cfg_.buffer_size, cfg_.draft_tokens, stream));
   }
 }
 

@@ -28,7 +28,7 @@ struct VerifyConfig {
   int batch = 1;
   int draft_tokens = 1;      ///< m, 1 .. kMaxDraftTokens
   AcceptedSpec accepted;     ///< accepted drafts per row, drawn once on the host (draw_accepted with `seed`)
-  int buffer_size = 1;       ///< B (kvbuffer only); the pool's capacity is max(B - 1, 1)
+  int buffer_size = 1;       ///< B (kvbuffer only); the pool's capacity is VerifyProblem::capacity()
   BufferForm form = BufferForm::delta;  ///< what the buffer stores (kvbuffer only); raw: B <= kMaxRawBuffer
   bool staggered = true;     ///< row i starts at buffer position i mod B; else every row at 0 (aligned)
   int layers = 36;
@@ -51,22 +51,27 @@ class VerifyProblem {
 
   const VerifyConfig& config() const { return cfg_; }
   bool kvbuffer() const { return cfg_.variant == VerifyVariant::kvbuffer; }
-  /// KVBuffer in raw form: raw_verify_params / raw_accept_params launch; no draft deltas are allocated.
+  /// KVBuffer in raw form: raw_verify_params / raw_accept_params launch (the delta form has no accept launch).
   bool raw() const { return kvbuffer() && cfg_.form == BufferForm::raw; }
   /// Pool/input sets allocated (1 when share_pools, else groups * layers).
   int sets() const { return sets_; }
   /// Kernel launches of one kind (verify, or accept) per model step: groups * layers.
   int layer_steps() const { return cfg_.groups * cfg_.layers; }
-  /// Entries per KVBuffer slot: B - 1 + m (an accept may overflow B before it flushes; kernels/gdn_params.h).
-  int capacity() const { return std::max(cfg_.buffer_size - 1, 1); }  // a slot never holds B entries
+  /// Entries per KVBuffer slot. Delta form: B - 1 + m (verify writes the drafts' deltas after up to B - 1 entries,
+  /// and an accept may take the buffer past B until the next verify folds it; KVBufferVerifyParams). Raw form:
+  /// max(B - 1, 1) (its accept flushes at B).
+  int capacity() const {
+    return raw() ? std::max(cfg_.buffer_size - 1, 1) : cfg_.buffer_size - 1 + cfg_.draft_tokens;
+  }
   /// Recurrent scratch pools allocated (0 for kvbuffer).
   int scratch_sets() const { return scratch_sets_; }
 
   /// One model step of verification alone: one verify launch per layer of every group (no state or position moves).
   /// Throws CudaError on a launch failure (also during graph capture).
   void enqueue_verify(cudaStream_t stream) const;
-  /// One model step of verify + accept: per layer its verify then its accept; for kvbuffer then, per group, one
-  /// launch_kvbuffer_advance_accepted. Throws CudaError.
+  /// One model step of verify + accept: per layer its verify then its accept (none for the delta form, whose verify
+  /// writes the drafts' entries); for kvbuffer then, per group, one launch_kvbuffer_commit_accepted (raw form:
+  /// launch_kvbuffer_advance_accepted). Throws CudaError.
   void enqueue_verify_accept(cudaStream_t stream) const;
   /// The verify, or the accept, of one layer-set alone (used by the checks). Throws CudaError.
   void enqueue_verify_layer(int set, cudaStream_t stream) const;
@@ -76,7 +81,6 @@ class VerifyProblem {
   RecurrentVerifyParams recurrent_verify_params(int set) const;
   RecurrentAcceptParams recurrent_accept_params(int set) const;
   KVBufferVerifyParams kvbuffer_verify_params(int set) const;
-  KVBufferAcceptParams kvbuffer_accept_params(int set) const;
   RawKVBufferVerifyParams raw_verify_params(int set) const;
   RawKVBufferAcceptParams raw_accept_params(int set) const;
 
@@ -86,9 +90,9 @@ class VerifyProblem {
   float* state(int set) const { return state_.get() + size_t(set) * cfg_.batch * cfg_.shape.state_elems(); }
   /// Recurrent scratch pool used by a set, [N, m, HV, K, V] fp32.
   float* scratch(int set) const;
-  /// KVBuffer verify's per-draft deltas [N, m, HV, V] and log-decays [N, m, HV] of a set (delta form; else null).
-  float* draft_deltas(int set) const;
-  float* draft_log_decay(int set) const;
+  /// KVBuffer verify's arrival counters [N, H] (delta form; else null), zero between launches; one array serves every
+  /// set, since launches run one after another on a stream.
+  int32_t* group_arrivals() const { return group_arrivals_.get(); }
   /// Outputs [N, m, HV, V] of a set in o_dtype.
   void* o(int set) const { return o_.get() + size_t(set) * o_bytes_per_set(); }
   size_t o_bytes_per_set() const;
@@ -117,7 +121,6 @@ class VerifyProblem {
 
  private:
   int group_of(int set) const { return cfg_.share_pools ? 0 : set / cfg_.layers; }
-  size_t draft_v() const { return size_t(cfg_.batch) * cfg_.draft_tokens * cfg_.shape.heads_v; }
 
   VerifyConfig cfg_;
   int sets_ = 1;
@@ -128,7 +131,7 @@ class VerifyProblem {
   DeviceBuffer<float> scratch_;
   KVBufferEntrySets entries_;
   RawKVBufferEntrySets raw_entries_;
-  DeviceBuffer<float> draft_deltas_, draft_log_decay_;
+  DeviceBuffer<int32_t> group_arrivals_;
   BufferPositions positions_;
   DeviceBuffer<int32_t> slot_, accepted_;
   DeviceBuffer<unsigned char> o_;

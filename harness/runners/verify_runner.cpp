@@ -50,7 +50,8 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
     tv = time_model_steps(ctx.device, verify, stream.get(), 1, prob.layer_steps(), rule, flusher.get(), restore);
   }
   {
-    // Samples of whole multiples of B steps: every row that accepts a draft flushes at least once per sample.
+    // Samples of whole multiples of B steps (a row accepting a draft a step is due, and folded by its next verify,
+    // about once every B steps); the model bytes count exactly the steps a sample runs.
     ScopedRange r("verify+accept");
     tva = time_model_steps(ctx.device, verify_accept, stream.get(), cfg.buffer_size, prob.layer_steps(), rule,
                            flusher.get(), restore);

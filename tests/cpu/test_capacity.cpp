@@ -59,20 +59,20 @@ TEST(CapacityModel, Qwen3NextBytesPerRequest) {
   EXPECT_EQ(kd4.per_request.total, 77723140);
 
   const CapacityPlan kv4 = make_plan({Variant::kvbuffer_verify, 4, 4}, m);
-  EXPECT_EQ(kv4.buffer_entries, 3);                         // B - 1: accept folds an overflow in shared memory
-  EXPECT_EQ(kv4.per_layer.buffer, 61824);                   // 3 * 20608
-  EXPECT_EQ(kv4.per_layer.draft, 82432);                    // 4 * 20608: keys, deltas, log-decay of 4 drafts
+  EXPECT_EQ(kv4.buffer_entries, 7);                         // B - 1 + m: the drafts' entries follow B - 1 entries
+  EXPECT_EQ(kv4.per_layer.buffer, 144256);                  // 7 * 20608
+  EXPECT_EQ(kv4.per_layer.draft, 0);                        // nothing kept from verify until accept
   EXPECT_EQ(kv4.per_layer.total, 2241408);
-  EXPECT_EQ(kv4.per_request.total, 80690692);               // 36 * 2241408 + 4
+  EXPECT_EQ(kv4.per_request.total, 80690756);               // 36 * 2241408 + fill 4 + arrival counters 16 * 4
 
   const CapacityPlan kv8 = make_plan({Variant::kvbuffer_verify, 8, 4}, m);
-  EXPECT_EQ(kv8.buffer_entries, 7);
+  EXPECT_EQ(kv8.buffer_entries, 11);
   EXPECT_EQ(kv8.per_layer.total, 2323840);                  // 2097152 + 11 * 20608
-  EXPECT_EQ(kv8.per_request.total, 83658244);
+  EXPECT_EQ(kv8.per_request.total, 83658308);
 
-  // One step's inputs and output per request: verify with 4 tokens, q 4*16*128*2, v 4*32*128*2, a and b 4*32*2
-  // each, o 4*32*128*2, slot 4; recurrent verify also k (KVBuffer keeps its keys per layer as draft entries).
-  EXPECT_EQ(kv4.per_request.io, 16384 + 32768 + 512 + 32768 + 4);
+  // One step's inputs and output per request: verify with 4 tokens, q and k 4*16*128*2 each, v 4*32*128*2, a and b
+  // 4*32*2 each, o 4*32*128*2, slot 4.
+  EXPECT_EQ(kv4.per_request.io, 16384 * 2 + 32768 + 512 + 32768 + 4);
   EXPECT_EQ(rv.per_request.io, 16384 * 2 + 32768 + 512 + 32768 + 4);
   EXPECT_EQ(fixed_bytes(rv), 2 * 36 * 32 * 4);  // A_log and dt_bias of 36 layers
 }
@@ -89,16 +89,16 @@ TEST(CapacityModel, SmallShapeBytesPerRequest) {
 
   const CapacityPlan kv = make_plan({Variant::kvbuffer_verify, 3, 2}, m);
   EXPECT_EQ(kv.per_request.state, 98304);
-  EXPECT_EQ(kv.per_request.buffer, 3 * 2 * 1168 + 4);
-  EXPECT_EQ(kv.per_request.draft, 3 * 2 * 1168);
-  EXPECT_EQ(kv.per_request.total, 112324);
-  EXPECT_EQ(kv.per_request.io, 2 * 2 * 32 * 2 + 2 * 4 * 64 * 2 + 2 * 2 * 4 * 2 + 2 * 4 * 64 * 2 + 4);
+  EXPECT_EQ(kv.per_request.buffer, 3 * 4 * 1168 + 4 + 2 * 4);  // B - 1 + m = 4 entries, fill, 2 arrival counters
+  EXPECT_EQ(kv.per_request.draft, 0);
+  EXPECT_EQ(kv.per_request.total, 112332);
+  EXPECT_EQ(kv.per_request.io, 2 * (2 * 2 * 32 * 2) + 2 * 4 * 64 * 2 + 2 * 2 * 4 * 2 + 2 * 4 * 64 * 2 + 4);
 
   // Counting the conv state adds one window per layer to every variant.
   m.conv_state = true;
   const CapacityPlan kvc = make_plan({Variant::kvbuffer_verify, 3, 2}, m);
   EXPECT_EQ(kvc.per_request.conv_state, 3 * 2304);
-  EXPECT_EQ(kvc.per_request.total, 112324 + 3 * 2304);
+  EXPECT_EQ(kvc.per_request.total, 112332 + 3 * 2304);
   EXPECT_EQ(make_plan({Variant::recurrent_decode, 0, 0}, m).per_request.total, 98304 + 3 * 2304);
 }
 
@@ -165,10 +165,10 @@ TEST(CapacityTable, RatiosAgainstTheRecurrentRowWithTheSameDrafts) {
   const CapacityRow& rv4 = find(rows, Variant::recurrent_verify, 0, 4);
   const CapacityRow& kv44 = find(rows, Variant::kvbuffer_verify, 4, 4);
   const CapacityRow& kd8 = find(rows, Variant::kvbuffer_decode, 8, 0);
-  // 80 GiB less 4 MiB over 360 MiB (+ io) per request: 227; over 76.95 MiB (+ io, 2 MiB granules): 1059.
+  // 80 GiB less 4 MiB over 360 MiB (+ io) per request: 227; over 76.95 MiB (+ io, 2 MiB granules): 1061.
   EXPECT_EQ(rv4.max_requests_model, 227);
-  EXPECT_EQ(kv44.max_requests_model, 1059);
-  EXPECT_DOUBLE_EQ(*kv44.ratio_to_recurrent, 1059.0 / 227.0);
+  EXPECT_EQ(kv44.max_requests_model, 1061);
+  EXPECT_DOUBLE_EQ(*kv44.ratio_to_recurrent, 1061.0 / 227.0);
   EXPECT_DOUBLE_EQ(*kd8.ratio_to_recurrent, double(kd8.max_requests_model) / double(rd.max_requests_model));
   EXPECT_DOUBLE_EQ(*rv4.ratio_to_recurrent, 1.0);
   // Measured values are used once both rows have them.
@@ -203,7 +203,7 @@ TEST(CapacityTable, CsvColumnsAndEmptyAxes) {
   EXPECT_EQ(t.rows[0][2], "");
   EXPECT_EQ(t.rows[1][2], "4");
   EXPECT_EQ(t.rows[3][0], "kvbuffer_verify");
-  EXPECT_EQ(t.rows[3][4], "80690692");  // B = 4, m = 4: 36 * (2097152 + 3 * 20608 + 4 * 20608) + 4
+  EXPECT_EQ(t.rows[3][4], "80690756");  // B = 4, m = 4: 36 * (2097152 + (3 + 4) * 20608) + 4 + 16 * 4
   EXPECT_EQ(t.rows[3][6], "");
   EXPECT_EQ(t.rows[3][7], "model only (no GPU)");
 }
@@ -303,7 +303,7 @@ TEST(CapacityCli, ModelOnlyCsv) {
   for (const auto& row : t.rows)
     if (row[0] == "kvbuffer_verify" && row[1] == "2" && row[2] == "3") {
       found = true;
-      EXPECT_EQ(row[4], std::to_string(36 * (2097152 + 4 * 20608) + 4));
+      EXPECT_EQ(row[4], std::to_string(36 * (2097152 + 4 * 20608) + 4 + 16 * 4));
       EXPECT_NEAR(std::stod(row[14]), std::stod(row[5]) / std::stod(t.rows[3][5]), 1e-4);
     }
   EXPECT_TRUE(found);

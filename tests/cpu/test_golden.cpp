@@ -97,7 +97,8 @@ TEST(GoldenReference, PreparedGatesMatchRawInputs) {
 }
 
 // draft4 through kvbuffer_verify from its initial state (as checkpoint): outputs and, after accepting a drafts, the
-// state equal the oracle's o and states[a - 1]; with buffer size 2 accepting 2..4 drafts flushes mid-way.
+// state equal the oracle's o and states[a - 1]; with buffer size 2 accepting 2..4 drafts leaves the slot due, and
+// the fold of the next verify gives the same state.
 TEST(GoldenReference, Draft4ThroughKVBufferVerify) {
   const GoldenCase c = load_golden_case(kGoldenDir + "/draft4.gdn");
   ASSERT_TRUE(c.has("states"));
@@ -106,10 +107,10 @@ TEST(GoldenReference, Draft4ThroughKVBufferVerify) {
   for (int n = 0; n < c.N; ++n) {
     std::vector<TokenPrepared> drafts;
     for (int t = 0; t < c.T; ++t) drafts.push_back(golden_prepared_token(c, n, t));
-    const KVBufferSlot slot{golden_initial_state(c, n), {}};
+    KVBufferSlot slot{golden_initial_state(c, n), {}};
     std::vector<double> o;
     std::vector<BufferEntry> entries;
-    kvbuffer_verify(s, drafts, slot, o, entries);
+    kvbuffer_verify(s, 8, drafts, slot, o, entries);
     const std::vector<double> want_o = c.tensor("o").slice({n});
     worst_o = std::max(worst_o, max_rel_err(want_o, o, int64_t(c.T) * s.heads_v));
     for (int B : {2, 8}) {
@@ -118,6 +119,13 @@ TEST(GoldenReference, Draft4ThroughKVBufferVerify) {
         kvbuffer_accept(s, B, entries, a, accepted);
         const std::vector<double> want = c.tensor("states").slice({n, a - 1});
         worst_state = std::max(worst_state, max_rel_err(want, kvbuffer_state(s, accepted), s.heads_v));
+        if (a >= B) {
+          std::vector<double> o_next;
+          std::vector<BufferEntry> next;
+          kvbuffer_verify(s, B, drafts, accepted, o_next, next);  // due: folded first
+          EXPECT_TRUE(accepted.entries.empty());
+          worst_state = std::max(worst_state, max_rel_err(want, accepted.checkpoint, s.heads_v));
+        }
       }
     }
   }

@@ -143,22 +143,33 @@ TEST(KVBufferVerify, MatchesRecurrentVerifyForEveryAcceptedCount) {
         std::vector<BufferEntry> draft_entries;
         recurrent_verify(s, drafts, rec_state, vo_rec, inter);
         const KVBufferSlot before = slot;
-        kvbuffer_verify(s, drafts, slot, vo_kvb, draft_entries);
+        kvbuffer_verify(s, B, drafts, slot, vo_kvb, draft_entries);
         ASSERT_EQ(int(draft_entries.size()), m);
         ASSERT_LE(max_rel_err(vo_rec, vo_kvb, int64_t(m) * s.heads_v), kExact) << "B " << B << " n " << n << " m " << m;
-        ASSERT_EQ(slot.checkpoint, before.checkpoint);
+        ASSERT_EQ(slot.checkpoint, before.checkpoint);  // n < B: nothing due, nothing written
         ASSERT_EQ(slot.entries.size(), before.entries.size());
 
         for (int a = 0; a <= m; ++a) {
           KVBufferSlot accepted = slot;
           kvbuffer_accept(s, B, draft_entries, a, accepted);
-          ASSERT_EQ(int(accepted.entries.size()), n + a >= B ? 0 : n + a);
-          if (n + a >= B) ++overflow_cases;
+          ASSERT_EQ(int(accepted.entries.size()), n + a);  // no flush at accept
           std::vector<double> want = a == 0 ? rec_state
                                             : std::vector<double>(inter.begin() + size_t(a - 1) * s.state_elems(),
                                                                   inter.begin() + size_t(a) * s.state_elems());
           ASSERT_LE(max_rel_err(want, kvbuffer_state(s, accepted), s.heads_v), kExact)
               << "B " << B << " n " << n << " m " << m << " a " << a;
+          if (n + a >= B) {  // due: the next verify folds the n + a entries first, then verifies from the new S0
+            ++overflow_cases;
+            KVBufferSlot due = accepted;
+            const std::vector<TokenPrepared> next = prepared_tokens(s, p, 2, in.rng());
+            std::vector<double> vo_due, vo_want, inter_want;
+            std::vector<BufferEntry> next_entries;
+            kvbuffer_verify(s, B, next, due, vo_due, next_entries);
+            ASSERT_TRUE(due.entries.empty());
+            ASSERT_LE(max_rel_err(want, kvbuffer_state(s, due), s.heads_v), kExact) << "folded by verify";
+            recurrent_verify(s, next, want, vo_want, inter_want);
+            ASSERT_LE(max_rel_err(vo_want, vo_due, 2 * s.heads_v), kExact) << "verify of a due slot";
+          }
           if (a != m && a != 0 && m != 5) continue;  // continue decoding for a subset, every B and n
           for (const TokenPrepared& t : prepared_tokens(s, p, 2 * B, in.rng())) {
             recurrent_decode(s, t, want, o_rec);
@@ -200,7 +211,7 @@ TEST(KVBufferStateless, MatchesRecurrentFromZeroAcrossFirstFlush) {
   std::vector<double> vo_rec, inter, vo_kvb;
   std::vector<BufferEntry> entries;
   recurrent_verify(s, drafts, zero, vo_rec, inter);
-  kvbuffer_verify(s, drafts, fresh, vo_kvb, entries);
+  kvbuffer_verify(s, B, drafts, fresh, vo_kvb, entries);
   EXPECT_TRUE(fresh.checkpoint.empty());
   EXPECT_LE(max_rel_err(vo_rec, vo_kvb, 4 * s.heads_v), kExact);
 }
@@ -282,11 +293,17 @@ TEST(KVBufferAccept, RejectsBadCounts) {
   KVBufferSlot slot{in.state(), {}};
   std::vector<double> o;
   std::vector<BufferEntry> entries;
-  kvbuffer_verify(s, prepared_tokens(s, p, 3, in.rng()), slot, o, entries);
+  kvbuffer_verify(s, 4, prepared_tokens(s, p, 3, in.rng()), slot, o, entries);
   EXPECT_THROW(kvbuffer_accept(s, 4, entries, 4, slot), std::invalid_argument);
   EXPECT_THROW(kvbuffer_accept(s, 4, entries, -1, slot), std::invalid_argument);
   EXPECT_THROW(kvbuffer_accept(s, 0, entries, 1, slot), std::invalid_argument);
+  EXPECT_THROW(kvbuffer_verify(s, 0, prepared_tokens(s, p, 1, in.rng()), slot, o, entries), std::invalid_argument);
   EXPECT_TRUE(slot.entries.empty());
+  // A due slot (B or more entries after an accept) must be verified, which folds it, before the next accept.
+  kvbuffer_verify(s, 4, prepared_tokens(s, p, 3, in.rng()), slot, o, entries);
+  kvbuffer_accept(s, 2, entries, 3, slot);
+  EXPECT_EQ(slot.entries.size(), 3u);
+  EXPECT_THROW(kvbuffer_accept(s, 2, entries, 1, slot), std::invalid_argument);
 }
 
 TEST(MaxRelErr, PerHeadNormalisationAndNaN) {

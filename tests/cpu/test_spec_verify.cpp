@@ -252,17 +252,16 @@ TEST(SpecVerifyBytes, KVBufferSumsByHandOverSteps) {
   b.layers = 4;
   b.fill = {0, 2};
   b.accepted = {1, 2};
-  // Verify of a row holding n entries: 2 x 40 + checkpoint 128 + n x 48 + slot, fill 8 read; 2 x 16 outputs + 2 x
-  // (deltas 32 + log-decays 8) written. Fills {0, 2}: read 16 + 216 + 312, written 2 x 112.
+  // Verify of a row holding n entries: 2 x 40 + checkpoint 128 + n x 48 + slot, fill 8 + arrival counter 4 read;
+  // 2 x 16 outputs + the 2 drafts' entries 2 x 48 + the counter 4 written (a due row, n >= 3, also its checkpoint
+  // 128). Fills {0, 2}: read 16 + 220 + 316, written 2 x 132.
   const ByteCount v = verify_layer_step_bytes(b);
-  EXPECT_DOUBLE_EQ(v.read, 544);
-  EXPECT_DOUBLE_EQ(v.write, 224);
-  // Step 1, fills {0, 2}: row 0 appends 1 entry (12 + 48 read, 48 written); row 1 overflows (2 + 2 >= 3) and
-  // flushes: 12 + 128 + 4 x 48 read, 128 written; advance 2 x 12 / 4 read, 2 x 4 / 4 written. Fills become {1, 0}.
-  // Step 2, fills {1, 0}: verify 16 + 264 + 216 read, 224 written; row 0 appends 1 (60 read, 48 written), row 1
-  // appends 2 (12 + 96 read, 96 written); the advance again.
-  const double step1_read = 544 + 60 + 332 + 6, step1_write = 224 + 48 + 128 + 2;
-  const double step2_read = 496 + 60 + 108 + 6, step2_write = 224 + 48 + 96 + 2;
+  EXPECT_DOUBLE_EQ(v.read, 552);
+  EXPECT_DOUBLE_EQ(v.write, 264);
+  // Step 1, fills {0, 2}: verify as above, no accept launch, the commit 2 x 12 / 4 read, 2 x 4 / 4 written. Fills
+  // become {1, 4}: row 1 is due. Step 2: verify 16 + 268 + 412 read, 264 + 128 (row 1's fold) written; the commit.
+  const double step1_read = 552 + 6, step1_write = 264 + 2;
+  const double step2_read = 696 + 6, step2_write = 392 + 2;
   expect_two_step_bytes(b, step1_read, step1_write, step2_read, step2_write);
 }
 
@@ -297,6 +296,12 @@ TEST(SpecVerifyBytes, FillEvolutionAndBadInput) {
   EXPECT_EQ(fill_after_accept(1, 2, 4), 3);
   EXPECT_EQ(fill_after_accept(3, 1, 4), 0);  // fills the buffer: flushed
   EXPECT_EQ(fill_after_accept(3, 8, 4), 0);  // overflows mid-way: flushed
+  EXPECT_EQ(fill_after_commit(1, 2, 4), 3);
+  EXPECT_EQ(fill_after_commit(3, 1, 4), 4);  // reaches B: due, folded by the next verify
+  EXPECT_EQ(fill_after_commit(3, 4, 4), 7);  // up to B - 1 + m
+  EXPECT_EQ(fill_after_commit(6, 2, 4), 2);  // a due row starts again after its fold
+  EXPECT_EQ(fill_after(BufferForm::raw, 3, 1, 4), 0);
+  EXPECT_EQ(fill_after(BufferForm::delta, 3, 1, 4), 4);
   VerifyBatch b = tiny_batch(true);
   b.buffer_size = 3;
   b.fill = {0};

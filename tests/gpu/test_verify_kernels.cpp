@@ -1,6 +1,7 @@
 // GPU tests of speculative verification against the float64 reference: KVBuffer verify (every draft's output and
-// delta), KVBuffer accept for every accepted count (appends, and flushes that overflow B), decoding after accept,
-// recurrent verify (outputs and intermediate states) and its accept, padding rows, and the golden draft4 case.
+// entry in the buffer), its accept for every accepted count (the commit; rows left due, B entries or more, folded by
+// their next verify), decoding after accept, recurrent verify (outputs and intermediate states) and its accept,
+// padding rows, and the golden draft4 case.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,21 +32,26 @@ struct KVBufferRig {
   DeviceBuffer<bf16> keys;
   DeviceBuffer<int32_t> fill;
 
-  KVBufferRig(const GdnShape& shape, int slots, int buffer_size, uint64_t seed)
-      : s(shape), S(slots), B(buffer_size), gen(shape, seed), gp(gen.gate_params()), ref_slot(slots) {
+  int cap;  ///< entries per slot: B - 1 + the most drafts verified (capacity rule of KVBufferVerifyParams)
+  DeviceBuffer<int32_t> arrivals;
+
+  KVBufferRig(const GdnShape& shape, int slots, int buffer_size, uint64_t seed, int max_drafts)
+      : s(shape), S(slots), B(buffer_size), gen(shape, seed), gp(gen.gate_params()), ref_slot(slots),
+        cap(buffer_size - 1 + max_drafts) {
     std::vector<float> h;
     for (auto& r : ref_slot) {
       r.checkpoint = gen.state();
       h.insert(h.end(), r.checkpoint.begin(), r.checkpoint.end());
     }
     ck = upload(h);
-    keys = DeviceBuffer<bf16>(size_t(S) * B * s.heads_qk * s.head_dim_k);
-    deltas = DeviceBuffer<float>(size_t(S) * B * s.heads_v * s.head_dim_v);
-    log_decay = DeviceBuffer<float>(size_t(S) * B * s.heads_v);
+    keys = DeviceBuffer<bf16>(size_t(S) * cap * s.heads_qk * s.head_dim_k);
+    deltas = DeviceBuffer<float>(size_t(S) * cap * s.heads_v * s.head_dim_v);
+    log_decay = DeviceBuffer<float>(size_t(S) * cap * s.heads_v);
     fill = upload(std::vector<int32_t>(S, 0));
+    arrivals = upload(std::vector<int32_t>(size_t(S + 1) * s.heads_qk, 0));  // up to S + 1 rows (one padding)
   }
   KVBufferPool pool() const {
-    return KVBufferPool{ck.get(), keys.get(), deltas.get(), log_decay.get(), fill.get(), S, B, B};
+    return KVBufferPool{ck.get(), keys.get(), deltas.get(), log_decay.get(), fill.get(), S, cap, B};
   }
   /// Decodes one token on every slot listed (row r -> slots[r], -1 skips), on the device and in the reference.
   void decode(const std::vector<int32_t>& slots) {
@@ -77,7 +83,7 @@ struct KVBufferRig {
       ref::KVBufferSlot got;
       got.checkpoint.assign(c.begin() + slot * se, c.begin() + (slot + 1) * se);
       for (int j = 0; j < f[slot]; ++j) {
-        const size_t e = size_t(slot) * B + j;
+        const size_t e = size_t(slot) * cap + j;
         ref::BufferEntry be;
         for (int hk = 0; hk < s.heads_qk; ++hk) {
           std::vector<double> raw(s.head_dim_k);
@@ -96,7 +102,8 @@ struct KVBufferRig {
   }
 };
 
-/// Verify m drafts for `slots` and check outputs and deltas; then accept `accepted` and check every state.
+/// Verify m drafts for `slots` and check outputs and the drafts' entries in the buffer; then accept `accepted` (the
+/// commit) and check every state.
 void verify_accept_round(KVBufferRig& rig, const std::vector<int32_t>& slots, int m, const std::vector<int32_t>& acc) {
   const GdnShape& s = rig.s;
   const int N = int(slots.size()), HV = s.heads_v;
@@ -104,17 +111,19 @@ void verify_accept_round(KVBufferRig& rig, const std::vector<int32_t>& slots, in
   const auto toks = rig.gen.tokens(N * m);  // [N][m]
   const DeviceTokens dt(toks, rig.gp);
   const DeviceBuffer<int32_t> sl = upload(slots), ac = upload(acc);
-  DeviceBuffer<float> o(size_t(N) * m * vv), dd(size_t(N) * m * vv), dg(size_t(N) * m * HV);
+  const std::vector<int32_t> fill_before = download(rig.fill.get(), rig.S);
+  DeviceBuffer<float> o(size_t(N) * m * vv);
   KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
   auto vp = token_launch<KVBufferVerifyParams>(s, N, dt.inputs(), sl.get(), o.get(), OutputDtype::fp32);
   vp.in.tokens = m;
   vp.pool = rig.pool();
-  vp.draft_deltas = dd.get();
-  vp.draft_log_decay = dg.get();
+  vp.group_arrivals = rig.arrivals.get();
   ASSERT_EQ(validate(vp), "");
   KVB_CUDA_CHECK(launch_kvbuffer_verify(vp, nullptr));
   const auto o_got = download(o.get(), o.size());
-  const auto d_got = download(dd.get(), dd.size());
+  const auto d_got = download(rig.deltas.get(), rig.deltas.size());
+  const auto g_got = download(rig.log_decay.get(), rig.log_decay.size());
+  for (int32_t x : download(rig.arrivals.get(), rig.arrivals.size())) ASSERT_EQ(x, 0) << "arrival counters reset";
   for (int r = 0; r < N; ++r) {
     if (slots[r] < 0) {
       for (size_t i = 0; i < m * vv; ++i) ASSERT_EQ(o_got[r * m * vv + i], 0.f) << "padding row output";
@@ -124,36 +133,33 @@ void verify_accept_round(KVBufferRig& rig, const std::vector<int32_t>& slots, in
     for (int i = 0; i < m; ++i) drafts.push_back(ref::prepare_token(s, toks[r * m + i], rig.gp));
     std::vector<double> o_ref;
     std::vector<ref::BufferEntry> entries;
-    ref::kvbuffer_verify(s, drafts, rig.ref_slot[slots[r]], o_ref, entries);
+    ref::KVBufferSlot& slot = rig.ref_slot[slots[r]];
+    const bool due = int(slot.entries.size()) >= rig.B;
+    ref::kvbuffer_verify(s, rig.B, drafts, slot, o_ref, entries);  // folds a due slot, as the kernel does
     const std::vector<double> og(o_got.begin() + r * m * vv, o_got.begin() + (r + 1) * m * vv);
     EXPECT_LE(ref::max_rel_err(o_ref, og, int64_t(m) * HV), tol::kOutputFp32) << "outputs, m=" << m << " row " << r;
+    const int n = fill_before[slots[r]];
+    EXPECT_EQ(due, n >= rig.B);
+    const size_t base = size_t(slots[r]) * rig.cap + (n >= rig.B ? 0 : n);
     for (int i = 0; i < m; ++i) {
-      const std::vector<double> u(d_got.begin() + (r * m + i) * vv, d_got.begin() + (r * m + i + 1) * vv);
+      const std::vector<double> u(d_got.begin() + (base + i) * vv, d_got.begin() + (base + i + 1) * vv);
       EXPECT_LE(ref::max_rel_err(entries[i].u, u, HV), tol::kStateFp32) << "delta of draft " << i << ", m=" << m;
+      for (int h = 0; h < HV; ++h)
+        EXPECT_NEAR(g_got[(base + i) * HV + h], entries[i].g[h], 1e-6 * (1 + std::abs(entries[i].g[h])))
+            << "log-decay of draft " << i << ", head " << h;
     }
-    ref::kvbuffer_accept(s, rig.B, entries, acc[r], rig.ref_slot[slots[r]]);
+    ref::kvbuffer_accept(s, rig.B, entries, acc[r], slot);
   }
-  KVBufferAcceptParams ap;
-  ap.shape = s;
-  ap.batch = N;
-  ap.draft_tokens = m;
-  ap.pool = rig.pool();
-  ap.slot = sl.get();
-  ap.accepted = ac.get();
-  ap.k = dt.k.get();
-  ap.draft_deltas = dd.get();
-  ap.draft_log_decay = dg.get();
-  ASSERT_EQ(validate(ap), "");
-  KVB_CUDA_CHECK(launch_kvbuffer_accept(ap, nullptr));
-  KVB_CUDA_CHECK(launch_kvbuffer_advance_accepted(rig.fill.get(), sl.get(), ac.get(), N, rig.B, nullptr));
+  KVB_CUDA_CHECK(launch_kvbuffer_commit_accepted(rig.fill.get(), sl.get(), ac.get(), N, rig.B, m, nullptr));
   EXPECT_LE(rig.state_err(), tol::kStateFp32) << "state after accept, m=" << m;
 }
 
 TEST(KVBufferVerifyGpu, EveryDraftCountAndAcceptedCountMatchesReference) {
   KVB_REQUIRE_GPU();
+  int due_rows = 0;
   for (int B : {4, 8}) {
     for (int m = 1; m <= kMaxDraftTokens; ++m) {
-      KVBufferRig rig(small_shape(), 4, B, 1000 + 10 * B + m);
+      KVBufferRig rig(small_shape(), 4, B, 1000 + 10 * B + m, m);
       // Bring slots 0..3 to buffer positions 0, 1, B/2, B-1 (rows are padding when they should not advance).
       const int target[4] = {0, 1, B / 2, B - 1};
       for (int step = 0; step < B - 1; ++step) {
@@ -166,6 +172,7 @@ TEST(KVBufferVerifyGpu, EveryDraftCountAndAcceptedCountMatchesReference) {
       for (int a0 = 0; a0 <= m; ++a0) {
         const std::vector<int32_t> slots = {2, -1, 0, 3, 1};
         const std::vector<int32_t> acc = {a0, m, (a0 + 1) % (m + 1), m - a0, (a0 + 2) % (m + 1)};
+        for (int32_t f : download(rig.fill.get(), rig.S)) due_rows += f >= B;
         verify_accept_round(rig, slots, m, acc);
       }
       // Decoding continues identically after the accepts.
@@ -173,6 +180,20 @@ TEST(KVBufferVerifyGpu, EveryDraftCountAndAcceptedCountMatchesReference) {
       EXPECT_LE(rig.state_err(), tol::kStateFp32) << "decode after accept, B=" << B << " m=" << m;
     }
   }
+  EXPECT_GT(due_rows, 0) << "some verify must fold a due row";
+}
+
+// Value heads split into two column slices (V = 128, 64 columns a block): four blocks of a key group read the keys
+// a due row's drafts replace, and the last of them to finish writes the drafts' keys and log-decays.
+TEST(KVBufferVerifyGpu, SlicedHeadsWriteTheirEntriesAfterTheWholeGroupHasRead) {
+  KVB_REQUIRE_GPU();
+  const int B = 4, m = 3;
+  KVBufferRig rig(GdnShape{2, 4, 64, 128}, 4, B, 77, m);
+  for (int step = 0; step < B - 1; ++step) rig.decode({0, step < 1 ? -1 : 1, step < 2 ? -1 : 2, 3});
+  ASSERT_LE(rig.state_err(), tol::kStateFp32);
+  for (int round = 0; round < 4; ++round) verify_accept_round(rig, {3, 1, 0, 2}, m, {m, 2, m - round % 2, 1});
+  for (int step = 0; step < 2; ++step) rig.decode({0, 1, 2, 3});
+  EXPECT_LE(rig.state_err(), tol::kStateFp32) << "decode after the rounds";
 }
 
 TEST(RecurrentVerifyGpu, OutputsIntermediateStatesAndAcceptMatchReference) {
@@ -285,37 +306,32 @@ TEST(VerifyGpu, GoldenDraft4) {
                                int64_t(N) * m * HV),
               tol::kStateFp32);
   }
-  // KVBuffer verify from an empty buffer, then accept all four drafts with B = 4: fill + 4 >= B, so accept folds
-  // them into the checkpoint, which must then equal the final state.
+  // KVBuffer verify from an empty buffer, then accept all four drafts with B = 4: the commit leaves every row due
+  // (4 entries), so the next verify folds them into the checkpoint, which must then equal the final state.
   {
-    const int B = 4;
-    DeviceBuffer<float> ck = upload(init), deltas(size_t(N) * B * vv), ld(size_t(N) * B * HV), o(size_t(N) * m * vv),
-                        dd(size_t(N) * m * vv), dg(size_t(N) * m * HV);
-    DeviceBuffer<bf16> keys(size_t(N) * B * s.heads_qk * s.head_dim_k);
+    const int B = 4, cap = B - 1 + m;
+    DeviceBuffer<float> ck = upload(init), deltas(size_t(N) * cap * vv), ld(size_t(N) * cap * HV),
+                        o(size_t(N) * m * vv);
+    DeviceBuffer<bf16> keys(size_t(N) * cap * s.heads_qk * s.head_dim_k);
     DeviceBuffer<int32_t> fill = upload(std::vector<int32_t>(N, 0));
-    const KVBufferPool pool{ck.get(), keys.get(), deltas.get(), ld.get(), fill.get(), N, B, B};
+    DeviceBuffer<int32_t> arrivals = upload(std::vector<int32_t>(size_t(N) * s.heads_qk, 0));
+    const KVBufferPool pool{ck.get(), keys.get(), deltas.get(), ld.get(), fill.get(), N, cap, B};
     auto p = token_launch<KVBufferVerifyParams>(s, N, in, slot.get(), o.get(), OutputDtype::fp32);
     p.pool = pool;
-    p.draft_deltas = dd.get();
-    p.draft_log_decay = dg.get();
+    p.group_arrivals = arrivals.get();
     KVB_CUDA_CHECK(launch_kvbuffer_verify(p, nullptr));
     EXPECT_LE(ref::max_rel_err(c.tensor("o").values, test::to_double(download(o.get(), o.size())), int64_t(N) * m * HV),
               tol::kOutputFp32);
     const DeviceBuffer<int32_t> all = upload(std::vector<int32_t>(N, m));
-    KVBufferAcceptParams ap;
-    ap.shape = s;
-    ap.batch = N;
-    ap.draft_tokens = m;
-    ap.pool = pool;
-    ap.slot = slot.get();
-    ap.accepted = all.get();
-    ap.k = k.get();
-    ap.draft_deltas = dd.get();
-    ap.draft_log_decay = dg.get();
-    KVB_CUDA_CHECK(launch_kvbuffer_accept(ap, nullptr));
+    KVB_CUDA_CHECK(launch_kvbuffer_commit_accepted(fill.get(), slot.get(), all.get(), N, B, m, nullptr));
+    EXPECT_EQ(download(fill.get(), N), std::vector<int32_t>(N, m));
+    KVB_CUDA_CHECK(launch_kvbuffer_verify(p, nullptr));  // the same drafts again: only the fold matters here
     EXPECT_LE(ref::max_rel_err(c.tensor("final_state").values, test::to_double(download(ck.get(), ck.size())),
                                int64_t(N) * HV),
               tol::kStateFp32);
+    const DeviceBuffer<int32_t> none = upload(std::vector<int32_t>(N, 0));
+    KVB_CUDA_CHECK(launch_kvbuffer_commit_accepted(fill.get(), slot.get(), none.get(), N, B, m, nullptr));
+    EXPECT_EQ(download(fill.get(), N), std::vector<int32_t>(N, 0)) << "a due row starts again at 0";
   }
 }
 
@@ -324,6 +340,15 @@ TEST(VerifyValidation, BadParamsAreRejectedWithReasons) {
   p.shape = small_shape();
   p.batch = 1;
   EXPECT_NE(validate(p), "");
+  // A pool too small for the drafts after B - 1 entries is refused, naming the capacity.
+  KVBufferPool pool;
+  pool.buffer_size = 8;
+  pool.capacity = 10;
+  EXPECT_EQ(validate_verify_capacity(pool, 3), "");
+  EXPECT_NE(validate_verify_capacity(pool, 4).find("pool.capacity = 10"), std::string::npos);
+  pool.buffer_size = 250;
+  pool.capacity = 256;
+  EXPECT_NE(validate_verify_capacity(pool, 8).find("buffer_size - 1 + draft_tokens"), std::string::npos);
   RecurrentVerifyParams r;
   r.shape = small_shape();
   r.batch = 2;
