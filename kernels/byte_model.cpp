@@ -109,9 +109,10 @@ ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, i
   ByteCount b = token_io_bytes(s, draft_tokens, o_dtype);
   b.read += state_bytes(s) + fill * kvbuffer_entry_bytes(s) + 8;  // checkpoint, entries, slot, fill
   b.write += draft_tokens * kvbuffer_entry_bytes(s);                // the drafts' entries, into the buffer
-  b.read += 4.0 * s.heads_qk;                                       // the key groups' arrival counters
-  b.write += 4.0 * s.heads_qk;
-  if (fill >= buffer_size) b.write += state_bytes(s);  // a due row folds its entries into the checkpoint
+  if (fill >= buffer_size) {  // a due row folds its entries into the checkpoint; its key groups count arrivals
+    b.write += state_bytes(s) + 4.0 * s.heads_qk;
+    b.read += 4.0 * s.heads_qk;
+  }
   return b;
 }
 

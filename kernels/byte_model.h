@@ -94,8 +94,8 @@ ByteCount recurrent_verify_bytes(const GdnShape& s, int rows, int draft_tokens, 
 ByteCount recurrent_accept_bytes(const GdnShape& s, int accepted);
 /// KVBuffer verification of one row holding `fill` entries, m drafts (KVBufferVerifyParams, accept folded in):
 /// checkpoint, entries, m tokens' inputs and outputs, m entries written into the buffer (kvbuffer_entry_bytes
-/// each), the row's H arrival counters read and written; a due row (fill >= B) also writes its checkpoint once, the
-/// flush folded into verify. Add gate_param_bytes once per launch; the accept itself is the per-step position move.
+/// each); a due row (fill >= B) also writes its checkpoint once, the flush folded into verify, and reads and writes
+/// its H arrival counters. Add gate_param_bytes once per launch; the accept itself is the per-step position move.
 ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, int buffer_size, OutputDtype o_dtype);
 
 /// Floor in microseconds for a kernel moving `b` bytes: each written byte is paired with one read byte at the

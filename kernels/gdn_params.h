@@ -166,13 +166,13 @@ struct RecurrentAcceptParams {
 /// KVBuffer verification with accept folded in: the m drafts' outputs from the checkpoint and the buffer in one pass.
 /// Draft i's entry (raw key, corrected delta u_i, log-decay) is exact for any accepted prefix (causality), so verify
 /// writes it straight into the slot's buffer at position base + i, base = n = fill[slot]; accepting a drafts is then
-/// only fill += a (launch_kvbuffer_commit_accepted), rejection costs nothing. A row is due when n >= B (its last
-/// commit took the buffer to B entries or beyond, up to B - 1 + m): verify then also folds the n entries into the
-/// checkpoint (the flush, from the slice it reads anyway) and base = 0. Keys and log-decays, which every block of a
-/// key group reads, are written by the group's last block to finish reading (group_arrivals). The pool's capacity
-/// must be >= B - 1 + m (validate_verify_capacity). fill is not changed.
-/// Bytes per row: checkpoint read once, the n buffered entries read, m tokens' inputs and outputs, m entries
-/// written; a due row also writes its checkpoint once.
+/// only fill += a (launch_kvbuffer_commit_accepted), rejection costs nothing. A row is due when n >= B (its last commit
+/// took the buffer to B entries or beyond, up to B - 1 + m): verify then also folds the n entries into the checkpoint
+/// (the flush, from the slice it reads anyway) and base = 0; its drafts' keys and log-decays, which replace entries
+/// every block of a key group reads, are written by the group's last block to finish reading (group_arrivals). The
+/// pool's capacity must be >= B - 1 + m (validate_verify_capacity). fill is not changed.
+/// Bytes per row: checkpoint read once, the n buffered entries read, m tokens' inputs and outputs, m entries written; a
+/// due row also writes its checkpoint once.
 struct KVBufferVerifyParams {
   GdnShape shape;
   int batch = 0;

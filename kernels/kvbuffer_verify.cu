@@ -5,8 +5,8 @@
 //   o_i = e^{G_i} S0^T q^_i + sum_{j<=n} w_ij (k^_j . q^_i) u_j + sum_{i'<=i} w_ii' (k^_i' . q^_i) u_i'
 // u_i, exact for any accepted prefix, goes straight to the slot's buffer at position base + i (base = n, or 0 when the
 // row is due: n >= B, when verify also folds its n entries into the checkpoint from the slice it has read anyway).
-// The drafts' keys and log-decays join them (written by the last block of each key group to finish reading), so
-// accept is only the buffer position moving (launch_kvbuffer_commit_accepted); rejection costs nothing.
+// The drafts' keys and log-decays join them (for a due row, written by the last block of each key group to finish
+// reading), so accept is only the buffer position moving (launch_kvbuffer_commit_accepted); rejection costs nothing.
 // Grid: (V slices, HV, N).
 #include <string>
 
@@ -149,34 +149,47 @@ constexpr size_t verify_buffer_bytes(int capacity, bool smem_keys) {
 template <int VB, int M>
 constexpr int verify_min_blocks() { return VB == 128 ? (M <= 4 ? 3 : 2) : 1; }
 
-/// The drafts' raw keys (key head hk) and log-decays (the group's value heads) into positions base .. base + m - 1 of
-/// the slot's buffer, written by the last block of the row's key group to finish reading the buffer (arrival count
-/// in p.group_arrivals[row, hk], set back to 0 by that block): other blocks of the group may still read the entries
-/// a due row's drafts replace. Call after a barrier that follows this block's last read of the buffer.
-__device__ __forceinline__ void write_draft_keys_if_last(const KVBufferVerifyParams& p, int row, int slot, int base,
-                                                         int m) {
-  __shared__ int last;
+/// The drafts' raw keys (key head hk = blockIdx.y / group) and log-decays into positions base .. base + m - 1 of the
+/// slot's buffer. A row that is not due writes them at once (positions past its entries, read by no block): the
+/// block of column slice 0 writes its value head's log-decays, and the key head's keys when its value head is the
+/// group's first. A due row's drafts replace entries that other blocks of the key group may still be reading: the
+/// last block of the group to get here (arrival count in p.group_arrivals[row, hk], set back to 0 by that block)
+/// writes the keys and the log-decays of all the group's value heads. Call after this block's last read of the
+/// buffer (a due row: after a barrier that follows it).
+__device__ __forceinline__ void write_draft_keys(const KVBufferVerifyParams& p, int row, int slot, int base, int m,
+                                                 bool due) {
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, K = p.shape.head_dim_k, group = p.shape.group();
-  const int hk = blockIdx.y / group;
-  if (threadIdx.x == 0) {
+  const int h = blockIdx.y, hk = h / group;
+  int first_head = h, heads = 1;  // value heads whose log-decays this block writes
+  bool keys = h % group == 0;
+  if (due) {
+    __shared__ int last;
+    if (threadIdx.x == 0) {
+      __threadfence();
+      int* arrivals = p.group_arrivals + int64_t(row) * H + hk;
+      last = atomicAdd(arrivals, 1) == group * int(gridDim.x) - 1;
+      if (last) *arrivals = 0;  // every block of the group has arrived: ready for the next launch
+    }
+    __syncthreads();
+    if (!last) return;
     __threadfence();
-    int* arrivals = p.group_arrivals + int64_t(row) * H + hk;
-    last = atomicAdd(arrivals, 1) == group * int(gridDim.x) - 1;
-    if (last) *arrivals = 0;  // every block of the group has arrived: ready for the next launch
+    first_head = hk * group;
+    heads = group;
+    keys = true;
+  } else if (blockIdx.x != 0) {
+    return;
   }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
   const int64_t e0 = int64_t(slot) * p.pool.capacity + base;
   const int chunks = K / 8;  // 16-byte pieces of one key
-  for (int idx = threadIdx.x; idx < m * chunks; idx += blockDim.x) {
-    const int i = idx / chunks, part = idx % chunks;
-    reinterpret_cast<uint4*>(p.pool.keys + ((e0 + i) * H + hk) * K)[part] =
-        reinterpret_cast<const uint4*>(p.in.k + ((int64_t(row) * m + i) * H + hk) * K)[part];
-  }
-  for (int idx = threadIdx.x; idx < m * group; idx += blockDim.x) {
-    const int i = idx / group, h = hk * group + idx % group;
-    p.pool.log_decay[(e0 + i) * HV + h] = prepare_gate(p.in, int64_t(row) * m + i, h, HV).g;
+  if (keys)
+    for (int idx = threadIdx.x; idx < m * chunks; idx += blockDim.x) {
+      const int i = idx / chunks, part = idx % chunks;
+      reinterpret_cast<uint4*>(p.pool.keys + ((e0 + i) * H + hk) * K)[part] =
+          reinterpret_cast<const uint4*>(p.in.k + ((int64_t(row) * m + i) * H + hk) * K)[part];
+    }
+  for (int idx = threadIdx.x; idx < m * heads; idx += blockDim.x) {
+    const int i = idx / heads, hh = first_head + idx % heads;
+    p.pool.log_decay[(e0 + i) * HV + hh] = prepare_gate(p.in, int64_t(row) * m + i, hh, HV).g;
   }
 }
 
@@ -365,20 +378,20 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
 
   // A due row: S0 <- e^{G_n} S0 + sum_{j<n} w_j k^_j u_j^T from the slice in shared memory, written once; its
   // entries are then free and the drafts take positions 0 .. m - 1.
-  if (flush)
+  // Every read of its entries by this block (buffer pass, coefficients, fold) is complete past the barrier; only
+  // then may the drafts' deltas (this block's columns) replace them. A row that is not due writes past its entries.
+  if (flush) {
     fold_verify_tile<K, VB>(tile, bs, n, decay0, pool.deltas + (int64_t(slot) * cap * HV + h) * V, delta_stride,
                             pool.checkpoint + (int64_t(slot) * HV + h) * K * V, v0, V);
-  // Every read of the slot's buffer by this block (buffer pass, coefficients, fold) is complete past this barrier:
-  // the drafts' entries may take their positions base .. base + m - 1. The deltas of this block's columns at once;
-  // the keys and log-decays, which every block of the key group reads, by the last block of the group to get here.
-  __syncthreads();
+    __syncthreads();
+  }
   const int base = flush ? 0 : n;
   if (ln.sub == 0 && ln.active)
 #pragma unroll
     for (int i = 0; i < M; ++i)
       *reinterpret_cast<float4*>(deltas + (base + i) * delta_stride) =
           make_float4(ak[i][0], ak[i][1], ak[i][2], ak[i][3]);
-  write_draft_keys_if_last(p, row, slot, base, M);
+  write_draft_keys(p, row, slot, base, M, flush);
 }
 
 __global__ void kvbuffer_advance_accepted_kernel(int32_t* fill, const int32_t* slot, const int32_t* accepted,

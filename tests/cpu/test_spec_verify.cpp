@@ -252,16 +252,16 @@ TEST(SpecVerifyBytes, KVBufferSumsByHandOverSteps) {
   b.layers = 4;
   b.fill = {0, 2};
   b.accepted = {1, 2};
-  // Verify of a row holding n entries: 2 x 40 + checkpoint 128 + n x 48 + slot, fill 8 + arrival counter 4 read;
-  // 2 x 16 outputs + the 2 drafts' entries 2 x 48 + the counter 4 written (a due row, n >= 3, also its checkpoint
-  // 128). Fills {0, 2}: read 16 + 220 + 316, written 2 x 132.
+  // Verify of a row holding n entries: 2 x 40 + checkpoint 128 + n x 48 + slot, fill 8 read; 2 x 16 outputs + the 2
+  // drafts' entries 2 x 48 written; a due row (n >= 3) also writes its checkpoint 128 and reads and writes its
+  // arrival counter (4). Fills {0, 2}: read 16 + 216 + 312, written 2 x 128.
   const ByteCount v = verify_layer_step_bytes(b);
-  EXPECT_DOUBLE_EQ(v.read, 552);
-  EXPECT_DOUBLE_EQ(v.write, 264);
+  EXPECT_DOUBLE_EQ(v.read, 544);
+  EXPECT_DOUBLE_EQ(v.write, 256);
   // Step 1, fills {0, 2}: verify as above, no accept launch, the commit 2 x 12 / 4 read, 2 x 4 / 4 written. Fills
-  // become {1, 4}: row 1 is due. Step 2: verify 16 + 268 + 412 read, 264 + 128 (row 1's fold) written; the commit.
-  const double step1_read = 552 + 6, step1_write = 264 + 2;
-  const double step2_read = 696 + 6, step2_write = 392 + 2;
+  // become {1, 4}: row 1 is due. Step 2: verify 16 + 264 + (216 + 192 + 4) read, 256 + 128 + 4 written; the commit.
+  const double step1_read = 544 + 6, step1_write = 256 + 2;
+  const double step2_read = 692 + 6, step2_write = 388 + 2;
   expect_two_step_bytes(b, step1_read, step1_write, step2_read, step2_write);
 }
 
