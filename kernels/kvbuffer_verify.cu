@@ -149,47 +149,38 @@ constexpr size_t verify_buffer_bytes(int capacity, bool smem_keys) {
 template <int VB, int M>
 constexpr int verify_min_blocks() { return VB == 128 ? (M <= 4 ? 3 : 2) : 1; }
 
-/// The drafts' raw keys (key head hk = blockIdx.y / group) and log-decays into positions base .. base + m - 1 of the
-/// slot's buffer. A row that is not due writes them at once (positions past its entries, read by no block): the
-/// block of column slice 0 writes its value head's log-decays, and the key head's keys when its value head is the
-/// group's first. A due row's drafts replace entries that other blocks of the key group may still be reading: the
-/// last block of the group to get here (arrival count in p.group_arrivals[row, hk], set back to 0 by that block)
-/// writes the keys and the log-decays of all the group's value heads. Call after this block's last read of the
-/// buffer (a due row: after a barrier that follows it).
-__device__ __forceinline__ void write_draft_keys(const KVBufferVerifyParams& p, int row, int slot, int base, int m,
-                                                 bool due) {
-  const int H = p.shape.heads_qk, HV = p.shape.heads_v, K = p.shape.head_dim_k, group = p.shape.group();
-  const int h = blockIdx.y, hk = h / group;
-  int first_head = h, heads = 1;  // value heads whose log-decays this block writes
-  bool keys = h % group == 0;
-  if (due) {
-    __shared__ int last;
-    if (threadIdx.x == 0) {
-      __threadfence();
-      int* arrivals = p.group_arrivals + int64_t(row) * H + hk;
-      last = atomicAdd(arrivals, 1) == group * int(gridDim.x) - 1;
-      if (last) *arrivals = 0;  // every block of the group has arrived: ready for the next launch
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    first_head = hk * group;
-    heads = group;
-    keys = true;
-  } else if (blockIdx.x != 0) {
-    return;
+/// Copies the m drafts' raw keys of key head hk (verify's input k, [N, m, H, K]) to buffer entries e0 .. e0 + m - 1.
+__device__ __forceinline__ void copy_draft_keys(const KVBufferVerifyParams& p, int row, int64_t e0, int m, int hk) {
+  const int H = p.shape.heads_qk, K = p.shape.head_dim_k, chunks = K / 8;  // 16-byte pieces of one key
+  for (int idx = threadIdx.x; idx < m * chunks; idx += blockDim.x) {
+    const int i = idx / chunks, part = idx % chunks;
+    reinterpret_cast<uint4*>(p.pool.keys + ((e0 + i) * H + hk) * K)[part] =
+        reinterpret_cast<const uint4*>(p.in.k + ((int64_t(row) * m + i) * H + hk) * K)[part];
   }
-  const int64_t e0 = int64_t(slot) * p.pool.capacity + base;
-  const int chunks = K / 8;  // 16-byte pieces of one key
-  if (keys)
-    for (int idx = threadIdx.x; idx < m * chunks; idx += blockDim.x) {
-      const int i = idx / chunks, part = idx % chunks;
-      reinterpret_cast<uint4*>(p.pool.keys + ((e0 + i) * H + hk) * K)[part] =
-          reinterpret_cast<const uint4*>(p.in.k + ((int64_t(row) * m + i) * H + hk) * K)[part];
-    }
-  for (int idx = threadIdx.x; idx < m * heads; idx += blockDim.x) {
-    const int i = idx / heads, hh = first_head + idx % heads;
-    p.pool.log_decay[(e0 + i) * HV + hh] = prepare_gate(p.in, int64_t(row) * m + i, hh, HV).g;
+}
+
+/// A due row's drafts' raw keys and log-decays (all value heads of key head hk = blockIdx.y / group) into entries
+/// e0 .. e0 + m - 1, which replace entries other blocks of the key group may still be reading: the last block of the
+/// group to get here (arrival count in p.group_arrivals[row, hk], set back to 0 by that block) writes them. Call
+/// after a barrier that follows this block's last read of the buffer. (A row that is not due writes its drafts' keys
+/// and log-decays as soon as it has them: they land past its entries, where no block reads.)
+__device__ __forceinline__ void write_due_draft_entries(const KVBufferVerifyParams& p, int row, int64_t e0, int m) {
+  __shared__ int last;
+  const int H = p.shape.heads_qk, HV = p.shape.heads_v, group = p.shape.group();
+  const int hk = blockIdx.y / group;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    int* arrivals = p.group_arrivals + int64_t(row) * H + hk;
+    last = atomicAdd(arrivals, 1) == group * int(gridDim.x) - 1;
+    if (last) *arrivals = 0;  // every block of the group has arrived: ready for the next launch
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  copy_draft_keys(p, row, e0, m, hk);
+  for (int idx = threadIdx.x; idx < m * group; idx += blockDim.x) {
+    const int i = idx / group, h = hk * group + idx % group;
+    p.pool.log_decay[(e0 + i) * HV + h] = prepare_gate(p.in, int64_t(row) * m + i, h, HV).g;
   }
 }
 
@@ -215,6 +206,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams).
   const int n = min(max(pool.fill[slot], 0), cap);
   const bool flush = n >= pool.buffer_size;
+  const int64_t draft_entry = int64_t(slot) * cap + (flush ? 0 : n);  // the drafts' first buffer entry
 
   Tile tile{reinterpret_cast<float4*>(dyn_smem)};
   BufferSmem<K> bs;
@@ -245,7 +237,10 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
       [&](int i, const Gate& gate, float) {
         ds.g[i] = gate.g;
         ds.beta[i] = gate.beta;
+        if (!flush && blockIdx.x == 0) pool.log_decay[(draft_entry + i) * HV + h] = gate.g;
       });
+  // A row that is not due takes its drafts' keys past its entries now (no block reads there).
+  if (!flush && blockIdx.x == 0 && h % p.shape.group() == 0) copy_draft_keys(p, row, draft_entry, M, hk);
   cp_async_wait_group<1>();
   __syncthreads();  // drafts, log-decays and draft values in shared memory; the slice still streaming
 
@@ -391,7 +386,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
     for (int i = 0; i < M; ++i)
       *reinterpret_cast<float4*>(deltas + (base + i) * delta_stride) =
           make_float4(ak[i][0], ak[i][1], ak[i][2], ak[i][3]);
-  write_draft_keys(p, row, slot, base, M, flush);
+  if (flush) write_due_draft_entries(p, row, draft_entry, M);
 }
 
 __global__ void kvbuffer_advance_accepted_kernel(int32_t* fill, const int32_t* slot, const int32_t* accepted,
