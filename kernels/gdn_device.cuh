@@ -184,17 +184,19 @@ __device__ __forceinline__ QKNorm warp_qk_norm(const WarpVec<K>& q, const WarpVe
 }
 
 /// The calling warp's share of a block's m draft tokens of row `row` (token row * m + i, key head hk, value head h):
-/// for i = first, first + stride, ... < m, hands store(i, r, k^[r], q^[r]) every element r this lane holds (q^
-/// includes the scale), and on lane 0 gate(i, Gate of draft i, k^ . q^). DESIGN.md section 2.
-template <int K, class Store, class GateSink>
+/// for i = first, first + stride, ... < m, hands raw(i, kv) the raw key as loaded (WarpVec, lane l holding elements
+/// [l * K/32, (l + 1) * K/32)), store(i, r, k^[r], q^[r]) every element r this lane holds (q^ includes the scale),
+/// and on lane 0 gate(i, Gate of draft i, k^ . q^). DESIGN.md section 2.
+template <int K, class RawKey, class Store, class GateSink>
 __device__ __forceinline__ void normalise_drafts(const TokenInputs& in, int row, int m, int first, int stride, int H,
-                                                 int HV, int h, int hk, Store store, GateSink gate) {
+                                                 int HV, int h, int hk, RawKey raw, Store store, GateSink gate) {
   const int lane = threadIdx.x % 32;
   for (int i = first; i < m; i += stride) {
     const int64_t tok = int64_t(row) * m + i;
     WarpVec<K> qv, kv;
     qv.load(in.q + (tok * H + hk) * K, lane);
     kv.load(in.k + (tok * H + hk) * K, lane);
+    raw(i, static_cast<const WarpVec<K>&>(kv));
     const QKNorm nrm = warp_qk_norm<K>(qv, kv, in.scale);
 #pragma unroll
     for (int e = 0; e < WarpVec<K>::N; ++e) store(i, lane * WarpVec<K>::N + e, kv.x[e] * nrm.rk, qv.x[e] * nrm.rq);

@@ -228,8 +228,18 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   const int64_t delta_stride = int64_t(HV) * V;
 
   // The drafts' normalised keys and queries and their gates, while the copies are in flight.
+  // A row that is not due takes its drafts' keys and log-decays past its entries as soon as it has them (no block
+  // reads there): the raw keys straight from the registers that load them (slice 0 of the key head's first value
+  // head), the log-decays of this value head from the gates (slice 0).
+  const bool write_keys = !flush && blockIdx.x == 0 && h % p.shape.group() == 0;
   normalise_drafts<K>(
       p.in, row, M, warp, WARPS, H, HV, h, hk,
+      [&](int i, const WarpVec<K>& kv) {
+        if (!write_keys) return;
+        bf16* dst = pool.keys + ((draft_entry + i) * H + hk) * K + lane * WarpVec<K>::N;
+#pragma unroll
+        for (int e = 0; e < WarpVec<K>::N; ++e) dst[e] = __float2bfloat16_rn(kv.x[e]);  // exact: loaded from bf16
+      },
       [&](int i, int r, float k, float q) {
         ds.k_at(i, r) = k;
         ds.q_at(i, r) = q;
@@ -239,8 +249,6 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
         ds.beta[i] = gate.beta;
         if (!flush && blockIdx.x == 0) pool.log_decay[(draft_entry + i) * HV + h] = gate.g;
       });
-  // A row that is not due takes its drafts' keys past its entries now (no block reads there).
-  if (!flush && blockIdx.x == 0 && h % p.shape.group() == 0) copy_draft_keys(p, row, draft_entry, M, hk);
   cp_async_wait_group<1>();
   __syncthreads();  // drafts, log-decays and draft values in shared memory; the slice still streaming
 

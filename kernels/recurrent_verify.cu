@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(WARPS * 32) recurrent_verify_kernel(const Recu
 
   // The drafts' normalised keys and queries, one warp per draft, while the state loads are in flight.
   normalise_drafts<K>(
-      p.in, row, m, warp, WARPS, H, HV, h, hk,
+      p.in, row, m, warp, WARPS, H, HV, h, hk, [](int, const WarpVec<K>&) {},
       [&](int i, int r, float k, float q) {
         ds.khat[i][r] = k;
         ds.qhat[i][r] = q;
