@@ -72,7 +72,9 @@ CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& o) {
   cmd->add_option_function<std::string>("--draft-tokens", [&o](const std::string& v) { o.draft_tokens = v; },
                                         "draft tokens m, comma-separated, 1 to 8 (default 1,2,4,8)");
   cmd->add_option("--config", o.config, "capacity config, experiments/capacity.toml (flags override it)");
-  cmd->add_option("--out", o.out, "result CSV (default results/capacity.csv; written atomically)");
+  cmd->add_option("--out", o.out,
+                  "result CSV (default results/capacity.csv with the allocation proof, results/capacity_model.csv "
+                  "for a model-only run; written atomically)");
   cmd->add_flag("--no-probe", o.no_probe, "model only, even on a GPU");
   cmd->add_flag_function("--conv-state", [&o](int64_t) { o.conv_state = true; },
                          "count the short-convolution state in the per-request bytes (default: own column only)");
@@ -82,8 +84,11 @@ CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& o) {
 
 int run_capacity_command(const CapacityCommandOptions& o) {
   const capacity::CapacitySettings s = resolve_settings(o);
-  check_output_writable(o.out, "--out");
   const bool gpu = cuda_device_present();
+  const std::string out = !o.out.empty()           ? o.out
+                          : gpu && !o.no_probe     ? std::string("results/capacity.csv")
+                                                   : std::string("results/capacity_model.csv");
+  check_output_writable(out, "--out");
   if (!gpu && !s.budget_gib)
     throw UsageError("--budget-gib is required without a CUDA device (a number of GiB > 0; there is no free memory "
                      "to read)");
@@ -161,10 +166,10 @@ int run_capacity_command(const CapacityCommandOptions& o) {
   fmt::print("{}\n", capacity::target_check_line(rows));
   if (!probe) fmt::print("model only ({}): no allocation was made\n", gpu ? "--no-probe" : "no GPU");
 
-  const std::filesystem::path parent = std::filesystem::path(o.out).parent_path();
+  const std::filesystem::path parent = std::filesystem::path(out).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
-  write_file_atomic(o.out, capacity::format_capacity_csv(rows, gpu_name, utc_timestamp()));
-  fmt::print("wrote {} ({} rows)\n", o.out, rows.size());
+  write_file_atomic(out, capacity::format_capacity_csv(rows, gpu_name, utc_timestamp()));
+  fmt::print("wrote {} ({} rows)\n", out, rows.size());
   return all_passed ? 0 : 1;
 }
 

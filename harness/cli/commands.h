@@ -92,7 +92,9 @@ int run_compare_command(const CompareCommandOptions& options);
 /// (capacity::CapacitySettings: Qwen3-Next TP1, 36 layers).
 struct CapacityCommandOptions {
   std::string config;                       ///< experiments/capacity.toml or another capacity config; "" none
-  std::string out = "results/capacity.csv";
+  /// "" (default): results/capacity.csv when the allocation proof runs, results/capacity_model.csv for a model-only
+  /// run (no GPU, or --no-probe), so that a model-only run never replaces a proved CSV by default.
+  std::string out;
   std::optional<double> budget_gib;         ///< GiB; unset: free memory less the reserve (required without a GPU)
   std::optional<double> reserve_gib;
   std::optional<int> layers, heads_qk, heads_v, head_dim_k, head_dim_v;

@@ -279,6 +279,16 @@ TEST(CapacityCli, NoGpuNeedsBudget) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("capacity.csv")));
 }
 
+// A model-only run without --out writes results/capacity_model.csv, never the proved results/capacity.csv.
+TEST(CapacityCli, ModelOnlyRunNeverReplacesTheProvedCsvByDefault) {
+  TempDir dir;
+  const std::string cmd = "cd '" + dir.path().string() + "' && '" + KVB_BINARY_PATH + "' capacity --config '" +
+                          KVB_SOURCE_DIR + "/experiments/capacity.toml' --budget-gib 80 --no-probe >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir.file("results/capacity_model.csv")));
+  EXPECT_FALSE(std::filesystem::exists(dir.file("results/capacity.csv")));
+}
+
 TEST(CapacityCli, ModelOnlyCsv) {
   TempDir dir;
   const std::string csv = dir.file("out/capacity.csv");
