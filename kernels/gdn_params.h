@@ -126,7 +126,8 @@ cudaError_t launch_recurrent_decode(const RecurrentDecodeParams& p, cudaStream_t
 cudaError_t launch_kvbuffer_decode(const KVBufferDecodeParams& p, cudaStream_t stream);
 cudaError_t launch_kvbuffer_flush(const KVBufferFlushParams& p, cudaStream_t stream);
 
-/// After every layer of one model step: fill[slot[i]] = (fill[slot[i]] + 1) % buffer_size for rows with slot >= 0.
+/// After every layer of one model step: fill[slot[i]] = fill + 1 >= buffer_size ? 0 : fill + 1 for rows with
+/// slot >= 0 (a fill of B - 1 or more, left by a speculative accept, flushed by the step, also restarts at 0).
 cudaError_t launch_kvbuffer_advance(int32_t* fill, const int32_t* slot, int batch, int buffer_size,
                                     cudaStream_t stream);
 /// fill[slot[i]] = 0 for listed slots >= 0 (after a standalone flush).
@@ -206,7 +207,9 @@ cudaError_t launch_kvbuffer_advance_accepted(int32_t* fill, const int32_t* slot,
 
 /// The accept of KVBuffer verification (delta form), once per model step after every layer's verify:
 /// fill[slot] = (fill >= buffer_size ? 0 : fill) + a, a = accepted[i] clamped to [0, draft_tokens]; the result may
-/// reach B - 1 + m (the slot's next verify or decode folds it).
+/// reach B - 1 + m (the slot's next verify or decode folds it). Preconditions: every row committed was verified
+/// since its last commit (a due slot's reset to 0 assumes that verify folded its entries), and draft_tokens is the m
+/// of those verify launches (the pool's capacity holds B - 1 + m).
 cudaError_t launch_kvbuffer_commit_accepted(int32_t* fill, const int32_t* slot, const int32_t* accepted, int batch,
                                             int buffer_size, int draft_tokens, cudaStream_t stream);
 

@@ -463,6 +463,9 @@ std::string validate(const KVBufferVerifyParams& p) {
   if (auto e = validate_draft_tokens(p.in.tokens); !e.empty()) return e;
   if (auto e = validate_pool(p.pool); !e.empty()) return e;
   if (auto e = validate_verify_capacity(p.pool, p.in.tokens); !e.empty()) return e;
+  if (p.pool.num_checkpoints != 0 && p.pool.num_checkpoints != p.pool.num_slots)
+    return "pool.num_checkpoints = " + std::to_string(p.pool.num_checkpoints) +
+           ": verify indexes checkpoints by slot (allowed: 0 or num_slots = " + std::to_string(p.pool.num_slots) + ")";
   if (!p.slot || !p.o || !p.group_arrivals) return "slot, o and group_arrivals must be set";
   return "";
 }

@@ -318,6 +318,7 @@ void kvbuffer_verify(const GdnShape& s, int buffer_size, const std::vector<Token
   check_checkpoint(s, slot);
   for (const TokenPrepared& t : drafts) check_prepared(s, t);
   if (buffer_size < 1) throw std::invalid_argument("kvbuffer_verify: buffer_size must be >= 1");
+  if (drafts.empty()) throw std::invalid_argument("kvbuffer_verify: at least one draft token is required");
   if (int(slot.entries.size()) >= buffer_size) kvbuffer_flush(s, slot);  // a due slot: the flush verify folds in
   const size_t m = drafts.size(), head_out = size_t(s.heads_v) * s.head_dim_v;
   o.assign(m * head_out, 0.0);

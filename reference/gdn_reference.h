@@ -102,7 +102,8 @@ std::vector<double> kvbuffer_state(const GdnShape& s, const KVBufferSlot& slot);
 /// (buffer_size entries or more, left by an accept) is first folded into its checkpoint (kvbuffer_flush), the flush
 /// verify performs; then the outputs o [m][HV][V] and entries of the m draft tokens, nothing else written to the
 /// slot. Draft i is computed after the slot's entries and drafts 0..i-1 (the triangular dependency). The entries' u
-/// are exact for any accepted prefix. draft_entries is replaced. Throws std::invalid_argument when buffer_size < 1.
+/// are exact for any accepted prefix. draft_entries is replaced. Throws std::invalid_argument when buffer_size < 1 or
+/// there are no drafts.
 void kvbuffer_verify(const GdnShape& s, int buffer_size, const std::vector<TokenPrepared>& drafts, KVBufferSlot& slot,
                      std::vector<double>& o, std::vector<BufferEntry>& draft_entries);
 

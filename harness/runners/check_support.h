@@ -24,6 +24,7 @@ struct LaunchCheck {
   double o_err = 0;             ///< outputs of the checked rows
   bool outputs_written = true;  ///< every output element of the launch was written (poisoned with NaN before)
   int rows = 0;                 ///< rows compared
+  int folded_rows = 0;          ///< KVBuffer verify: compared rows whose second verify folded a due buffer
   std::string detail;           ///< why it failed ("" when it passed)
   bool pass() const { return detail.empty(); }
 };

@@ -1,6 +1,8 @@
 #include "harness/runners/verify_bytes.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "kernels/byte_model_raw.h"
 
@@ -8,8 +10,19 @@ namespace kvb {
 namespace {
 
 void check_rows(const VerifyBatch& b) {
-  if (b.kvbuffer && b.fill.size() != b.accepted.size())
+  if (!b.kvbuffer) return;
+  if (b.fill.size() != b.accepted.size())
     throw std::invalid_argument("VerifyBatch: fill and accepted must hold one value per row");
+  const int max_fill = b.form == BufferForm::raw ? b.buffer_size - 1 : b.buffer_size - 1 + b.draft_tokens;
+  for (size_t r = 0; r < b.fill.size(); ++r) {
+    if (b.accepted[r] < 0 || b.accepted[r] > b.draft_tokens)
+      throw std::invalid_argument("VerifyBatch: accepted[" + std::to_string(r) + "] = " +
+                                  std::to_string(b.accepted[r]) + " (allowed: 0 to draft_tokens = " +
+                                  std::to_string(b.draft_tokens) + ")");
+    if (b.fill[r] < 0 || b.fill[r] > std::max(max_fill, 0))
+      throw std::invalid_argument("VerifyBatch: fill[" + std::to_string(r) + "] = " + std::to_string(b.fill[r]) +
+                                  " (allowed: 0 to " + std::to_string(std::max(max_fill, 0)) + ")");
+  }
 }
 
 /// Verify bytes of every row at positions `fill` (kvbuffer).

@@ -38,6 +38,9 @@ struct VerifyBatch {
   std::vector<int32_t> accepted;  ///< [rows] accepted drafts of each row, 0 .. m
 };
 
+/// Rows: accepted in [0, draft_tokens], fill in [0, B - 1 + m] (delta form) or [0, B - 1] (raw form); else the sums
+/// throw std::invalid_argument naming the row.
+///
 /// Model bytes of one layer's verify launch. Recurrent: recurrent_verify_bytes; KVBuffer: the sum over rows of
 /// kvbuffer_verify_bytes (raw form: kvbuffer_raw_verify_bytes) at each row's position, plus gate_param_bytes once.
 /// Verify moves no buffer position, so every verify-only step costs the same. Throws std::invalid_argument when fill

@@ -100,6 +100,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
                                  [&] { p.enqueue_verify_layer(0, stream); }, out.outputs_written);
   // Per row, the state after accept: recurrent, the pool's state; kvbuffer, the materialised state.
   std::vector<std::vector<double>> expected;
+  std::vector<ref::KVBufferSlot> accepted_slots;  // kvbuffer: each row's reference slot after its accept
   for (RowCase& c : cases) {
     std::vector<double> o_ref;
     const size_t first = size_t(c.row) * m;
@@ -123,6 +124,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
       if (!g_bad.empty()) out.detail = g_bad;
       ref::kvbuffer_accept(s, B, entries, c.a, after);
       expected.push_back(ref::kvbuffer_state(s, after));
+      accepted_slots.push_back(std::move(after));
     }
     const std::vector<double> o_got(o_all.begin() + first * vv, o_all.begin() + (first + m) * vv);
     out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, o_got, int64_t(m) * HV));
@@ -141,6 +143,35 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
       got = download_double(p.state(0) + c.slot * se, se);
     }
     out.state_err = std::max(out.state_err, ref::max_rel_err(expected[i], got, HV));
+  }
+  if (kvb) {
+    // The step's commit, then the next verify of the same drafts: a row the commit took to B entries or more is
+    // due, and that verify folds its entries into the checkpoint before it writes the new drafts at position 0.
+    KVB_CUDA_CHECK(launch_kvbuffer_commit_accepted(p.fill(0), p.slots(), p.accepted_device(), N, B, m, stream));
+    KVB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const std::vector<int32_t> fill_next = download(p.fill(0), size_t(N));
+    bool written_next = false;
+    const std::vector<double> o_next =
+        outputs_of_poisoned_launch(p.o(0), p.o_bytes_per_set(), cfg.o_dtype, stream,
+                                   [&] { p.enqueue_verify_layer(0, stream); }, written_next);
+    out.outputs_written = out.outputs_written && written_next;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const RowCase& c = cases[i];
+      const int want = fill_after_commit(c.n, c.a, B), n = fill_next[c.slot];
+      if (n != want && out.detail.empty())
+        out.detail = fmt::format("commit put row {} at position {} (expected {})", c.row, n, want);
+      ref::KVBufferSlot& slot = accepted_slots[i];
+      std::vector<double> o_ref;
+      std::vector<ref::BufferEntry> entries;
+      ref::kvbuffer_verify(s, B, c.drafts, slot, o_ref, entries);  // folds a due slot, as the kernel does
+      const size_t first = size_t(c.row) * m;
+      const std::vector<double> o_got(o_next.begin() + first * vv, o_next.begin() + (first + m) * vv);
+      out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, o_got, int64_t(m) * HV));
+      const std::vector<double> got =
+          ref::kvbuffer_state(s, download_kvbuffer_slot(kp.pool, s, c.slot, n >= B ? 0 : n));
+      out.state_err = std::max(out.state_err, ref::max_rel_err(ref::kvbuffer_state(s, slot), got, HV));
+      if (n >= B) ++out.folded_rows;
+    }
   }
   if (out.detail.empty())
     out.detail = check_verdict(out.outputs_written, out.state_err, out.o_err, tol::output(cfg.o_dtype));

@@ -25,15 +25,18 @@ using VerifyCheck = LaunchCheck;
 int verify_check_row(const VerifyProblem& p, const std::vector<int32_t>& fill);
 
 /// Launches layer-set 0's verify on NaN-poisoned outputs (and poisoned scratch, or the buffer positions that receive
-/// the drafts' deltas), then its accept (no advance of positions), and compares up to three rows with the reference
+/// the drafts' entries), then its accept (no advance of positions), and compares up to three rows with the reference
 /// (ref::recurrent_verify, ref::kvbuffer_verify, ref::kvbuffer_accept): the first, the last, and a third row chosen
 /// to differ (kvbuffer: one whose accept overflows or fills the buffer; recurrent: one whose accepted count differs
 /// from the other two). Compared: o of every draft (tolerance by output dtype); recurrent: scratch states and the
 /// pool's state after accept (state a - 1, or the old state for a = 0); kvbuffer: the drafts' deltas in the buffer,
 /// their log-decays and the materialised state after accepting a drafts, read at position
-/// fill_after_commit(fill, a, B). States 2e-5.
-/// A raw-form problem is checked by check_raw_verify_step (raw_verify_check.h).
-/// Leaves set 0 with one accept applied and its positions not advanced (harmless for timing). Throws CudaError.
+/// fill_after_commit(fill, a, B). KVBuffer then runs the step's commit (launch_kvbuffer_commit_accepted: positions
+/// compared with fill_after_commit) and verifies the same drafts again: rows left due (B entries or more) fold their
+/// buffer into the checkpoint there; outputs and the materialised state are compared once more (folded_rows counts
+/// them). States 2e-5. A raw-form problem is checked by check_raw_verify_step (raw_verify_check.h).
+/// Leaves set 0 with its pools changed and, for kvbuffer, its positions one commit further (timing restores them
+/// with restore_fill). Throws CudaError.
 VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream);
 
 }  // namespace kvb

@@ -298,6 +298,7 @@ TEST(KVBufferAccept, RejectsBadCounts) {
   EXPECT_THROW(kvbuffer_accept(s, 4, entries, -1, slot), std::invalid_argument);
   EXPECT_THROW(kvbuffer_accept(s, 0, entries, 1, slot), std::invalid_argument);
   EXPECT_THROW(kvbuffer_verify(s, 0, prepared_tokens(s, p, 1, in.rng()), slot, o, entries), std::invalid_argument);
+  EXPECT_THROW(kvbuffer_verify(s, 4, {}, slot, o, entries), std::invalid_argument);
   EXPECT_TRUE(slot.entries.empty());
   // A due slot (B or more entries after an accept) must be verified, which folds it, before the next accept.
   kvbuffer_verify(s, 4, prepared_tokens(s, p, 3, in.rng()), slot, o, entries);

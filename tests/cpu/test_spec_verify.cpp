@@ -309,6 +309,17 @@ TEST(SpecVerifyBytes, FillEvolutionAndBadInput) {
   EXPECT_THROW(verify_layer_step_bytes(b), std::invalid_argument);
   b.fill = {0, 1};
   EXPECT_THROW(verify_accept_layer_step_bytes(b, 0), std::invalid_argument);
+  b.accepted = {1, 3};  // m = 2
+  EXPECT_THROW(verify_layer_step_bytes(b), std::invalid_argument);
+  b.accepted = {1, -1};
+  EXPECT_THROW(verify_accept_layer_step_bytes(b, 1), std::invalid_argument);
+  b.accepted = {1, 1};
+  b.fill = {0, 5};  // B - 1 + m = 4
+  EXPECT_THROW(verify_layer_step_bytes(b), std::invalid_argument);
+  b.fill = {0, 4};
+  EXPECT_NO_THROW(verify_layer_step_bytes(b));
+  b.form = BufferForm::raw;  // raw positions stay below B = 3
+  EXPECT_THROW(verify_layer_step_bytes(b), std::invalid_argument);
 }
 
 }  // namespace

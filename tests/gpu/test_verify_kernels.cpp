@@ -349,6 +349,22 @@ TEST(VerifyValidation, BadParamsAreRejectedWithReasons) {
   pool.buffer_size = 250;
   pool.capacity = 256;
   EXPECT_NE(validate_verify_capacity(pool, 8).find("buffer_size - 1 + draft_tokens"), std::string::npos);
+  // A pool whose checkpoint rows differ from its buffer rows (stateless requests) is refused: verify indexes
+  // checkpoints by slot.
+  int32_t dummy[4] = {};
+  KVBufferVerifyParams v = token_launch<KVBufferVerifyParams>(small_shape(), 1, TokenInputs{}, dummy, dummy,
+                                                              OutputDtype::fp32);
+  v.in.tokens = 2;
+  v.in.q = v.in.k = v.in.v = reinterpret_cast<const bf16*>(16);
+  v.in.g = v.in.beta = reinterpret_cast<const float*>(16);
+  v.in.scale = 1;
+  v.pool = KVBufferPool{reinterpret_cast<float*>(16), reinterpret_cast<bf16*>(16), reinterpret_cast<float*>(16),
+                        reinterpret_cast<float*>(16), dummy, 4, 5, 4};
+  v.group_arrivals = dummy;
+  EXPECT_EQ(validate(v), "");
+  v.pool.num_checkpoints = 2;
+  EXPECT_NE(validate(v).find("num_checkpoints"), std::string::npos);
+  EXPECT_EQ(launch_kvbuffer_verify(v, nullptr), cudaErrorInvalidValue);
   RecurrentVerifyParams r;
   r.shape = small_shape();
   r.batch = 2;
