@@ -183,6 +183,15 @@ void check_output_writable(const std::string& path, const std::string& flag) {
     throw UsageError(fmt::format("{} {}: '{}' is not a directory", flag, path, dir.string()));
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw UsageError(fmt::format("{} {}: directory '{}' is not writable", flag, path, dir.string()));
+  {  // access() answers for permissions only (root passes everywhere): create and remove a file there
+    std::string probe = (dir / ".kvb-write-probe-XXXXXX").string();
+    const int fd = ::mkstemp(probe.data());
+    if (fd < 0)
+      throw UsageError(fmt::format("{} {}: cannot create a file in '{}' ({})", flag, path, dir.string(),
+                                   std::strerror(errno)));
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
   const fs::file_status st = fs::symlink_status(p, ec);
   if (fs::exists(st) && !fs::is_regular_file(st))
     throw UsageError(fmt::format("{} {}: exists and is not a regular file (a device, link or socket is never replaced)",

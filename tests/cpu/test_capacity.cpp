@@ -269,6 +269,17 @@ TEST(CapacityCli, BadInputExits2WithOneLineAndNoCsv) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("results")));
 }
 
+// An --out in a directory that passes the permission test but takes no file (as root, /proc) fails before anything
+// is computed, with exit code 2.
+TEST(CapacityCli, OutWhereNoFileCanBeCreatedExits2First) {
+  TempDir dir;
+  const Result r = run_kvb(dir, "capacity --budget-gib 80 --no-probe --out /proc/kvb_capacity.csv");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");  // nothing computed or printed before the error
+}
+
 TEST(CapacityCli, NoGpuNeedsBudget) {
   if (cuda_device_present()) GTEST_SKIP() << "a CUDA device is present: the budget defaults to its free memory";
   TempDir dir;
