@@ -83,6 +83,15 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
   const int cap = kvb ? kp.pool.capacity : 0;
   // Where verify puts row c's drafts in its slot's buffer: after its n entries, or at 0 when the row is due.
   auto draft_entry = [&](const RowCase& c) { return size_t(c.slot) * cap + (c.n >= B ? 0 : c.n); };
+  // Row c's outputs [m][HV][V] within a launch's outputs, and its slot's state materialised from the device's
+  // checkpoint and its first `entries` buffer entries.
+  auto row_outputs = [&](const std::vector<double>& o, const RowCase& c) {
+    const size_t first = size_t(c.row) * m;
+    return std::vector<double>(o.begin() + first * vv, o.begin() + (first + m) * vv);
+  };
+  auto device_state = [&](const RowCase& c, int entries) {
+    return ref::kvbuffer_state(s, download_kvbuffer_slot(kp.pool, s, c.slot, entries));
+  };
   if (kvb) {  // the positions that receive the drafts' entries hold NaN (a due row's still hold entries verify reads)
     const size_t key = size_t(s.heads_qk) * s.head_dim_k;
     for (const RowCase& c : cases) {
@@ -103,7 +112,6 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
   std::vector<ref::KVBufferSlot> accepted_slots;  // kvbuffer: each row's reference slot after its accept
   for (RowCase& c : cases) {
     std::vector<double> o_ref;
-    const size_t first = size_t(c.row) * m;
     if (!kvb) {
       std::vector<double> inter;
       ref::recurrent_verify(s, c.drafts, c.state, o_ref, inter);
@@ -118,16 +126,16 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
       const std::vector<double> u = download_double(kp.pool.deltas + draft_entry(c) * vv, m * vv);
       out.state_err =
           std::max(out.state_err, ref::max_rel_err(concat(entries, &ref::BufferEntry::u), u, int64_t(m) * HV));
-      const std::string g_bad = log_decay_mismatch(
-          concat(entries, &ref::BufferEntry::g), download_double(kp.pool.log_decay + draft_entry(c) * HV, size_t(m) * HV),
-          fmt::format("draft log-decay [m, HV] of row {}", c.row));
+      const std::string g_bad =
+          log_decay_mismatch(concat(entries, &ref::BufferEntry::g),
+                             download_double(kp.pool.log_decay + draft_entry(c) * HV, size_t(m) * HV),
+                             fmt::format("draft log-decay [m, HV] of row {}", c.row));
       if (!g_bad.empty()) out.detail = g_bad;
       ref::kvbuffer_accept(s, B, entries, c.a, after);
       expected.push_back(ref::kvbuffer_state(s, after));
       accepted_slots.push_back(std::move(after));
     }
-    const std::vector<double> o_got(o_all.begin() + first * vv, o_all.begin() + (first + m) * vv);
-    out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, o_got, int64_t(m) * HV));
+    out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, row_outputs(o_all, c), int64_t(m) * HV));
     ++out.rows;
   }
 
@@ -137,8 +145,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     const RowCase& c = cases[i];
     std::vector<double> got;
     if (kvb) {
-      const int n_after = fill_after_commit(c.n, c.a, B);
-      got = ref::kvbuffer_state(s, download_kvbuffer_slot(kp.pool, s, c.slot, n_after));
+      got = device_state(c, fill_after_commit(c.n, c.a, B));
     } else {
       got = download_double(p.state(0) + c.slot * se, se);
     }
@@ -164,12 +171,9 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
       std::vector<double> o_ref;
       std::vector<ref::BufferEntry> entries;
       ref::kvbuffer_verify(s, B, c.drafts, slot, o_ref, entries);  // folds a due slot, as the kernel does
-      const size_t first = size_t(c.row) * m;
-      const std::vector<double> o_got(o_next.begin() + first * vv, o_next.begin() + (first + m) * vv);
-      out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, o_got, int64_t(m) * HV));
-      const std::vector<double> got =
-          ref::kvbuffer_state(s, download_kvbuffer_slot(kp.pool, s, c.slot, n >= B ? 0 : n));
-      out.state_err = std::max(out.state_err, ref::max_rel_err(ref::kvbuffer_state(s, slot), got, HV));
+      out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, row_outputs(o_next, c), int64_t(m) * HV));
+      out.state_err =
+          std::max(out.state_err, ref::max_rel_err(ref::kvbuffer_state(s, slot), device_state(c, n >= B ? 0 : n), HV));
       if (n >= B) ++out.folded_rows;
     }
   }
