@@ -109,30 +109,9 @@ __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, 
       const float4 x = tile.at(r0 + i, cg);
       s[i] = make_float4(decay * x.x, decay * x.y, decay * x.z, decay * x.w);
     }
-    // Entries two at a time, their deltas loaded together (two L2 round trips in flight, not one).
-    for (int j0 = 0; j0 < n; j0 += 2) {
-      float4 u[2];
-#pragma unroll
-      for (int q = 0; q < 2; ++q)
-        u[q] = j0 + q < n ? __ldg(reinterpret_cast<const float4*>(deltas + (j0 + q) * delta_stride + col))
-                          : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        if (j0 + q >= n) break;
-        const int j = j0 + q;
-        float kr[ROWS];
-        load_bf16<ROWS>(bs.key(j) + r0, kr);
-        const float wj = bs.w[j] * bs.rk[j];
-#pragma unroll
-        for (int i = 0; i < ROWS; ++i) {
-          const float a = kr[i] * wj;
-          s[i].x = fmaf(a, u[q].x, s[i].x);
-          s[i].y = fmaf(a, u[q].y, s[i].y);
-          s[i].z = fmaf(a, u[q].z, s[i].z);
-          s[i].w = fmaf(a, u[q].w, s[i].w);
-        }
-      }
-    }
+    fold_entries<ROWS>(s, r0, n, bs, [&](int j) {
+      return __ldg(reinterpret_cast<const float4*>(deltas + j * delta_stride + col));
+    });
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) __stcs(reinterpret_cast<float4*>(m + int64_t(r0 + i) * V + col), s[i]);
   }

@@ -13,31 +13,43 @@ namespace {
 
 using namespace dev;
 
-/// Register layout of the recurrent verify: warp w of a block owns CGW float4 columns (4 CGW columns) over every
-/// state row; lane = CGW sub + cg holds the 4 columns cg and the rows sub, sub + SUBS, ... in registers, so each draft
-/// step (S^T k^ and S^T q^, then S <- e^g S + k^ u^T and its write to the scratch pool) needs no block barrier: the
-/// partial sums meet inside the warp by shuffles.
-template <int K>
+/// Register layout of the recurrent verify: a block of WARPS warps owns VB columns of one value head's state over all
+/// K rows, every element held in one lane's registers across the m drafts, so the state is read once and each draft's
+/// state written once. The K rows are cut into BANDS bands of consecutive rows; warp w owns band w % BANDS of
+/// column group w / BANDS. Inside a warp, lane = CGW * sub + cg holds float4 column cg of the warp's CGW and the band's
+/// rows sub, sub + SUBS, ... . Partial sums of S^T k^ and S^T q^ meet inside the warp by shuffles over sub and across
+/// bands in shared memory (one barrier per draft when BANDS > 1).
+///   Row bands (CGW = 32, BANDS = K / 16): one warp store writes a whole 128-column state row (512 contiguous bytes).
+///   Column warps (BANDS = 1): a warp owns 4 * CGW columns of every row (64 bytes of each of 32 / CGW rows per
+///   store); no barrier at all.
+template <int K, int CGW_, int BANDS_, int WARPS_>
 struct VerifyRegLanes {
-  static constexpr int CGW = K >= 256 ? 2 : 4;  ///< float4 columns per warp (16 state rows per lane at K = 128, 256)
-  static constexpr int SUBS = 32 / CGW;         ///< row subgroups per warp
-  static constexpr int ROWS = K / SUBS;         ///< state rows per lane
-  static_assert(K % SUBS == 0, "VerifyRegLanes: K must be a multiple of the row subgroups");
+  static constexpr int CGW = CGW_;                ///< float4 columns per warp
+  static constexpr int BANDS = BANDS_;            ///< row bands per block
+  static constexpr int WARPS = WARPS_;            ///< warps per block
+  static constexpr int SUBS = 32 / CGW;           ///< row subgroups per warp
+  static constexpr int ROWS = K / BANDS / SUBS;   ///< state rows per lane
+  static constexpr int VB = WARPS / BANDS * CGW * 4;  ///< columns per block
+  static_assert(32 % CGW == 0 && WARPS % BANDS == 0 && K % (BANDS * SUBS) == 0,
+                "VerifyRegLanes: unsupported layout");
 };
 
-/// Per block: the drafts' normalised keys and queries (q^ includes the scale), k^ . q^, gates.
-template <int K>
+/// Per block: the drafts' normalised keys and queries (q^ includes the scale), k^ . q^, gates; with row bands, each
+/// band's partial S^T k^ and S^T q^ per float4 column, double-buffered over drafts ([draft parity][band][column]).
+template <int K, int BANDS, int VB>
 struct RecurrentDraftSmem {
   float khat[kMaxDraftTokens][K];
   float qhat[kMaxDraftTokens][K];
   float kq[kMaxDraftTokens], g[kMaxDraftTokens], beta[kMaxDraftTokens];
+  float4 part_k[BANDS > 1 ? 2 : 1][BANDS][VB / 4];
+  float4 part_q[BANDS > 1 ? 2 : 1][BANDS][VB / 4];
 };
 
-template <int K, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) recurrent_verify_kernel(const RecurrentVerifyParams p) {
-  using L = VerifyRegLanes<K>;
-  constexpr int VB = WARPS * L::CGW * 4;  // columns per block
-  __shared__ RecurrentDraftSmem<K> ds;
+template <int K, class L>
+__global__ void __launch_bounds__(L::WARPS * 32, L::BANDS > 1 ? 2 : 1) recurrent_verify_kernel(
+    const RecurrentVerifyParams p) {
+  constexpr int VB = L::VB;
+  __shared__ RecurrentDraftSmem<K, L::BANDS, VB> ds;
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const int m = p.in.tokens;
@@ -47,8 +59,9 @@ __global__ void __launch_bounds__(WARPS * 32) recurrent_verify_kernel(const Recu
     return;
   }
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int cg = lane % L::CGW, sub = lane / L::CGW;
-  const int col = v0 + 4 * (warp * L::CGW + cg);
+  const int band = warp % L::BANDS, cgi = (warp / L::BANDS) * L::CGW + lane % L::CGW;  // float4 column in block
+  const int sub = lane / L::CGW, r0 = band * (K / L::BANDS) + sub;                    // rows r0 + SUBS * t
+  const int col = v0 + 4 * cgi;
   const bool active = col < V;
 
   // This lane's state rows, streamed once (the pool is read only here).
@@ -56,12 +69,12 @@ __global__ void __launch_bounds__(WARPS * 32) recurrent_verify_kernel(const Recu
   float4 S[L::ROWS];
 #pragma unroll
   for (int t = 0; t < L::ROWS; ++t)
-    S[t] = active ? __ldg(reinterpret_cast<const float4*>(s0 + int64_t(sub + L::SUBS * t) * V))
+    S[t] = active ? __ldg(reinterpret_cast<const float4*>(s0 + int64_t(r0 + L::SUBS * t) * V))
                   : make_float4(0.f, 0.f, 0.f, 0.f);
 
   // The drafts' normalised keys and queries, one warp per draft, while the state loads are in flight.
   normalise_drafts<K>(
-      p.in, row, m, warp, WARPS, H, HV, h, hk, [](int, const WarpVec<K>&) {},
+      p.in, row, m, warp, L::WARPS, H, HV, h, hk, [](int, const WarpVec<K>&) {},
       [&](int i, int r, float k, float q) {
         ds.khat[i][r] = k;
         ds.qhat[i][r] = q;
@@ -81,7 +94,7 @@ __global__ void __launch_bounds__(WARPS * 32) recurrent_verify_kernel(const Recu
     float sk[4] = {0.f, 0.f, 0.f, 0.f}, sq[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int t = 0; t < L::ROWS; ++t) {
-      const int r = sub + L::SUBS * t;
+      const int r = r0 + L::SUBS * t;
       fma4(ds.khat[i][r], S[t], sk);
       fma4(ds.qhat[i][r], S[t], sq);
     }
@@ -92,6 +105,21 @@ __global__ void __launch_bounds__(WARPS * 32) recurrent_verify_kernel(const Recu
         sk[c] += __shfl_xor_sync(0xffffffffu, sk[c], off);
         sq[c] += __shfl_xor_sync(0xffffffffu, sq[c], off);
       }
+    if constexpr (L::BANDS > 1) {  // the bands' partial sums meet in shared memory
+      const int par = i & 1;       // double-buffered: draft i + 1 writes the other half while slow warps read this one
+      if (sub == 0) {
+        ds.part_k[par][band][cgi] = make_float4(sk[0], sk[1], sk[2], sk[3]);
+        ds.part_q[par][band][cgi] = make_float4(sq[0], sq[1], sq[2], sq[3]);
+      }
+      __syncthreads();
+#pragma unroll
+      for (int c = 0; c < 4; ++c) sk[c] = sq[c] = 0.f;
+#pragma unroll
+      for (int b = 0; b < L::BANDS; ++b) {
+        fma4(1.f, ds.part_k[par][b][cgi], sk);
+        fma4(1.f, ds.part_q[par][b][cgi], sq);
+      }
+    }
     const float decay = expf(ds.g[i]), beta = ds.beta[i], kq = ds.kq[i];
     float u[4], o[4];
 #pragma unroll
@@ -102,13 +130,14 @@ __global__ void __launch_bounds__(WARPS * 32) recurrent_verify_kernel(const Recu
     float* dst = p.scratch + ((int64_t(slot) * m + i) * HV + h) * K * V + col;
 #pragma unroll
     for (int t = 0; t < L::ROWS; ++t) {
-      const float kr = ds.khat[i][sub + L::SUBS * t];
+      const int r = r0 + L::SUBS * t;
+      const float kr = ds.khat[i][r];
       S[t] = make_float4(fmaf(kr, u[0], decay * S[t].x), fmaf(kr, u[1], decay * S[t].y),
                          fmaf(kr, u[2], decay * S[t].z), fmaf(kr, u[3], decay * S[t].w));
       // Plain write-back stores: measured faster on the H200 than evict-first (st.global.cs) at every m.
-      if (active) *reinterpret_cast<float4*>(dst + int64_t(sub + L::SUBS * t) * V) = S[t];
+      if (active) *reinterpret_cast<float4*>(dst + int64_t(r) * V) = S[t];
     }
-    if (sub == 0 && active) store_output4(p.o, p.o_dtype, vo, o);
+    if (sub == 0 && band == 0 && active) store_output4(p.o, p.o_dtype, vo, o);
   }
 }
 
@@ -125,11 +154,10 @@ __global__ void recurrent_accept_kernel(const RecurrentAcceptParams p) {
     __stcs(dst + i, __ldcs(src + i));
 }
 
-template <int K, int WARPS>
-cudaError_t launch_warps(const RecurrentVerifyParams& p, cudaStream_t stream) {
-  constexpr int VB = WARPS * VerifyRegLanes<K>::CGW * 4;
-  const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  recurrent_verify_kernel<K, WARPS><<<grid, WARPS * 32, 0, stream>>>(p);
+template <int K, class L>
+cudaError_t launch_layout(const RecurrentVerifyParams& p, cudaStream_t stream) {
+  const dim3 grid(num_slices(p.shape.head_dim_v, L::VB), p.shape.heads_v, p.batch);
+  recurrent_verify_kernel<K, L><<<grid, L::WARPS * 32, 0, stream>>>(p);
   return cudaGetLastError();
 }
 
@@ -155,9 +183,23 @@ std::string validate(const RecurrentAcceptParams& p) {
 
 template <int K>
 cudaError_t launch_k(const RecurrentVerifyParams& p, cudaStream_t stream) {
-  // Four warps per block (2 blocks per value head at V = 128); two when the grid would not fill the GPU.
+  constexpr int CGW = K >= 256 ? 2 : 4;  // column warps: 16 state rows per lane at K = 128 and 256
+  using Columns4 = VerifyRegLanes<K, CGW, 1, 4>;
+  using Columns2 = VerifyRegLanes<K, CGW, 1, 2>;
+  // 32-column blocks of column warps when the grid would not fill the GPU; otherwise row bands, one block per value
+  // head and 16 rows a lane (K <= 128: at K = 256 the bands' partial sums pass the static shared-memory limit), or
+  // column warps in 64-column blocks. KVB_TILE (launch_util.h) forces a layout for A/B measurements: "64,128" column
+  // warps, "128,512" row bands of 8 rows a lane.
   const bool narrow = int64_t(p.batch) * p.shape.heads_v * num_slices(p.shape.head_dim_v, 64) < 4 * sm_count();
-  return narrow ? launch_warps<K, 2>(p, stream) : launch_warps<K, 4>(p, stream);
+  if (narrow) return launch_layout<K, Columns2>(p, stream);
+  if constexpr (K <= 128) {
+    switch (tile_override()) {
+      case 64128: break;
+      case 128512: return launch_layout<K, VerifyRegLanes<K, 32, K / 8, K / 8>>(p, stream);
+      default: return launch_layout<K, VerifyRegLanes<K, 32, K / 16, K / 16>>(p, stream);
+    }
+  }
+  return launch_layout<K, Columns4>(p, stream);
 }
 
 cudaError_t launch_recurrent_verify(const RecurrentVerifyParams& p, cudaStream_t stream) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "harness/runners/problem_setup.h"
+#include "kernels/launch_util.h"
 #include "reference/golden_case.h"
 #include "reference/qwen3_next_inputs.h"
 #include "reference/tolerances.h"
@@ -196,13 +197,15 @@ TEST(KVBufferVerifyGpu, SlicedHeadsWriteTheirEntriesAfterTheWholeGroupHasRead) {
   EXPECT_LE(rig.state_err(), tol::kStateFp32) << "decode after the rounds";
 }
 
-TEST(RecurrentVerifyGpu, OutputsIntermediateStatesAndAcceptMatchReference) {
-  KVB_REQUIRE_GPU();
-  const GdnShape s = small_shape();
-  const int S = 3, HV = s.heads_v;
+/// Recurrent verify and accept of N rows over S = N - 1 slots (row 1 padding, the others in reverse slot order, the
+/// accepted counts cycling down from m through 0) against the reference, for each draft count in ms: outputs for every
+/// draft, every intermediate state, the pool untouched by verify, and the state after accept.
+void check_recurrent_verify(const GdnShape& s, int N, const std::vector<int>& ms) {
+  const int S = N - 1, HV = s.heads_v;
   const size_t se = size_t(s.state_elems()), vv = size_t(HV) * s.head_dim_v;
-  for (int m = 1; m <= kMaxDraftTokens; ++m) {
-    ref::Qwen3NextInputs gen(s, 77 + m);
+  for (const int m : ms) {
+    SCOPED_TRACE("N=" + std::to_string(N) + " m=" + std::to_string(m));
+    ref::Qwen3NextInputs gen(s, 77 + m + 100 * N);
     const ref::GateParams gp = gen.gate_params();
     std::vector<std::vector<double>> st(S);
     std::vector<float> pool_h;
@@ -211,9 +214,11 @@ TEST(RecurrentVerifyGpu, OutputsIntermediateStatesAndAcceptMatchReference) {
       pool_h.insert(pool_h.end(), x.begin(), x.end());
     }
     DeviceBuffer<float> pool = upload(pool_h), scratch(size_t(S) * m * se);
-    const std::vector<int32_t> slots = {1, -1, 2, 0};
-    const std::vector<int32_t> acc = {m, 3, 0, m / 2};
-    const int N = int(slots.size());
+    std::vector<int32_t> slots(N), acc(N);
+    for (int r = 0; r < N; ++r) {
+      slots[r] = r == 1 ? -1 : S - 1 - (r < 1 ? r : r - 1);  // every slot once, in reverse order
+      acc[r] = ((m - r) % (m + 1) + m + 1) % (m + 1);         // m, m - 2, ...: all and none among the first rows
+    }
     const auto toks = gen.tokens(N * m);
     const DeviceTokens dt(toks, gp);
     const DeviceBuffer<int32_t> sl = upload(slots), ac = upload(acc);
@@ -231,15 +236,19 @@ TEST(RecurrentVerifyGpu, OutputsIntermediateStatesAndAcceptMatchReference) {
     const auto sc = download(scratch.get(), scratch.size());
     std::vector<std::vector<double>> inter(S);
     for (int r = 0; r < N; ++r) {
-      if (slots[r] < 0) continue;
+      const std::vector<float> og_f(o_got.begin() + r * m * vv, o_got.begin() + (r + 1) * m * vv);
+      if (slots[r] < 0) {
+        EXPECT_TRUE(std::all_of(og_f.begin(), og_f.end(), [](float x) { return x == 0.f; })) << "padding row " << r;
+        continue;
+      }
       std::vector<ref::TokenPrepared> drafts;
       for (int i = 0; i < m; ++i) drafts.push_back(ref::prepare_token(s, toks[r * m + i], gp));
       std::vector<double> o_ref, states;
       ref::recurrent_verify(s, drafts, st[slots[r]], o_ref, states);
-      const std::vector<double> og(o_got.begin() + r * m * vv, o_got.begin() + (r + 1) * m * vv);
-      EXPECT_LE(ref::max_rel_err(o_ref, og, int64_t(m) * HV), tol::kOutputFp32) << "m=" << m;
+      const std::vector<double> og(og_f.begin(), og_f.end());
+      EXPECT_LE(ref::max_rel_err(o_ref, og, int64_t(m) * HV), tol::kOutputFp32) << "row " << r;
       const std::vector<double> sg(sc.begin() + slots[r] * m * se, sc.begin() + (slots[r] + 1) * m * se);
-      EXPECT_LE(ref::max_rel_err(states, sg, int64_t(m) * HV), tol::kStateFp32) << "m=" << m;
+      EXPECT_LE(ref::max_rel_err(states, sg, int64_t(m) * HV), tol::kStateFp32) << "row " << r;
       inter[slots[r]] = states;
     }
     RecurrentAcceptParams ap;
@@ -256,14 +265,26 @@ TEST(RecurrentVerifyGpu, OutputsIntermediateStatesAndAcceptMatchReference) {
     const auto after = download(pool.get(), pool.size());
     for (int r = 0; r < N; ++r) {
       if (slots[r] < 0) continue;
-      const int a = std::min<int>(acc[r], m);
+      const int a = acc[r];
       const std::vector<double> want =
           a == 0 ? st[slots[r]] : std::vector<double>(inter[slots[r]].begin() + (a - 1) * se,
                                                       inter[slots[r]].begin() + a * se);
       const std::vector<double> got(after.begin() + slots[r] * se, after.begin() + (slots[r] + 1) * se);
-      EXPECT_LE(ref::max_rel_err(want, got, HV), tol::kStateFp32) << "accept a=" << a << " m=" << m;
+      EXPECT_LE(ref::max_rel_err(want, got, HV), tol::kStateFp32) << "accept a=" << a << " row " << r;
     }
   }
+}
+
+// A batch too small to fill the GPU (column warps, 32-column blocks), every draft count.
+TEST(RecurrentVerifyGpu, OutputsIntermediateStatesAndAcceptMatchReference) {
+  KVB_REQUIRE_GPU();
+  check_recurrent_verify(small_shape(), 4, {1, 2, 3, 4, 5, 6, 7, 8});
+}
+
+// A batch that fills the GPU (the wide layout; its 128-column blocks are half masked at V = 64), at 1, 4 and 8 drafts.
+TEST(RecurrentVerifyGpu, WideBatchMatchesReference) {
+  KVB_REQUIRE_GPU();
+  check_recurrent_verify(small_shape(), 4 * sm_count() / small_shape().heads_v + 3, {1, 4, 8});
 }
 
 TEST(VerifyGpu, GoldenDraft4) {
