@@ -137,29 +137,23 @@ __device__ __forceinline__ void accumulate_buffer(const Tile& tile, const Buffer
 
 /// The buffer's share of a fold for CH consecutive state rows r0 .. r0 + CH - 1 of the caller's four columns, held in
 /// registers: s[i] += sum_{j<n} (w_j / |k_j|) k_j[r0 + i] u_j (DESIGN.md section 3, flush), with u_j = delta(j), a
-/// float4 of the caller's columns (from shared memory in decode and flush, from the pool in verify). Entries are
-/// taken two at a time, their deltas fetched together (two round trips in flight when they come from global memory);
-/// raw keys, weights w_j and 1 / |k_j| come from `bs`.
+/// float4 of the caller's columns from shared memory (decode and flush: the tile's extra rows; verify: the freed tile
+/// rows it stages them in); raw keys, weights w_j and 1 / |k_j| come from `bs`.
 template <int CH, int K, class Delta>
 __device__ __forceinline__ void fold_entries(float4 (&s)[CH], int r0, int n, const BufferSmem<K>& bs, Delta delta) {
-  for (int j0 = 0; j0 < n; j0 += 2) {
-    float4 u[2];
+#pragma unroll 2
+  for (int j = 0; j < n; ++j) {
+    float kr[CH];
+    load_bf16<CH>(bs.key(j) + r0, kr);
+    const float wj = bs.w[j] * bs.rk[j];
+    const float4 uj = delta(j);
 #pragma unroll
-    for (int q = 0; q < 2; ++q) u[q] = j0 + q < n ? delta(j0 + q) : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-    for (int q = 0; q < 2; ++q) {
-      if (j0 + q >= n) break;
-      float kr[CH];
-      load_bf16<CH>(bs.key(j0 + q) + r0, kr);
-      const float wj = bs.w[j0 + q] * bs.rk[j0 + q];
-#pragma unroll
-      for (int i = 0; i < CH; ++i) {
-        const float a = kr[i] * wj;
-        s[i].x = fmaf(a, u[q].x, s[i].x);
-        s[i].y = fmaf(a, u[q].y, s[i].y);
-        s[i].z = fmaf(a, u[q].z, s[i].z);
-        s[i].w = fmaf(a, u[q].w, s[i].w);
-      }
+    for (int i = 0; i < CH; ++i) {
+      const float a = kr[i] * wj;
+      s[i].x = fmaf(a, uj.x, s[i].x);
+      s[i].y = fmaf(a, uj.y, s[i].y);
+      s[i].z = fmaf(a, uj.z, s[i].z);
+      s[i].w = fmaf(a, uj.w, s[i].w);
     }
   }
 }

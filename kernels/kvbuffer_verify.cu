@@ -35,6 +35,11 @@ struct DraftSmem {
   float g[M], beta[M], D[M];
   float kk[M][M], kq[M][M];
   __device__ __forceinline__ float& k_at(int i, int r) { return khat[i][r % kSubs][r / kSubs]; }
+  /// Draft i's deltas for float4 column c of the block, parked over khat and qhat once every warp is done with them.
+  __device__ __forceinline__ float4& parked(int i, int c) {
+    return reinterpret_cast<float4*>(&khat[0][0][0])[i * (VB / 4) + c];
+  }
+  static_assert(2 * sizeof(float) * kSubs * kPitch >= sizeof(float) * VB, "DraftSmem: no room to park the deltas");
   __device__ __forceinline__ float& q_at(int i, int r) { return qhat[i][r % kSubs][r / kSubs]; }
 };
 
@@ -90,30 +95,71 @@ struct VerifyLanes {
 
 /// The flush of a due row inside verify, from the checkpoint slice already in the tile: columns [v0, v0 + VB) of
 /// m ([K][V]) <- decay S + sum_{j<n} w_j k^_j u_j^T. Thread t owns float4 column t % (VB / 4) of 8-row bands
-/// t / (VB / 4), t / (VB / 4) + THREADS / (VB / 4), ...; u_j is read from the pool (deltas: entry 0 of this slot and
-/// value head, entries delta_stride apart), keys, weights and norms from bs. Masked columns are neither read nor
-/// written; the checkpoint is written once, streaming.
+/// t / (VB / 4), t / (VB / 4) + THREADS / (VB / 4), ..., a round of THREADS / (VB / 4) bands at a time. Once the
+/// first round's rows are in registers, their tile rows are free: the n deltas u_j (deltas: entry 0 of this slot
+/// and value head, entries delta_stride apart) are copied there in one go, one entry per freed row, followed by
+/// the raw keys when bs reads them from the pool and they fit. Every entry is thus fetched once, all in flight
+/// together, instead of one round trip after another per entry and band (measured on the H200: verify + accept 5%
+/// to 9% faster with 4 drafts). With more entries than freed rows (n > 64) the fold reads the deltas from the pool.
+/// Masked columns are zero-filled and not written; the checkpoint is written once, streaming. Every thread of the
+/// block must call it (it holds barriers).
 template <int K, int VB>
 __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, const BufferSmem<K>& bs, int n,
                                                  float decay, const float* __restrict__ deltas, int64_t delta_stride,
                                                  float* __restrict__ m, int v0, int V) {
   constexpr int CG = VB / 4, ROWS = 8, BANDS = K / ROWS, THREADS = VerifyLanes<VB>::THREADS;
+  constexpr int PER_ROUND = THREADS / CG, ROUNDS = (BANDS + PER_ROUND - 1) / PER_ROUND;
+  constexpr int FREED = (PER_ROUND < BANDS ? PER_ROUND : BANDS) * ROWS;  // tile rows free after round 0's loads
   static_assert(K % ROWS == 0 && THREADS % CG == 0, "fold_verify_tile: unsupported K x VB");
   const int cg = threadIdx.x % CG, col = v0 + 4 * cg;
-  if (col >= V) return;
-  for (int band = threadIdx.x / CG; band < BANDS; band += THREADS / CG) {
-    const int r0 = band * ROWS;
+  const bool active = col < V;
+  float4* const freed = tile.sm;     // rows [0, FREED), unswizzled: entry j's deltas at freed[j * CG + c]
+  constexpr int KEY_CHUNKS = K / 8;  // 16-byte pieces of one raw key
+  // Entries whose deltas are staged: all of them, or none past FREED; raw keys read from the pool are staged after
+  // the deltas when they fit too.
+  const int staged = n <= FREED ? n : 0;
+  const bool stage_keys = bs.key_stride != K && n * (CG + KEY_CHUNKS) <= FREED * CG;
+  BufferSmem<K> fs = bs;  // bs, with the keys where the fold reads them
+  if (stage_keys) {
+    fs.keys = reinterpret_cast<bf16*>(freed + n * CG);
+    fs.key_stride = K;
+  }
+#pragma unroll 1
+  for (int round = 0; round < ROUNDS; ++round) {
+    const int band = round * PER_ROUND + int(threadIdx.x) / CG, r0 = band * ROWS;
+    const bool has_band = band < BANDS;
     float4 s[ROWS];
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
-      const float4 x = tile.at(r0 + i, cg);
+      const float4 x = has_band ? tile.at(r0 + i, cg) : make_float4(0.f, 0.f, 0.f, 0.f);
       s[i] = make_float4(decay * x.x, decay * x.y, decay * x.z, decay * x.w);
     }
-    fold_entries<ROWS>(s, r0, n, bs, [&](int j) {
-      return __ldg(reinterpret_cast<const float4*>(deltas + j * delta_stride + col));
-    });
+    if (round == 0) {
+      __syncthreads();  // round 0's rows are in registers: tile rows [0, FREED) are free
+      for (int idx = threadIdx.x; idx < staged * CG; idx += THREADS) {
+        const int j = idx / CG, c = idx % CG, cc = v0 + 4 * c;
+        cp_async16(freed + idx, deltas + j * delta_stride + (cc < V ? cc : 0), cc < V);
+      }
+      if (stage_keys)
+        for (int idx = threadIdx.x; idx < n * KEY_CHUNKS; idx += THREADS) {
+          const int j = idx / KEY_CHUNKS, part = idx % KEY_CHUNKS;
+          cp_async16(fs.keys + j * K + part * 8, bs.key(j) + part * 8, true);
+        }
+      cp_async_commit();
+      cp_async_wait_all();
+      __syncthreads();  // staged deltas and keys visible to the block
+    }
+    if (!has_band) continue;
+    if (staged == n) {
+      fold_entries<ROWS>(s, r0, n, fs, [&](int j) { return freed[j * CG + cg]; });
+    } else {
+      const float* u = deltas + (active ? col : 0);
+      fold_entries<ROWS>(s, r0, n, bs,
+                         [&](int j) { return __ldg(reinterpret_cast<const float4*>(u + j * delta_stride)); });
+    }
+    if (active)
 #pragma unroll
-    for (int i = 0; i < ROWS; ++i) __stcs(reinterpret_cast<float4*>(m + int64_t(r0 + i) * V + col), s[i]);
+      for (int i = 0; i < ROWS; ++i) __stcs(reinterpret_cast<float4*>(m + int64_t(r0 + i) * V + col), s[i]);
   }
 }
 
@@ -363,16 +409,23 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   // Every read of its entries by this block (buffer pass, coefficients, fold) is complete past the barrier; only
   // then may the drafts' deltas (this block's columns) replace them. A row that is not due writes past its entries.
   if (flush) {
+    // The drafts' deltas wait in shared memory (the drafts' keys and queries, read by every warp before this
+    // barrier), so that their registers serve the fold.
+    __syncthreads();
+    if (ln.sub == 0)
+#pragma unroll
+      for (int i = 0; i < M; ++i) ds.parked(i, ln.c4) = make_float4(ak[i][0], ak[i][1], ak[i][2], ak[i][3]);
     fold_verify_tile<K, VB>(tile, bs, n, decay0, pool.deltas + (int64_t(slot) * cap * HV + h) * V, delta_stride,
                             pool.checkpoint + (int64_t(slot) * HV + h) * K * V, v0, V);
     __syncthreads();
-  }
-  const int base = flush ? 0 : n;
-  if (ln.sub == 0 && ln.active)
+    if (ln.sub == 0 && ln.active)
+#pragma unroll
+      for (int i = 0; i < M; ++i) *reinterpret_cast<float4*>(deltas + i * delta_stride) = ds.parked(i, ln.c4);
+  } else if (ln.sub == 0 && ln.active) {
 #pragma unroll
     for (int i = 0; i < M; ++i)
-      *reinterpret_cast<float4*>(deltas + (base + i) * delta_stride) =
-          make_float4(ak[i][0], ak[i][1], ak[i][2], ak[i][3]);
+      *reinterpret_cast<float4*>(deltas + (n + i) * delta_stride) = make_float4(ak[i][0], ak[i][1], ak[i][2], ak[i][3]);
+  }
   if (flush) write_due_draft_entries(p, row, draft_entry, M);
 }
 
