@@ -149,6 +149,10 @@ struct RecurrentVerifyParams {
   const int32_t* slot = nullptr;  ///< [N], -1 = padding: nothing read or written, o rows zeroed
   void* o = nullptr;              ///< [N, m, HV, V]
   OutputDtype o_dtype = OutputDtype::bf16;
+  /// Programmatic dependent launch (kernels/pdl.cuh): the kernel may start while the previous kernel on the stream
+  /// finishes, and loads its state slices before waiting for it. Set it only when that previous kernel writes none of
+  /// this launch's states (in a model step it is another layer's verify or accept); false: a plain launch.
+  bool pdl = false;
 };
 
 /// Accept after recurrent verification: state[slot] = scratch[slot][a - 1] for a = accepted[row] >= 1 (a = 0 keeps
@@ -162,6 +166,9 @@ struct RecurrentAcceptParams {
   int num_slots = 0;
   const int32_t* slot = nullptr;     ///< [N], -1 = padding
   const int32_t* accepted = nullptr; ///< [N] accepted drafts a, 0 <= a <= m
+  /// Programmatic dependent launch (kernels/pdl.cuh): the launch overlaps the previous kernel's last wave and waits
+  /// for it before reading anything; false: a plain launch.
+  bool pdl = false;
 };
 
 /// KVBuffer verification with accept folded in: the m drafts' outputs from the checkpoint and the buffer in one pass.
@@ -183,6 +190,11 @@ struct KVBufferVerifyParams {
   int32_t* group_arrivals = nullptr;   ///< [N, H] zero before a launch, zero again after it (the launch's counters)
   void* o = nullptr;                   ///< [N, m, HV, V]
   OutputDtype o_dtype = OutputDtype::bf16;
+  /// Programmatic dependent launch (kernels/pdl.cuh): the kernel may start while the previous kernel on the stream
+  /// finishes, and the blocks of its first wave stream their checkpoint slices before waiting for it. Set it only when
+  /// that previous kernel writes none of this launch's checkpoints (in a model step it is another layer's verify, or
+  /// the commit, which writes only fill); false: a plain launch.
+  bool pdl = false;
 };
 
 /// Largest number of draft tokens the verify kernels take.
@@ -209,8 +221,10 @@ cudaError_t launch_kvbuffer_advance_accepted(int32_t* fill, const int32_t* slot,
 /// fill[slot] = (fill >= buffer_size ? 0 : fill) + a, a = accepted[i] clamped to [0, draft_tokens]; the result may
 /// reach B - 1 + m (the slot's next verify or decode folds it). Preconditions: every row committed was verified
 /// since its last commit (a due slot's reset to 0 assumes that verify folded its entries), and draft_tokens is the m
-/// of those verify launches (the pool's capacity holds B - 1 + m).
+/// of those verify launches (the pool's capacity holds B - 1 + m). pdl: programmatic dependent launch
+/// (kernels/pdl.cuh; it waits for the previous kernel before reading fill).
 cudaError_t launch_kvbuffer_commit_accepted(int32_t* fill, const int32_t* slot, const int32_t* accepted, int batch,
-                                            int buffer_size, int draft_tokens, cudaStream_t stream);
+                                            int buffer_size, int draft_tokens, cudaStream_t stream,
+                                            bool pdl = false);
 
 }  // namespace kvb

@@ -13,6 +13,7 @@
 #include "kernels/gdn_params.h"
 #include "kernels/kvbuffer_device.cuh"
 #include "kernels/launch_util.h"
+#include "kernels/pdl.cuh"
 
 namespace kvb {
 namespace {
@@ -213,7 +214,7 @@ __device__ __forceinline__ void write_due_draft_entries(const KVBufferVerifyPara
 /// the warp that uses each (setup_pool_keys); the launcher stages them when that costs no block per SM.
 template <int K, int VB, int M, bool kSmemKeys>
 __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB, M>())
-    kvbuffer_verify_kernel(const KVBufferVerifyParams p) {
+    kvbuffer_verify_kernel(const KVBufferVerifyParams p, int early_blocks) {
   constexpr int THREADS = VerifyLanes<VB>::THREADS, WARPS = THREADS / 32, SUBS = VerifyLanes<VB>::SUBS;
   using Tile = VerifyTile<K, VB>;
   extern __shared__ __align__(16) char dyn_smem[];  // tile (K rows) | BufferSmem (cap) | dk, dq [M][cap]
@@ -224,7 +225,21 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   const int cap = pool.capacity;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slot = p.slot[row];
-  if (slot < 0 || slot >= pool.num_slots) {
+  const bool padding = slot < 0 || slot >= pool.num_slots;
+  Tile tile{reinterpret_cast<float4*>(dyn_smem)};
+  const float* s0 = padding ? nullptr : pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
+  // PDL (kernels/pdl.cuh): a block of the first wave (linear index < early_blocks, the blocks the GPU holds at once)
+  // may start while the previous kernel finishes and streams its checkpoint slice before the wait; everything else
+  // (buffer positions, entries, drafts) is read after it. Later blocks keep the order below.
+  const bool early =
+      !padding && int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) < early_blocks;
+  if (early) {
+    tile.load_async(s0, v0, V);
+    cp_async_commit();
+  }
+  pdl_wait();
+  pdl_launch_dependents();
+  if (padding) {
     for (int i = 0; i < M; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V, v0, VB, V);
     return;
   }
@@ -233,7 +248,6 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   const bool flush = n >= pool.buffer_size;
   const int64_t draft_entry = int64_t(slot) * cap + (flush ? 0 : n);  // the drafts' first buffer entry
 
-  Tile tile{reinterpret_cast<float4*>(dyn_smem)};
   BufferSmem<K> bs;
   if constexpr (kSmemKeys) bs.setup(dyn_smem + Tile::kBytes, cap);
   else bs.setup_pool_keys(dyn_smem + Tile::kBytes, cap, pool, H, slot, hk);
@@ -245,7 +259,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   else bs.load_log_decay_async(pool, HV, slot, h, n);
   load_draft_values_async<VB>(p.in.v, row, M, HV, h, V, v0, ds.v);
   cp_async_commit();
-  tile.load_async(pool.checkpoint + (int64_t(slot) * HV + h) * K * V, v0, V);
+  if (!early) tile.load_async(s0, v0, V);
   cp_async_commit();
   // This lane's buffered deltas u_j, j = sub, sub + 8, ... (each read by this lane alone, in the buffer pass).
   const VerifyLanes<VB> ln(v0, V);
@@ -274,7 +288,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
         ds.beta[i] = gate.beta;
         if (!flush && blockIdx.x == 0) pool.log_decay[(draft_entry + i) * HV + h] = gate.g;
       });
-  cp_async_wait_group<1>();
+  cp_async_wait_group<1>();  // an early block's checkpoint group, committed first, is complete too
   __syncthreads();  // drafts, log-decays and draft values in shared memory; the slice still streaming
 
   // Buffer weights w_j = e^{sum of g after j} and 1/|k_j| (warp 0 scan, all warps norms).
@@ -441,6 +455,8 @@ __global__ void kvbuffer_advance_accepted_kernel(int32_t* fill, const int32_t* s
 
 __global__ void kvbuffer_commit_accepted_kernel(int32_t* fill, const int32_t* slot, const int32_t* accepted,
                                                 int batch, int buffer_size, int draft_tokens) {
+  pdl_wait();  // kernels/pdl.cuh: every verify that reads fill has completed
+  pdl_launch_dependents();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= batch) return;
   const int s = slot[i];
@@ -466,8 +482,16 @@ cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t strea
   const auto kernel = smem_keys ? with_keys : without_keys;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem_for(smem_keys)); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  kernel<<<grid, threads, smem_for(smem_keys), stream>>>(p);
-  return cudaGetLastError();
+  int early_blocks = 0;  // plain launch: no block starts early
+  if (p.pdl) {
+    int per_sm = 0;
+    if (const cudaError_t e =
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_for(smem_keys));
+        e != cudaSuccess)
+      return e;
+    early_blocks = per_sm * sm_count();
+  }
+  return launch_kernel(kernel, grid, threads, smem_for(smem_keys), stream, p.pdl, p, early_blocks);
 }
 
 /// The draft count as a compile-time constant (every loop over drafts fully unrolled).
@@ -525,12 +549,11 @@ cudaError_t launch_kvbuffer_advance_accepted(int32_t* fill, const int32_t* slot,
 }
 
 cudaError_t launch_kvbuffer_commit_accepted(int32_t* fill, const int32_t* slot, const int32_t* accepted, int batch,
-                                            int buffer_size, int draft_tokens, cudaStream_t stream) {
+                                            int buffer_size, int draft_tokens, cudaStream_t stream, bool pdl) {
   if (!fill || !slot || !accepted || batch < 1 || buffer_size < 1 || !validate_draft_tokens(draft_tokens).empty())
     return cudaErrorInvalidValue;
-  kvbuffer_commit_accepted_kernel<<<(batch + 255) / 256, 256, 0, stream>>>(fill, slot, accepted, batch, buffer_size,
-                                                                          draft_tokens);
-  return cudaGetLastError();
+  return launch_kernel(kvbuffer_commit_accepted_kernel, dim3((batch + 255) / 256), dim3(256), 0, stream, pdl, fill,
+                       slot, accepted, batch, buffer_size, draft_tokens);
 }
 
 std::string validate_verify_capacity(const KVBufferPool& pool, int draft_tokens) {

@@ -7,6 +7,7 @@
 #include "kernels/gdn_device.cuh"
 #include "kernels/gdn_params.h"
 #include "kernels/launch_util.h"
+#include "kernels/pdl.cuh"
 
 namespace kvb {
 namespace {
@@ -54,23 +55,27 @@ __global__ void __launch_bounds__(L::WARPS * 32, L::BANDS > 1 ? 2 : 1) recurrent
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const int m = p.in.tokens;
   const int slot = p.slot[row];
-  if (slot < 0 || slot >= p.num_slots) {
-    for (int i = 0; i < m; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * m + i) * HV + h) * V, v0, VB, V);
-    return;
-  }
+  const bool padding = slot < 0 || slot >= p.num_slots;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int band = warp % L::BANDS, cgi = (warp / L::BANDS) * L::CGW + lane % L::CGW;  // float4 column in block
   const int sub = lane / L::CGW, r0 = band * (K / L::BANDS) + sub;                    // rows r0 + SUBS * t
   const int col = v0 + 4 * cgi;
   const bool active = col < V;
 
-  // This lane's state rows, streamed once (the pool is read only here).
-  const float* s0 = p.state + (int64_t(slot) * HV + h) * K * V + (active ? col : 0);
+  // This lane's state rows, streamed once (the pool is read only here), before the PDL wait (kernels/pdl.cuh:
+  // nothing but the slot index and the state is read before it).
+  const float* s0 = p.state + (int64_t(padding ? 0 : slot) * HV + h) * K * V + (active ? col : 0);
   float4 S[L::ROWS];
 #pragma unroll
   for (int t = 0; t < L::ROWS; ++t)
-    S[t] = active ? __ldg(reinterpret_cast<const float4*>(s0 + int64_t(r0 + L::SUBS * t) * V))
-                  : make_float4(0.f, 0.f, 0.f, 0.f);
+    S[t] = active && !padding ? __ldg(reinterpret_cast<const float4*>(s0 + int64_t(r0 + L::SUBS * t) * V))
+                              : make_float4(0.f, 0.f, 0.f, 0.f);
+  pdl_wait();
+  pdl_launch_dependents();
+  if (padding) {
+    for (int i = 0; i < m; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * m + i) * HV + h) * V, v0, VB, V);
+    return;
+  }
 
   // The drafts' normalised keys and queries, one warp per draft, while the state loads are in flight.
   normalise_drafts<K>(
@@ -143,6 +148,8 @@ __global__ void __launch_bounds__(L::WARPS * 32, L::BANDS > 1 ? 2 : 1) recurrent
 
 /// state[slot] = scratch[slot][a - 1]: blockIdx.y is the row, blocks stride over the state's float4s.
 __global__ void recurrent_accept_kernel(const RecurrentAcceptParams p) {
+  pdl_wait();  // kernels/pdl.cuh: the verify that wrote the scratch pool has completed
+  pdl_launch_dependents();
   const int row = blockIdx.y;
   const int slot = p.slot[row], a = p.accepted[row];
   if (slot < 0 || slot >= p.num_slots || a <= 0 || a > p.draft_tokens) return;
@@ -157,8 +164,7 @@ __global__ void recurrent_accept_kernel(const RecurrentAcceptParams p) {
 template <int K, class L>
 cudaError_t launch_layout(const RecurrentVerifyParams& p, cudaStream_t stream) {
   const dim3 grid(num_slices(p.shape.head_dim_v, L::VB), p.shape.heads_v, p.batch);
-  recurrent_verify_kernel<K, L><<<grid, L::WARPS * 32, 0, stream>>>(p);
-  return cudaGetLastError();
+  return launch_kernel(recurrent_verify_kernel<K, L>, grid, L::WARPS * 32, 0, stream, p.pdl, p);
 }
 
 }  // namespace
@@ -217,8 +223,7 @@ cudaError_t launch_recurrent_accept(const RecurrentAcceptParams& p, cudaStream_t
   if (!validate(p).empty()) return cudaErrorInvalidValue;
   const int64_t n4 = p.shape.state_elems() / 4;
   const dim3 grid(unsigned(std::min<int64_t>((n4 + 255) / 256, 64)), p.batch);
-  recurrent_accept_kernel<<<grid, 256, 0, stream>>>(p);
-  return cudaGetLastError();
+  return launch_kernel(recurrent_accept_kernel, grid, dim3(256), 0, stream, p.pdl, p);
 }
 
 }  // namespace kvb

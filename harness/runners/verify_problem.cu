@@ -28,6 +28,11 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
     throw std::invalid_argument(fmt::format("VerifyProblem: buffer_size = {} is out of range for the raw form "
                                             "(allowed: 1 to {})", cfg_.buffer_size, kMaxRawBuffer));
   sets_ = cfg_.share_pools ? 1 : cfg_.groups * cfg_.layers;
+  if (cfg_.pdl && sets_ < 2)
+    throw std::invalid_argument("launch = pdl needs consecutive launches on distinct pools: layers x groups >= 2 and "
+                                "pools not shared (allowed with one pool set: plain)");
+  if (cfg_.pdl && raw())
+    throw std::invalid_argument("launch = pdl is not supported with buffer_form = raw (allowed with raw: plain)");
   const size_t N = cfg_.batch, m = cfg_.draft_tokens, sets = sets_;
   FillSeeds seeds(cfg_.seed);
   std::mt19937_64 rng(cfg_.seed);
@@ -88,6 +93,7 @@ RecurrentVerifyParams VerifyProblem::recurrent_verify_params(int set) const {
   p.state = state(set);
   p.num_slots = cfg_.batch;
   p.scratch = scratch(set);
+  p.pdl = cfg_.pdl;
   return p;
 }
 
@@ -101,6 +107,7 @@ RecurrentAcceptParams VerifyProblem::recurrent_accept_params(int set) const {
   p.num_slots = cfg_.batch;
   p.slot = slot_.get();
   p.accepted = accepted_.get();
+  p.pdl = cfg_.pdl;
   return p;
 }
 
@@ -109,6 +116,7 @@ KVBufferVerifyParams VerifyProblem::kvbuffer_verify_params(int set) const {
                                               cfg_.o_dtype);
   p.pool = entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
   p.group_arrivals = group_arrivals();
+  p.pdl = cfg_.pdl;
   return p;
 }
 
@@ -160,7 +168,7 @@ void VerifyProblem::enqueue_verify_accept(cudaStream_t stream) const {
                                                       cfg_.buffer_size, stream));
     else if (kvbuffer())
       KVB_CUDA_CHECK(launch_kvbuffer_commit_accepted(positions, slot_.get(), accepted_.get(), cfg_.batch,
-                                                     cfg_.buffer_size, cfg_.draft_tokens, stream));
+                                                     cfg_.buffer_size, cfg_.draft_tokens, stream, cfg_.pdl));
   }
 }
 

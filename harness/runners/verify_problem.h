@@ -40,6 +40,10 @@ struct VerifyConfig {
   int scratch_sets = 0;
   uint64_t seed = 0;
   OutputDtype o_dtype = OutputDtype::bf16;
+  /// Launch every verify, accept and commit with programmatic dependent launch (kernels/pdl.cuh): a layer's verify
+  /// streams its states or checkpoints while the previous launch finishes. Needs distinct pools per layer-set (sets()
+  /// >= 2) and the recurrent or delta-form kernels; VerifyProblem throws std::invalid_argument otherwise.
+  bool pdl = false;
 };
 
 /// Device memory and launch parameters of one verification workload. Move-only; frees everything on destruction.

@@ -25,7 +25,17 @@ VerifyConfig verify_config(const Point& pt) {
   read_model_point(pt, c.variant == VerifyVariant::kvbuffer, c);
   c.draft_tokens = int(pt.get_int("draft_tokens"));
   c.accepted = parse_accepted(pt.get("accepted"));
+  c.pdl = pt.get("launch") == "pdl";
   return c;
+}
+
+/// The spec_verify kind's whole-point check: validate_buffer_form_point, then launch = pdl only where the kernels
+/// take it (recurrent and delta form; not the raw form).
+std::string validate_verify_point(const Point& pt) {
+  if (auto e = validate_buffer_form_point(pt); !e.empty()) return e;
+  if (pt.get("launch") == "pdl" && pt.get("variant") == "kvbuffer_verify" && point_buffer_form(pt) == BufferForm::raw)
+    return "launch = pdl is not supported with buffer_form = raw (allowed with raw: plain)";
+  return "";
 }
 
 Row run_verify_point(const Point& pt, SweepContext& ctx) {
@@ -100,6 +110,8 @@ ExperimentKind spec_verify_experiment_kind() {
       {"buffer_size", {"8"}, int_axis("buffer_size", 1, 64)},
       buffer_form_axis(),
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
+      // plain: one launch after another; pdl: programmatic dependent launch of verify, accept and commit.
+      {"launch", {"plain"}, word_axis("launch", {"plain", "pdl"}), /*added_later=*/true},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.result_columns = {
@@ -118,7 +130,7 @@ ExperimentKind spec_verify_experiment_kind() {
     if (variant == "recurrent_verify") return axis != "buffer_size" && axis != "buffer_form" && axis != "phase";
     return true;
   };
-  k.validate = validate_buffer_form_point;
+  k.validate = validate_verify_point;
   k.run = run_verify_point;
   return k;
 }

@@ -85,8 +85,9 @@ TEST(SpecVerifyAxes, RecurrentPointsHaveNoBufferSizeOrPhase) {
   const SweepConfig c = load_sweep_config(std::string(KVB_SOURCE_DIR) + "/experiments/spec_verify.toml");
   EXPECT_EQ(c.kind, "spec_verify");
   const std::vector<Point> points = make_grid(kind, resolve_axes(kind, c, {}));
-  // 2 batches x 4 draft counts x 2 acceptances: once for recurrent, once per buffer size (3) for KVBuffer.
-  ASSERT_EQ(points.size(), 2u * 4 * 2 * (1 + 3));
+  // 2 batches x 4 draft counts x 2 acceptances x 2 launches: once for recurrent, once per buffer size (3) for
+  // KVBuffer.
+  ASSERT_EQ(points.size(), 2u * 4 * 2 * 2 * (1 + 3));
   for (const Point& p : points) {
     const bool kvb = p.get("variant") == "kvbuffer_verify";
     EXPECT_EQ(p.get("buffer_size").empty(), !kvb) << p.label();

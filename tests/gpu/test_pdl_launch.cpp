@@ -1,8 +1,8 @@
-// Programmatic dependent launch (kernels/pdl.cuh) of the decode kernels: a model step of several layers launched with
-// PDL, captured in a CUDA graph and replayed over whole flush cycles, leaves every output, state and checkpoint
-// bit-for-bit equal to the same steps launched plainly (the kernels only move the checkpoint copy before the wait;
-// the arithmetic is the same), and the pre-timing check against the float64 reference passes in PDL mode. Skipped
-// without a CUDA device.
+// Programmatic dependent launch (kernels/pdl.cuh) of the decode and verify kernels: a model step of several layers
+// launched with PDL, captured in a CUDA graph and replayed over whole flush cycles, leaves every output, state,
+// checkpoint, buffered delta and buffer position bit-for-bit equal to the same steps launched plainly (the kernels
+// only move the state or checkpoint copy before the wait; the arithmetic is the same), and the pre-timing checks
+// against the float64 reference pass in PDL mode. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,6 +12,9 @@
 #include "harness/runners/decode_check.h"
 #include "harness/runners/decode_problem.h"
 #include "harness/runners/graph_timer.h"
+#include "harness/runners/verify_accepted.h"
+#include "harness/runners/verify_check.h"
+#include "harness/runners/verify_problem.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace kvb {
@@ -94,6 +97,102 @@ TEST(PdlLaunchGpu, OnePoolSetIsRefused) {
   c.layers = 3;
   c.share_pools = true;
   EXPECT_THROW(DecodeProblem{c}, std::invalid_argument);
+}
+
+VerifyConfig verify_pdl_config(VerifyVariant variant, bool pdl) {
+  VerifyConfig c;
+  c.variant = variant;
+  c.batch = 64;
+  c.draft_tokens = 4;
+  c.accepted = parse_accepted("0.7");  // rows accept different counts, some none
+  c.buffer_size = 4;                   // a due row, folded by verify, every step or two
+  c.layers = 3;
+  c.seed = 17;
+  c.o_dtype = OutputDtype::fp32;
+  c.pdl = pdl;
+  return c;
+}
+
+/// Outputs, states (recurrent) or checkpoints, buffered deltas and positions (KVBuffer) of every set after `steps`
+/// graph replays of one verify + accept model step.
+struct VerifyStepResult {
+  std::vector<unsigned char> o;
+  std::vector<float> states, deltas;
+  std::vector<int32_t> fill;
+};
+
+VerifyStepResult run_verify_steps(const VerifyConfig& cfg, int steps) {
+  CudaStream stream;
+  VerifyProblem prob(cfg);
+  const CudaGraph graph = CudaGraph::capture(stream.get(), [&](cudaStream_t s) { prob.enqueue_verify_accept(s); });
+  for (int i = 0; i < steps; ++i) graph.launch(stream.get());
+  KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  VerifyStepResult r;
+  const size_t N = size_t(cfg.batch), se = size_t(cfg.shape.state_elems());
+  for (int set = 0; set < prob.sets(); ++set) {
+    const auto o = download(static_cast<const unsigned char*>(prob.o(set)), prob.o_bytes_per_set());
+    r.o.insert(r.o.end(), o.begin(), o.end());
+    const auto st = download(prob.state(set), N * se);
+    r.states.insert(r.states.end(), st.begin(), st.end());
+    if (prob.kvbuffer()) {
+      const KVBufferPool pool = prob.kvbuffer_verify_params(set).pool;
+      const auto d = download(pool.deltas, N * pool.capacity * cfg.shape.heads_v * cfg.shape.head_dim_v);
+      r.deltas.insert(r.deltas.end(), d.begin(), d.end());
+    }
+  }
+  if (prob.kvbuffer()) r.fill = download(prob.fill(0), N);
+  return r;
+}
+
+void expect_verify_pdl_matches_plain(VerifyVariant variant) {
+  const int steps = 9;  // two cycles of a 4-entry buffer and one step more
+  const VerifyStepResult plain = run_verify_steps(verify_pdl_config(variant, false), steps);
+  const VerifyStepResult pdl = run_verify_steps(verify_pdl_config(variant, true), steps);
+  ASSERT_EQ(plain.o.size(), pdl.o.size());
+  ASSERT_EQ(plain.states.size(), pdl.states.size());
+  ASSERT_EQ(plain.deltas.size(), pdl.deltas.size());
+  EXPECT_EQ(std::memcmp(plain.o.data(), pdl.o.data(), plain.o.size()), 0) << "outputs differ";
+  EXPECT_EQ(std::memcmp(plain.states.data(), pdl.states.data(), plain.states.size() * sizeof(float)), 0)
+      << "states or checkpoints differ";
+  EXPECT_EQ(std::memcmp(plain.deltas.data(), pdl.deltas.data(), plain.deltas.size() * sizeof(float)), 0)
+      << "buffered deltas differ";
+  EXPECT_EQ(plain.fill, pdl.fill) << "buffer positions differ";
+  // The states or checkpoints moved (accepts, folds): the comparison is not between two untouched pools.
+  const VerifyStepResult fresh = run_verify_steps(verify_pdl_config(variant, false), 0);
+  EXPECT_NE(std::memcmp(fresh.states.data(), pdl.states.data(), pdl.states.size() * sizeof(float)), 0);
+}
+
+TEST(PdlLaunchGpu, RecurrentVerifyAcceptStepsMatchPlainLaunchesBitForBit) {
+  KVB_REQUIRE_GPU();
+  expect_verify_pdl_matches_plain(VerifyVariant::recurrent);
+}
+
+TEST(PdlLaunchGpu, KVBufferVerifyAcceptStepsMatchPlainLaunchesBitForBit) {
+  KVB_REQUIRE_GPU();
+  expect_verify_pdl_matches_plain(VerifyVariant::kvbuffer);
+}
+
+TEST(PdlLaunchGpu, VerifyCheckAgainstReferencePassesWithPdl) {
+  KVB_REQUIRE_GPU();
+  for (const VerifyVariant v : {VerifyVariant::recurrent, VerifyVariant::kvbuffer}) {
+    CudaStream stream;
+    VerifyProblem prob(verify_pdl_config(v, true));
+    const VerifyCheck chk = check_verify_step(prob, stream.get());
+    EXPECT_TRUE(chk.pass()) << chk.detail;
+  }
+}
+
+TEST(PdlLaunchGpu, VerifyWithOnePoolSetOrTheRawFormIsRefused) {
+  KVB_REQUIRE_GPU();
+  VerifyConfig c = verify_pdl_config(VerifyVariant::kvbuffer, true);
+  c.layers = 1;  // consecutive launches would read the checkpoints the previous one folds into
+  EXPECT_THROW(VerifyProblem{c}, std::invalid_argument);
+  c.layers = 3;
+  c.share_pools = true;
+  EXPECT_THROW(VerifyProblem{c}, std::invalid_argument);
+  c.share_pools = false;
+  c.form = BufferForm::raw;
+  EXPECT_THROW(VerifyProblem{c}, std::invalid_argument);
 }
 
 }  // namespace
