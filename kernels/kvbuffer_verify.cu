@@ -225,24 +225,24 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   const int cap = pool.capacity;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int slot = p.slot[row];
-  const bool padding = slot < 0 || slot >= pool.num_slots;
+  if (slot < 0 || slot >= pool.num_slots) {  // padding: nothing read, outputs zeroed after the PDL wait
+    pdl_wait();
+    pdl_launch_dependents();
+    for (int i = 0; i < M; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V, v0, VB, V);
+    return;
+  }
   Tile tile{reinterpret_cast<float4*>(dyn_smem)};
-  const float* s0 = padding ? nullptr : pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
+  const float* s0 = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
   // PDL (kernels/pdl.cuh): a block of the first wave (linear index < early_blocks, the blocks the GPU holds at once)
   // may start while the previous kernel finishes and streams its checkpoint slice before the wait; everything else
   // (buffer positions, entries, drafts) is read after it. Later blocks keep the order below.
-  const bool early =
-      !padding && int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) < early_blocks;
+  const bool early = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) < early_blocks;
   if (early) {
     tile.load_async(s0, v0, V);
     cp_async_commit();
   }
   pdl_wait();
   pdl_launch_dependents();
-  if (padding) {
-    for (int i = 0; i < M; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V, v0, VB, V);
-    return;
-  }
   // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams).
   const int n = min(max(pool.fill[slot], 0), cap);
   const bool flush = n >= pool.buffer_size;

@@ -55,7 +55,12 @@ __global__ void __launch_bounds__(L::WARPS * 32, L::BANDS > 1 ? 2 : 1) recurrent
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const int m = p.in.tokens;
   const int slot = p.slot[row];
-  const bool padding = slot < 0 || slot >= p.num_slots;
+  if (slot < 0 || slot >= p.num_slots) {  // padding: nothing read, outputs zeroed after the PDL wait
+    pdl_wait();
+    pdl_launch_dependents();
+    for (int i = 0; i < m; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * m + i) * HV + h) * V, v0, VB, V);
+    return;
+  }
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int band = warp % L::BANDS, cgi = (warp / L::BANDS) * L::CGW + lane % L::CGW;  // float4 column in block
   const int sub = lane / L::CGW, r0 = band * (K / L::BANDS) + sub;                    // rows r0 + SUBS * t
@@ -64,18 +69,14 @@ __global__ void __launch_bounds__(L::WARPS * 32, L::BANDS > 1 ? 2 : 1) recurrent
 
   // This lane's state rows, streamed once (the pool is read only here), before the PDL wait (kernels/pdl.cuh:
   // nothing but the slot index and the state is read before it).
-  const float* s0 = p.state + (int64_t(padding ? 0 : slot) * HV + h) * K * V + (active ? col : 0);
+  const float* s0 = p.state + (int64_t(slot) * HV + h) * K * V + (active ? col : 0);
   float4 S[L::ROWS];
 #pragma unroll
   for (int t = 0; t < L::ROWS; ++t)
-    S[t] = active && !padding ? __ldg(reinterpret_cast<const float4*>(s0 + int64_t(r0 + L::SUBS * t) * V))
-                              : make_float4(0.f, 0.f, 0.f, 0.f);
+    S[t] = active ? __ldg(reinterpret_cast<const float4*>(s0 + int64_t(r0 + L::SUBS * t) * V))
+                  : make_float4(0.f, 0.f, 0.f, 0.f);
   pdl_wait();
   pdl_launch_dependents();
-  if (padding) {
-    for (int i = 0; i < m; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * m + i) * HV + h) * V, v0, VB, V);
-    return;
-  }
 
   // The drafts' normalised keys and queries, one warp per draft, while the state loads are in flight.
   normalise_drafts<K>(
