@@ -4,7 +4,8 @@ Each panel (log y): median per-layer latency (us) of verify + accept, error bars
 KVBuffer verify (one series per buffer size B); accepted = 0.7 solid, accepted = all dashed when the CSV has it; verify
 alone as thin dotted lines (accepted = 0.7). SGLang's speculative-verify kernel measured on an H200 (the README's
 anchors, plots/anchors.py) is drawn as reference markers when the CSV's shape is the anchors' (HV = 32, K = V = 128,
-fp32 state).
+fp32 state). Only rows launched plainly are drawn (as the anchors were measured); a CSV's launch = pdl rows are
+left out (see the README's table for them).
 
 Usage: python3 plots/spec_verify.py [--csv results/spec_verify.csv] [--out-dir results/figures]
 Writes OUT_DIR/spec_verify.png and .pdf. Exit 2 on bad input (a missing column is named).
@@ -49,7 +50,10 @@ def label_and_colour(key: tuple[str, int]):
 
 
 def build(rows, path):
-    """The figure for spec_verify `rows` read from `path`."""
+    """The figure for spec_verify `rows` read from `path` (its plain-launch rows; exits 2 when it has none)."""
+    rows = [r for r in rows if dd.launch_of(r) == "plain"]
+    if not rows:
+        style.fail(f"CSV {path} column launch: no row with launch = plain")
     style.require_single(rows, dd.SHAPE_COLUMNS + ("state_dtype", "layers"), path)
     accepted_values = [a for a in ACCEPTED_STYLE if a in style.distinct(rows, "accepted")]
     if not accepted_values:
@@ -101,7 +105,7 @@ def build(rows, path):
                  fontsize=10)
     style.footnote(fig, rows, path, extra="verify + accept: median, error bars p10..p90; accepted 0.7 = each draft "
                    "accepted with probability 0.7 until the first rejection, all = every draft accepted; "
-                   "the SGLang anchor is verify alone")
+                   "plain launches; the SGLang anchor is verify alone")
     return fig
 
 

@@ -480,6 +480,20 @@ def test_spec_verify_draws_anchor_markers_only_for_the_anchor_shape(tmp_path):
     assert list(anchor[0].get_ydata()) == [anchors.SPEC_VERIFY_US[m][64] for m in sorted(anchors.SPEC_VERIFY_US)]
 
 
+def test_spec_verify_draws_plain_launches_only():
+    module = importlib.import_module("spec_verify")
+    rows = [r for r in synthetic_spec_verify_rows() if r["status"] == "ok"]
+    plain = [dict(r, launch="plain") for r in rows]
+    pdl = [dict(r, launch="pdl", verify_accept_us_median="1") for r in rows]
+    drawn = module.build(plain + pdl, "synthetic")
+    alone = module.build(rows, "synthetic")  # no launch column: read as plain
+    for got, want in zip(drawn.axes, alone.axes):
+        assert [list(line.get_ydata()) for line in got.lines] == [list(line.get_ydata()) for line in want.lines]
+    with pytest.raises(SystemExit) as e:
+        module.build(pdl, "synthetic")
+    assert e.value.code == 2
+
+
 def test_short_context_lines_and_memory(tmp_path):
     module = importlib.import_module("short_context")
     rows = [r for r in synthetic_short_context_rows() if r["status"] == "ok"]
