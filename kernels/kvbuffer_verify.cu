@@ -99,9 +99,10 @@ struct VerifyLanes {
 /// t / (VB / 4), t / (VB / 4) + THREADS / (VB / 4), ..., a round of THREADS / (VB / 4) bands at a time. Once the
 /// first round's rows are in registers, their tile rows are free: the n deltas u_j (deltas: entry 0 of this slot
 /// and value head, entries delta_stride apart) are copied there in one go, one entry per freed row, followed by
-/// the raw keys when bs reads them from the pool and they fit. Every entry is thus fetched once, all in flight
-/// together, instead of one round trip after another per entry and band (measured on the H200: verify + accept 5%
-/// to 9% faster with 4 drafts). With more entries than freed rows (n > 64) the fold reads the deltas from the pool.
+/// the raw keys when bs reads them from the pool (told apart by their pool stride H x K, so not with one key head)
+/// and they fit. Every entry is thus fetched once, all in flight together, instead of one round trip after another
+/// per entry and band (measured on the H200: verify + accept 4% to 9% faster with 4 drafts). With more entries than
+/// freed rows (64 at K >= 64, 32 at K = 32) the fold reads the deltas from the pool.
 /// Masked columns are zero-filled and not written; the checkpoint is written once, streaming. Every thread of the
 /// block must call it (it holds barriers).
 template <int K, int VB>

@@ -28,6 +28,12 @@ SweepSetup prepare_sweep(const SweepCommandOptions& options) {
   s.grid = make_grid(*s.kind, axes);
   validate_points(*s.kind, s.grid);
   if (s.grid.empty()) throw UsageError(fmt::format("{}: the grid has no points", options.config));
+  if (options.l2 == "hot")
+    for (const Point& p : s.grid)
+      if (p.get("launch") == "pdl")
+        throw UsageError(fmt::format("--l2 hot: every layer shares one set of pools, and launch = pdl needs each "
+                                     "layer on its own (point {}; allowed with --l2 hot: --set launch=plain)",
+                                     p.label()));
   if (!options.shard.empty()) s.shard = parse_shard(options.shard);
   s.points = shard_points(s.grid, s.shard);
   if (!options.devices.empty() && options.dry_run)

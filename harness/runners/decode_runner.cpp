@@ -26,14 +26,8 @@ DecodeConfig decode_config(const Point& pt) {
   return c;
 }
 
-/// The decode kind's whole-point check: validate_buffer_form_point, then launch = pdl only where a kernel takes it
-/// (the recurrent and delta-form kernels; not the raw form).
-std::string validate_decode_point(const Point& pt) {
-  if (auto e = validate_buffer_form_point(pt); !e.empty()) return e;
-  if (pt.get("launch") == "pdl" && pt.get("variant") == "kvbuffer" && point_buffer_form(pt) == BufferForm::raw)
-    return "launch = pdl is not supported with buffer_form = raw (allowed with raw: plain)";
-  return "";
-}
+/// The decode kind's whole-point check (validate_launch_point).
+std::string validate_decode_point(const Point& pt) { return validate_launch_point(pt, "kvbuffer"); }
 
 Row run_decode_point(const Point& pt, SweepContext& ctx) { return run_decode(decode_config(pt), pt.label(), ctx); }
 
@@ -95,8 +89,7 @@ ExperimentKind decode_experiment_kind() {
       {"buffer_size", {"16"}, int_axis("buffer_size", 1, 256)},
       buffer_form_axis(),
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
-      // plain: one launch per layer, each after the last completes; pdl: programmatic dependent launch (kernels/pdl.cuh).
-      {"launch", {"plain"}, word_axis("launch", {"plain", "pdl"}), /*added_later=*/true},
+      launch_axis(),
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.result_columns = decode_result_columns();

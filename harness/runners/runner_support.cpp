@@ -50,6 +50,21 @@ std::string validate_buffer_form_point(const Point& pt) {
   return "";
 }
 
+AxisSpec launch_axis() {
+  return {"launch", {"plain"}, word_axis("launch", {"plain", "pdl"}), /*added_later=*/true};
+}
+
+std::string validate_launch_point(const Point& pt, const std::string& kvbuffer_variant) {
+  if (auto e = validate_buffer_form_point(pt); !e.empty()) return e;
+  if (pt.get("launch") != "pdl") return "";
+  if (pt.get("variant") == kvbuffer_variant && point_buffer_form(pt) == BufferForm::raw)
+    return "launch = pdl is not supported with buffer_form = raw (allowed with raw: plain)";
+  if (pt.get_int("layers") < 2)
+    return fmt::format("launch = pdl needs layers >= 2, each layer on its own pools (layers = {}; allowed with one "
+                       "layer: plain)", pt.get("layers"));
+  return "";
+}
+
 int cold_l2_groups(double step_state_bytes, int device) {
   int l2_bytes = 0;
   KVB_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));

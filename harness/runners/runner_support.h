@@ -39,6 +39,14 @@ BufferForm point_buffer_form(const Point& pt);
 /// raw, buffer_size within the raw kernels' limit (1 to kMaxRawBuffer). "" or a one-line reason.
 std::string validate_buffer_form_point(const Point& pt);
 
+/// The launch axis of the decode and spec_verify kinds: plain (default; one launch after another) or pdl
+/// (programmatic dependent launch, kernels/pdl.cuh). Read as plain in a CSV written before the column existed.
+AxisSpec launch_axis();
+/// Whole-point check of a kind with the launch axis: validate_buffer_form_point, then launch = pdl only where the
+/// kernels take it (not with buffer_form raw of a KVBuffer variant) and with layers >= 2 (a PDL launch must follow
+/// another layer's, on distinct pools). "" or a one-line reason.
+std::string validate_launch_point(const Point& pt, const std::string& kvbuffer_variant);
+
 /// Reads into a problem config (DecodeConfig, VerifyConfig) the axes both experiments have: the shape, batch, layers
 /// and seed; for a KVBuffer point also buffer_size and phase (staggered unless "aligned"). Throws UsageError on a
 /// non-integer.

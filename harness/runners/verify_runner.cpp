@@ -29,14 +29,8 @@ VerifyConfig verify_config(const Point& pt) {
   return c;
 }
 
-/// The spec_verify kind's whole-point check: validate_buffer_form_point, then launch = pdl only where the kernels
-/// take it (recurrent and delta form; not the raw form).
-std::string validate_verify_point(const Point& pt) {
-  if (auto e = validate_buffer_form_point(pt); !e.empty()) return e;
-  if (pt.get("launch") == "pdl" && pt.get("variant") == "kvbuffer_verify" && point_buffer_form(pt) == BufferForm::raw)
-    return "launch = pdl is not supported with buffer_form = raw (allowed with raw: plain)";
-  return "";
-}
+/// The spec_verify kind's whole-point check (validate_launch_point).
+std::string validate_verify_point(const Point& pt) { return validate_launch_point(pt, "kvbuffer_verify"); }
 
 Row run_verify_point(const Point& pt, SweepContext& ctx) {
   VerifyConfig cfg = verify_config(pt);
@@ -110,8 +104,7 @@ ExperimentKind spec_verify_experiment_kind() {
       {"buffer_size", {"8"}, int_axis("buffer_size", 1, 64)},
       buffer_form_axis(),
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
-      // plain: one launch after another; pdl: programmatic dependent launch of verify, accept and commit.
-      {"launch", {"plain"}, word_axis("launch", {"plain", "pdl"}), /*added_later=*/true},
+      launch_axis(),  // pdl: verify, accept and commit with programmatic dependent launch
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.result_columns = {

@@ -59,6 +59,23 @@ TEST(Cli, SweepMalformedConfigExits2WithoutCsv) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("results")));
 }
 
+TEST(Cli, SweepHotL2WithPdlPointsExits2WithoutCsv) {
+  TempDir dir;
+  const std::string csv = dir.file("results/sv.csv");
+  const Result r = run_kvb(dir, "sweep --config '" + std::string(KVB_SOURCE_DIR) +
+                                    "/experiments/spec_verify.toml' --l2 hot --out '" + csv + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--l2 hot"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("launch = pdl"), std::string::npos) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("results")));
+  // Plain launches only: the check passes (the run then needs a GPU, or lists the points).
+  EXPECT_EQ(run_kvb(dir, "sweep --config '" + std::string(KVB_SOURCE_DIR) +
+                             "/experiments/spec_verify.toml' --l2 hot --set launch=plain --dry-run --out '" + csv + "'")
+                .code,
+            0);
+}
+
 TEST(Cli, CheckGoldenMalformedFileExits2) {
   TempDir dir;
   write_text(dir.file("broken.gdn"), "# not a gdn-case\nN: two\ntensor q 4 1 1\n");

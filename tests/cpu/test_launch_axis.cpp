@@ -1,6 +1,6 @@
 // The launch axis of the decode and spec_verify experiment kinds on the CPU: plain and pdl resolve (plain by
 // default), other values name the axis, and each kind's point check refuses pdl where no kernel takes it (the raw
-// buffer form) with a one-line reason.
+// buffer form) or where no earlier layer's launch precedes it (one layer), with a one-line reason.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -61,6 +61,23 @@ TEST(LaunchAxis, RawFormRefusesPdl) {
       } else {
         EXPECT_NE(e.find("launch = pdl"), std::string::npos) << e;
         EXPECT_NE(e.find("buffer_form = raw"), std::string::npos) << e;
+        EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+      }
+    }
+  }
+}
+
+TEST(LaunchAxis, OneLayerRefusesPdl) {
+  for (const LaunchKind& k : kKinds) {
+    SCOPED_TRACE(k.kind);
+    const ExperimentKind& kind = find_experiment_kind(k.kind);
+    for (const Point& p : test::grid_with(k.kind, {std::string("variant=") + k.recurrent + "," + k.kvbuffer,
+                                                   "launch=plain,pdl", "layers=1"})) {
+      const std::string e = kind.validate(p);
+      if (p.get("launch") == "plain") {
+        EXPECT_EQ(e, "") << p.label();
+      } else {
+        EXPECT_NE(e.find("layers >= 2"), std::string::npos) << e;
         EXPECT_EQ(e.find('\n'), std::string::npos) << e;
       }
     }

@@ -197,6 +197,29 @@ TEST(KVBufferVerifyGpu, SlicedHeadsWriteTheirEntriesAfterTheWholeGroupHasRead) {
   EXPECT_LE(rig.state_err(), tol::kStateFp32) << "decode after the rounds";
 }
 
+// Due rows with long buffers at the edge shapes of the verify fold (kernels/kvbuffer_verify.cu, fold_verify_tile):
+// K = 32 frees only 32 tile rows, so 43 entries take the fold's path that reads every delta from the pool; K = 256
+// folds in four rounds of bands from 43 staged entries.
+TEST(KVBufferVerifyGpu, LongBuffersFoldAtTheEdgeHeadSizes) {
+  KVB_REQUIRE_GPU();
+  const int B = 40, m = 4;
+  for (const int K : {32, 256}) {
+    SCOPED_TRACE("K=" + std::to_string(K));
+    KVBufferRig rig(GdnShape{2, 4, K, 64}, 3, B, 500 + K, m);
+    // Slots at positions B - 1, B - 2 and 5.
+    for (int step = 0; step < B - 1; ++step) rig.decode({0, step < B - 2 ? 1 : -1, step < 5 ? 2 : -1});
+    ASSERT_LE(rig.state_err(), tol::kStateFp32);
+    // Every draft accepted: slots 0 and 1 reach B - 1 + m and B - 2 + m entries, due; the next round folds them.
+    verify_accept_round(rig, {0, 1, 2}, m, {m, m, 1});
+    const std::vector<int32_t> fill = download(rig.fill.get(), rig.S);
+    ASSERT_GE(fill[0], B);
+    ASSERT_GE(fill[1], B);
+    verify_accept_round(rig, {1, 2, 0}, m, {2, m, 0});
+    for (int step = 0; step < 2; ++step) rig.decode({0, 1, 2});
+    EXPECT_LE(rig.state_err(), tol::kStateFp32) << "decode after the folds";
+  }
+}
+
 /// Recurrent verify and accept of N rows over S = N - 1 slots (row 1 padding, the others in reverse slot order, the
 /// accepted counts cycling down from m through 0) against the reference, for each draft count in ms: outputs for every
 /// draft, every intermediate state, the pool untouched by verify, and the state after accept.
