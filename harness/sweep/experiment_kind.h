@@ -53,7 +53,7 @@ struct AxisSpec {
   std::vector<std::string> defaults;
   std::function<std::string(const std::string& value)> check;
   /// The kind gained this axis after CSVs of it were written: a CSV without the column is still of this kind, and
-  /// its rows hold the axis's single default (csv_kind, RowKeyer).
+  /// its rows hold the axis's single default (csv_kind, RowKeyer; a sweep resuming such a file, load_resume_table).
   bool added_later = false;
 };
 

@@ -1,6 +1,7 @@
 // The sweep loop: resume, run, record, report (sweep.h).
 #include "harness/sweep/sweep.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -130,6 +131,45 @@ void print_summary(std::FILE* out, const ExperimentKind& kind, const std::vector
   }
 }
 
+/// A CSV of `kind` written before the kind gained some of its axes (AxisSpec::added_later, with a single default:
+/// spec_verify and decode CSVs without `launch`): when `table`'s header is exactly the kind's columns less such axes,
+/// puts those columns back, with the default where the kind's `applies` says the axis matters for the row's variant
+/// and empty elsewhere (as the sweep writes them), and returns true; the next write of the table carries the whole
+/// header. Otherwise leaves `table` alone and returns false.
+bool upgrade_older_header(const ExperimentKind& kind, CsvTable& table) {
+  const auto cols = csv_columns(kind);
+  const auto in_header = [&](const std::string& name) {
+    return std::find(table.header.begin(), table.header.end(), name) != table.header.end();
+  };
+  std::map<std::string, const AxisSpec*> absent;  // axes the header lacks and may lack
+  for (const AxisSpec& a : kind.axes)
+    if (a.added_later && a.defaults.size() == 1 && !in_header(a.name)) absent[a.name] = &a;
+  if (absent.empty()) return false;
+  std::vector<std::string> expected;
+  for (const auto& c : cols)
+    if (!absent.count(c)) expected.push_back(c);
+  if (expected != table.header) return false;
+  const size_t variant_col = column_index(table.header, "variant");
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : table.rows) {
+    std::vector<std::string> full;
+    size_t src = 0;
+    for (const auto& c : cols) {
+      if (const auto it = absent.find(c); it != absent.end()) {
+        const std::string variant = variant_col < row.size() ? row[variant_col] : "";
+        const bool applies = !kind.applies || kind.applies(variant, c);
+        full.push_back(applies ? it->second->defaults[0] : "");
+      } else {
+        full.push_back(row[src++]);
+      }
+    }
+    rows.push_back(std::move(full));
+  }
+  table.header = cols;
+  table.rows = std::move(rows);
+  return true;
+}
+
 }  // namespace
 
 std::string format_duration(double seconds) {
@@ -144,7 +184,7 @@ CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path) 
   CsvTable table = read_csv_file(path);
   if (table.header.empty()) return table;
   const auto cols = csv_columns(kind);
-  if (table.header != cols)
+  if (table.header != cols && !upgrade_older_header(kind, table))
     throw UsageError(fmt::format(
         "--out {}: the existing file's header does not match experiment kind {} (expected: {}); move it away or "
         "choose another --out",

@@ -26,8 +26,11 @@ struct SweepSummary {
   std::vector<std::vector<std::string>> rows;
 };
 
-/// Reads the CSV at `path` for resuming: an empty table when absent. Throws UsageError naming the file when it is
-/// malformed or its header is not csv_columns(kind).
+/// Reads the CSV at `path` for resuming: an empty table when absent. A file written before the kind gained an axis
+/// (AxisSpec::added_later, one default; e.g. no `launch` column) is read with that column put back (the default
+/// where the axis applies to the row's variant), and the sweep's next write of the file carries the whole header.
+/// Throws UsageError naming the file when it is malformed or its header is neither csv_columns(kind) nor such an
+/// older header.
 CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path);
 
 /// For each point: true when `table` holds an "ok" row for it (same experiment and axis values).

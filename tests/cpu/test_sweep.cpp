@@ -174,6 +174,44 @@ TEST_F(SweepRun, ResumeWithMismatchedHeaderIsUsageError) {
   EXPECT_EQ(read_text(options.out_path), "experiment,variant,batch\nx,recurrent,1\n");
 }
 
+// A file written before the kind gained an axis (added_later, one default: `launch` in spec_verify and decode) is
+// resumed: its rows count as that default where the axis applies, and the next write carries the whole header.
+TEST_F(SweepRun, ResumeReadsAFileWrittenBeforeAnAxisWasAdded) {
+  ExperimentKind older = fake.kind();
+  const auto old_pts = points(older, "1");
+  fake.fail_batch = -1;
+  run_sweep(older, old_pts, ctx, options);
+  ASSERT_EQ(table().rows.size(), old_pts.size());
+
+  ExperimentKind kind = fake.kind();  // the same kind with an axis `launch` added after buffer_size
+  kind.axes.insert(kind.axes.begin() + 3, AxisSpec{"launch", {"plain"},
+                                                    [](const std::string& v) -> std::string {
+                                                      return v == "plain" || v == "pdl" ? "" : "launch: plain, pdl";
+                                                    },
+                                                    /*added_later=*/true});
+  const SweepConfig c = parse_sweep_config(
+      "[experiment]\nname = \"fake_small\"\n[axes]\nvariant = [\"recurrent\", \"kvbuffer\"]\nbatch = [1]\n"
+      "buffer_size = [4, 8]\nlaunch = [\"plain\", \"pdl\"]\n",
+      "small.toml");
+  auto pts = make_grid(kind, resolve_axes(kind, c, {}));
+  validate_points(kind, pts);
+  ASSERT_EQ(pts.size(), 2 * old_pts.size());
+  fake.calls = 0;
+  const SweepSummary s = run_sweep(kind, pts, ctx, options);
+  EXPECT_EQ(s.skipped, old_pts.size());  // the older rows are the plain points
+  EXPECT_EQ(fake.calls, int(old_pts.size()));
+  const CsvTable t = table();
+  EXPECT_EQ(t.header, csv_columns(kind));
+  ASSERT_EQ(t.rows.size(), pts.size());
+  size_t plain = 0;
+  for (const auto& row : t.rows) plain += row[col(t, "launch")] == "plain";
+  EXPECT_EQ(plain, old_pts.size());
+
+  // A header that is not the kind's columns less added axes is still refused.
+  write_text(options.out_path, "experiment,variant,batch,launch\nx,recurrent,1,plain\n");
+  EXPECT_THROW(run_sweep(kind, pts, ctx, options), UsageError);
+}
+
 TEST_F(SweepRun, ResumeRefusesRowsFromAnotherGpu) {
   const ExperimentKind kind = fake.kind();
   const auto pts = points(kind, "1, 3");
