@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   // and keep the plain order below, where the keys come first: a 32 KB slice queued ahead of a block's buffer
   // positions and keys holds up its coefficients (measured on the H200: 4% slower at batch 512 when every block
   // copied its slice first; 17% slower when every block prefetched it into L2 instead).
-  const bool early = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) < early_blocks;
+  const bool early = pdl_first_wave(early_blocks);
   if constexpr (!kStateless)
     if (early && has_state && cslot_ok) {
       tile.load_state_async(s0, V);
@@ -157,14 +157,9 @@ cudaError_t launch_tile(const KVBufferDecodeParams& p, cudaStream_t stream) {
   const auto kernel = kvbuffer_decode_kernel<K, VB, THREADS, kStateless>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  int early_blocks = 0;  // plain launch: no block starts early
-  if (p.pdl) {
-    int per_sm = 0;
-    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, smem);
-        e != cudaSuccess)
-      return e;
-    early_blocks = per_sm * sm_count();
-  }
+  int early_blocks = 0;
+  if (const cudaError_t e = pdl_first_wave_blocks(kernel, THREADS, smem, p.pdl, early_blocks); e != cudaSuccess)
+    return e;
   return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p, early_blocks);
 }
 

@@ -237,7 +237,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   // PDL (kernels/pdl.cuh): a block of the first wave (linear index < early_blocks, the blocks the GPU holds at once)
   // may start while the previous kernel finishes and streams its checkpoint slice before the wait; everything else
   // (buffer positions, entries, drafts) is read after it. Later blocks keep the order below.
-  const bool early = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) < early_blocks;
+  const bool early = pdl_first_wave(early_blocks);
   if (early) {
     tile.load_async(s0, v0, V);
     cp_async_commit();
@@ -483,15 +483,10 @@ cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t strea
   const auto kernel = smem_keys ? with_keys : without_keys;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem_for(smem_keys)); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  int early_blocks = 0;  // plain launch: no block starts early
-  if (p.pdl) {
-    int per_sm = 0;
-    if (const cudaError_t e =
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_for(smem_keys));
-        e != cudaSuccess)
-      return e;
-    early_blocks = per_sm * sm_count();
-  }
+  int early_blocks = 0;
+  if (const cudaError_t e = pdl_first_wave_blocks(kernel, threads, smem_for(smem_keys), p.pdl, early_blocks);
+      e != cudaSuccess)
+    return e;
   return launch_kernel(kernel, grid, threads, smem_for(smem_keys), stream, p.pdl, p, early_blocks);
 }
 

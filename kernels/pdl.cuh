@@ -15,6 +15,8 @@
 
 #include <utility>
 
+#include "kernels/launch_util.h"
+
 namespace kvb {
 namespace dev {
 
@@ -33,7 +35,28 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
+/// True for a block of the launch's first wave: linear block index < first_wave (pdl_first_wave_blocks; 0 for a
+/// plain launch). Such a block may copy its own state or checkpoint slice before pdl_wait().
+__device__ __forceinline__ bool pdl_first_wave(int first_wave) {
+  return int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) < first_wave;
+}
+
 }  // namespace dev
+
+/// Blocks of `kernel` (`threads` per block, `smem` bytes of dynamic shared memory) that the GPU holds at once, the
+/// first wave a PDL launch may start early, in `blocks`; 0 when `pdl` is false (a plain launch). Returns the error of
+/// the occupancy query, or cudaSuccess.
+template <typename Kernel>
+cudaError_t pdl_first_wave_blocks(Kernel kernel, int threads, size_t smem, bool pdl, int& blocks) {
+  blocks = 0;
+  if (!pdl) return cudaSuccess;
+  int per_sm = 0;
+  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
+      e != cudaSuccess)
+    return e;
+  blocks = per_sm * sm_count();
+  return cudaSuccess;
+}
 
 /// Launches `kernel<<<grid, block, smem, stream>>>(args...)`, with programmatic stream serialization when `pdl` (the
 /// kernel may start before the previous kernel on the stream completes; it must keep the contract above). Captured

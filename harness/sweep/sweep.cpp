@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/sweep/table_keys.h"
+
 namespace kvb {
 namespace {
 
@@ -131,42 +133,30 @@ void print_summary(std::FILE* out, const ExperimentKind& kind, const std::vector
   }
 }
 
-/// A CSV of `kind` written before the kind gained some of its axes (AxisSpec::added_later, with a single default:
-/// spec_verify and decode CSVs without `launch`): when `table`'s header is exactly the kind's columns less such axes,
-/// puts those columns back, with the default where the kind's `applies` says the axis matters for the row's variant
-/// and empty elsewhere (as the sweep writes them), and returns true; the next write of the table carries the whole
-/// header. Otherwise leaves `table` alone and returns false.
-bool upgrade_older_header(const ExperimentKind& kind, CsvTable& table) {
+/// A CSV of `kind` written before the kind gained some of its axes (may_be_absent: spec_verify and decode CSVs
+/// without `launch`): when `table`'s header is exactly the kind's columns less such axes, puts those columns back
+/// with the values RowKeyer reads for them (the default where the kind's `applies` says the axis matters for the
+/// row's variant, empty elsewhere, as the sweep writes them) and returns true; the next write of the table carries
+/// the whole header. Otherwise leaves `table` alone and returns false.
+bool upgrade_older_header(const ExperimentKind& kind, CsvTable& table, const std::string& path) {
   const auto cols = csv_columns(kind);
-  const auto in_header = [&](const std::string& name) {
-    return std::find(table.header.begin(), table.header.end(), name) != table.header.end();
-  };
-  std::map<std::string, const AxisSpec*> absent;  // axes the header lacks and may lack
-  for (const AxisSpec& a : kind.axes)
-    if (a.added_later && a.defaults.size() == 1 && !in_header(a.name)) absent[a.name] = &a;
-  if (absent.empty()) return false;
-  std::vector<std::string> expected;
-  for (const auto& c : cols)
-    if (!absent.count(c)) expected.push_back(c);
-  if (expected != table.header) return false;
-  const size_t variant_col = column_index(table.header, "variant");
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& row : table.rows) {
-    std::vector<std::string> full;
-    size_t src = 0;
-    for (const auto& c : cols) {
-      if (const auto it = absent.find(c); it != absent.end()) {
-        const std::string variant = variant_col < row.size() ? row[variant_col] : "";
-        const bool applies = !kind.applies || kind.applies(variant, c);
-        full.push_back(applies ? it->second->defaults[0] : "");
-      } else {
-        full.push_back(row[src++]);
-      }
-    }
-    rows.push_back(std::move(full));
+  std::vector<std::string> axes, kept;  // the kind's axes; its columns less the axes the header lacks and may lack
+  for (const AxisSpec& a : kind.axes) axes.push_back(a.name);
+  for (const auto& c : cols) {
+    const auto axis = std::find_if(kind.axes.begin(), kind.axes.end(), [&](const AxisSpec& a) { return a.name == c; });
+    const bool lacked = std::find(table.header.begin(), table.header.end(), c) == table.header.end();
+    if (axis == kind.axes.end() || !may_be_absent(*axis) || !lacked) kept.push_back(c);
+  }
+  if (kept.size() == cols.size() || kept != table.header) return false;
+  const RowKeyer keyer(table.header, axes, path, &kind);
+  const size_t results = 1 + axes.size() - (cols.size() - kept.size());  // the header's first column after its axes
+  for (auto& row : table.rows) {
+    std::vector<std::string> full{row[0]};
+    for (auto& axis_value : keyer.axes(row)) full.push_back(std::move(axis_value.second));
+    full.insert(full.end(), row.begin() + long(results), row.end());
+    row = std::move(full);
   }
   table.header = cols;
-  table.rows = std::move(rows);
   return true;
 }
 
@@ -184,7 +174,7 @@ CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path) 
   CsvTable table = read_csv_file(path);
   if (table.header.empty()) return table;
   const auto cols = csv_columns(kind);
-  if (table.header != cols && !upgrade_older_header(kind, table))
+  if (table.header != cols && !upgrade_older_header(kind, table, path))
     throw UsageError(fmt::format(
         "--out {}: the existing file's header does not match experiment kind {} (expected: {}); move it away or "
         "choose another --out",

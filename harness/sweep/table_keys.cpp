@@ -13,10 +13,9 @@ size_t require_column(const std::vector<std::string>& header, const std::string&
   throw UsageError(fmt::format("{}: no column '{}' in the header (is it a kvb sweep CSV?)", origin, name));
 }
 
-namespace {
-
-/// An axis a CSV of its kind may lack: one added later, with a single default.
 bool may_be_absent(const AxisSpec& axis) { return axis.added_later && axis.defaults.size() == 1; }
+
+namespace {
 
 /// True when the header's columns after "experiment" begin with the kind's axes in order, where `allow_absent` lets
 /// the axes that may_be_absent be left out.

@@ -9,6 +9,9 @@
 
 namespace kvb {
 
+/// An axis a CSV of its kind may lack: one the kind gained later (AxisSpec::added_later) with a single default.
+bool may_be_absent(const AxisSpec& axis);
+
 /// The kind in `kinds` whose axes a result CSV header carries: the first whose axis names follow "experiment" in
 /// order, or else the first whose axes do with some left out, each of them one the kind gained later
 /// (AxisSpec::added_later, with a single default: decode CSVs written before `launch`); nullptr when none does.
