@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -64,6 +65,36 @@ int sm_count() {
     cached[dev].store(n);
   }
   return n;
+}
+
+cudaError_t resident_blocks_per_sm(const void* kernel, int threads, size_t smem, int& per_sm) {
+  struct Key {
+    int dev, threads;
+    const void* kernel;
+    size_t smem;
+    bool operator==(const Key& o) const {
+      return dev == o.dev && threads == o.threads && kernel == o.kernel && smem == o.smem;
+    }
+  };
+  struct Hash {
+    size_t operator()(const Key& k) const {
+      return std::hash<const void*>()(k.kernel) ^ (k.smem * 31 + size_t(k.threads) * 7 + size_t(k.dev));
+    }
+  };
+  static std::mutex mutex;
+  static std::unordered_map<Key, int, Hash> cache;
+  Key key{0, threads, kernel, smem};
+  if (const cudaError_t e = cudaGetDevice(&key.dev); e != cudaSuccess) return e;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = cache.find(key); it != cache.end()) {
+    per_sm = it->second;
+    return cudaSuccess;
+  }
+  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
+      e != cudaSuccess)
+    return e;
+  cache[key] = per_sm;
+  return cudaSuccess;
 }
 
 int smem_blocks_per_sm(size_t block_bytes) {

@@ -48,6 +48,11 @@ int smem_blocks_per_sm(size_t block_bytes);
 /// Streaming multiprocessors of the current device (cached per device; 132 when it cannot be read).
 int sm_count();
 
+/// Blocks of `kernel` (`threads` per block, `smem` bytes of dynamic shared memory) that one SM of the current device
+/// holds at once, in `per_sm` (cudaOccupancyMaxActiveBlocksPerMultiprocessor, cached per device, kernel, threads and
+/// smem: launchers ask on every launch). Returns the query's error, or cudaSuccess.
+cudaError_t resident_blocks_per_sm(const void* kernel, int threads, size_t smem, int& per_sm);
+
 /// The decode launchers' rule for 16-wide V slices: true when `batch` rows of `shape` in 32-wide slices
 /// (batch * heads_v * ceil(head_dim_v / 32) blocks) make fewer than 4 blocks per SM, i.e. the batch alone does not
 /// fill the GPU.

@@ -51,7 +51,7 @@ cudaError_t pdl_first_wave_blocks(Kernel kernel, int threads, size_t smem, bool 
   blocks = 0;
   if (!pdl) return cudaSuccess;
   int per_sm = 0;
-  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
+  if (const cudaError_t e = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem, per_sm);
       e != cudaSuccess)
     return e;
   blocks = per_sm * sm_count();
