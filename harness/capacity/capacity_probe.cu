@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -13,6 +14,7 @@
 #include "harness/sweep/experiment_kind.h"
 #include "kernels/gdn_params.h"
 #include "kernels/kvbuffer_device.cuh"
+#include "kernels/launch_util.h"
 #include "reference/qwen3_next_inputs.h"
 
 namespace kvb::capacity {
@@ -266,14 +268,21 @@ BudgetBlocker::BudgetBlocker(int64_t budget_bytes) {
 }
 
 // The probe runs on the legacy default stream: creating a stream while the budget is held could take device memory.
+int64_t warm_up_wide_batch(const CapacityPlan& plan) {
+  const int64_t heads = std::max(plan.model.shape.heads_v, 1);
+  return std::max<int64_t>(2, (8 * int64_t(sm_count()) + heads - 1) / heads);
+}
+
 void warm_up(const std::vector<CapacityPlan>& plans, uint64_t seed) {
   for (CapacityPlan p : plans) {
     p.model.layers = 1;
-    PoolSet pools(p, 1);
-    fill_inputs(p, pools, 1, seed, nullptr);
-    const std::string st = run_step(p, pools, 1, nullptr);
-    if (st.rfind("failed", 0) == 0) throw std::runtime_error("capacity warm-up: " + st);
-    cudaGetLastError();
+    for (const int64_t n : {int64_t(1), warm_up_wide_batch(p)}) {
+      PoolSet pools(p, n);
+      fill_inputs(p, pools, n, seed, nullptr);
+      const std::string st = run_step(p, pools, n, nullptr);
+      if (st.rfind("failed", 0) == 0) throw std::runtime_error("capacity warm-up: " + st);
+      cudaGetLastError();
+    }
   }
   KVB_CUDA_CHECK(cudaDeviceSynchronize());
 }

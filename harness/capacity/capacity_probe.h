@@ -30,10 +30,15 @@ class BudgetBlocker {
   int64_t budget_ = 0;
 };
 
-/// Runs one step of every plan at one request and one layer (allocating, filling and launching as the probe does), so
-/// that lazily loaded kernel modules take their device memory before the budget is set. Launchers that return
-/// cudaErrorNotSupported are skipped. Throws kvb::CudaError on any other CUDA failure.
+/// Runs one step of every plan at one layer (allocating, filling and launching as the probe does), at one request
+/// and at warm_up_wide_batch requests, so that every kernel a probe may launch (launchers pick narrower tiles for
+/// grids that do not fill the GPU) is loaded, and its lazily loaded code takes its device memory, before the budget
+/// is set. Launchers that return cudaErrorNotSupported are skipped. Throws kvb::CudaError on any other CUDA failure.
 void warm_up(const std::vector<CapacityPlan>& plans, uint64_t seed);
+
+/// Requests at which every launcher of a plan's shape takes its widest-grid kernels: 8 blocks per SM of one value
+/// head per request (the largest of the launchers' thresholds, kernels/launch_util.h and recurrent_decode.cu).
+int64_t warm_up_wide_batch(const CapacityPlan& plan);
 
 /// What the probe of one row found.
 struct ProbeResult {
