@@ -104,11 +104,8 @@ struct KVBufferDecodeParams {
   bool pdl = false;
   /// With pdl: the previous kernel on the stream writes no buffer position (fill) and no buffer entry of this launch
   /// either (in a model step: every layer's kernel but the one right after launch_kvbuffer_advance), so the first
-  /// items' positions, keys, log-decays and deltas are read before the wait too. Ignored without pdl.
+  /// wave's buffer positions, keys, log-decays and deltas are read before the wait too. Ignored without pdl.
   bool fill_before_wait = false;
-  /// Most blocks of the launch (0: as many as the GPU holds at once). The blocks are persistent and take the
-  /// (V slice, value head, row) items in turn, so a small cap makes every block walk many items (tests use it).
-  int max_blocks = 0;
 };
 
 /// Standalone flush: folds the fill[slot] buffered entries of each listed slot into its checkpoint

@@ -169,8 +169,7 @@ TEST(RecurrentDecodeGpu, StateReadInTheWrongLayoutGivesGarbage) {
 
 /// KVBuffer decode over `steps` steps against ref::kvbuffer_decode; each step compares o, every live checkpoint
 /// and every buffered delta. Rows start at different steps, so their buffers sit at different positions.
-/// max_blocks: KVBufferDecodeParams::max_blocks (0: the default grid).
-RunErrors run_kvbuffer(const GdnShape& s, int B, int steps, OutputDtype odt, uint64_t seed, int max_blocks = 0) {
+RunErrors run_kvbuffer(const GdnShape& s, int B, int steps, OutputDtype odt, uint64_t seed) {
   ref::Qwen3NextInputs gen(s, seed);
   const ref::GateParams gp = gen.gate_params();
   const BatchPlan plan = default_plan();
@@ -200,8 +199,7 @@ RunErrors run_kvbuffer(const GdnShape& s, int B, int steps, OutputDtype odt, uin
     const std::vector<int32_t> sl = slots_at(plan, step);
     const DeviceBuffer<int32_t> slot = upload(sl);
     KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
-    KVBufferDecodeParams p = kvbuffer_params(s, N, dt, pool, slot.get(), o.get(), odt);
-    p.max_blocks = max_blocks;
+    const KVBufferDecodeParams p = kvbuffer_params(s, N, dt, pool, slot.get(), o.get(), odt);
     EXPECT_EQ(validate(p), "");
     KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
     KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), slot.get(), N, B, nullptr));
@@ -260,25 +258,6 @@ TEST(KVBufferDecodeGpu, Bf16OutputsAndOddShapes) {
       EXPECT_TRUE(e.outputs_written) << s.head_dim_k << "x" << s.head_dim_v << " B=" << B;
       EXPECT_LE(e.max_o(), tol::kOutputBf16) << s.head_dim_k << "x" << s.head_dim_v << " B=" << B;
       EXPECT_LE(e.max_state(), tol::kStateFp32) << s.head_dim_k << "x" << s.head_dim_v << " B=" << B;
-    }
-  }
-}
-
-// The blocks are persistent: capped at one and three blocks, each walks every kind of item in turn (padding rows,
-// appends, flushes, other value heads and slices), the next item's copies issued while the current one finishes.
-TEST(KVBufferDecodeGpu, FewPersistentBlocksTakeEveryItemInTurn) {
-  KVB_REQUIRE_GPU();
-  for (const GdnShape& s : {shape(2, 4, 128, 128), shape(2, 2, 32, 48), shape(2, 4, 256, 64)}) {
-    for (int B : {3, 16}) {
-      for (int blocks : {1, 3}) {
-        const std::string at = std::to_string(s.head_dim_k) + "x" + std::to_string(s.head_dim_v) +
-                               " B=" + std::to_string(B) + " blocks=" + std::to_string(blocks);
-        const RunErrors e = run_kvbuffer(s, B, 40, OutputDtype::fp32, 3 * B + blocks, blocks);
-        EXPECT_TRUE(e.outputs_written) << at;
-        EXPECT_LE(e.max_o(), tol::kOutputFp32) << at;
-        EXPECT_LE(e.max_state(), tol::kStateFp32) << at;
-        EXPECT_GT(e.max_state(), 0.0) << at;
-      }
     }
   }
 }
@@ -406,21 +385,6 @@ TEST(LaunchValidation, BadParamsAreRejectedWithReasons) {
   k.shape = shape(2, 4, 128, 128);
   k.batch = 0;
   EXPECT_NE(validate(k).find("batch"), std::string::npos);
-  // Otherwise valid (host addresses stand in: validate reads no memory), but a negative block cap.
-  float f[1] = {};
-  bf16 h[1] = {};
-  int32_t i[1] = {};
-  k.batch = 1;
-  k.in.q = k.in.k = k.in.v = h;
-  k.in.g = k.in.beta = f;
-  k.in.scale = 0.1f;
-  k.pool = KVBufferPool{f, h, f, f, i, 1, 4, 4};
-  k.slot = i;
-  k.o = f;
-  EXPECT_EQ(validate(k), "");
-  k.max_blocks = -1;
-  EXPECT_NE(validate(k).find("max_blocks"), std::string::npos);
-  EXPECT_EQ(launch_kvbuffer_decode(k, nullptr), cudaErrorInvalidValue);
 }
 
 }  // namespace
