@@ -102,10 +102,6 @@ struct KVBufferDecodeParams {
   /// finishes, and streams its checkpoint slices before waiting for it. Set it only when that previous kernel writes none of
   /// this launch's checkpoints (in a model step it is another layer's kernel); false: a plain launch.
   bool pdl = false;
-  /// With pdl: the previous kernel on the stream writes no buffer position (fill) and no buffer entry of this launch
-  /// either (in a model step: every layer's kernel but the one right after launch_kvbuffer_advance), so the first
-  /// wave's buffer positions, keys, log-decays and deltas are read before the wait too. Ignored without pdl.
-  bool fill_before_wait = false;
 };
 
 /// Standalone flush: folds the fill[slot] buffered entries of each listed slot into its checkpoint

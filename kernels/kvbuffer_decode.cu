@@ -53,47 +53,39 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   Tile tile;
   tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
   // PDL (kernels/pdl.cuh): a block of the first wave (linear index < early_blocks, the blocks the GPU holds at once)
-  // may start while the previous kernel finishes, and copies its checkpoint slice before the wait, and its buffer
-  // position and entries too where the previous kernel is another layer's (fill_before_wait); the token inputs are
-  // read after it. Later blocks start after that kernel has completed
+  // may start while the previous kernel finishes, and copies its checkpoint slice before the wait; everything else
+  // (token inputs, buffer positions, entries) is read after it. Later blocks start after that kernel has completed
   // and keep the plain order below, where the keys come first: a 32 KB slice queued ahead of a block's buffer
   // positions and keys holds up its coefficients (measured on the H200: 4% slower at batch 512 when every block
   // copied its slice first; 17% slower when every block prefetched it into L2 instead).
   const bool early = pdl_first_wave(early_blocks);
-  const bool skip = padding || (has_state && !cslot_ok);  // a state that cannot be found is treated as padding
   if constexpr (!kStateless)
     if (early && has_state && cslot_ok) {
       tile.load_state_async(s0, V);
       cp_async_commit();
     }
-  // Checkpoint slice, deltas, keys and log-decays stream into shared memory while the token is prepared, in two copy
-  // groups: the buffer's keys and log-decays first (the coefficients need only them), then this thread's rows of the
-  // checkpoint slice and the deltas, which keep streaming while the coefficients are formed. An early block whose
-  // previous kernel writes no buffer position (fill_before_wait) issues both groups before the wait too.
-  BufferSmem<K> bs;
-  bs.setup(dyn_smem + Tile::bytes(cap), cap);
-  const bool entries_early = early && p.fill_before_wait && !skip;
-  // 0 <= fill < B after decode steps; up to B - 1 + m after a speculative accept (gdn_params.h): the token then
-  // makes more than B entries and the step flushes them all.
-  int n = 0;
-  auto load_entries = [&] {
-    n = min(max(pool.fill[slot], 0), cap);
-    bs.load_async(pool, H, HV, slot, h, hk, n);
-    cp_async_commit();
-    if constexpr (!kStateless)
-      if (has_state && !early) tile.load_state_async(s0, V);
-    tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
-    cp_async_commit();
-  };
-  if (entries_early) load_entries();
   pdl_wait();
   pdl_launch_dependents();
-  if (skip) {
+  if (padding || (has_state && !cslot_ok)) {  // a state that cannot be found is treated as padding
     zero_output_slice(p.o, p.o_dtype, vo, v0, VB, V);
     return;
   }
-  if (!entries_early) load_entries();
+  // 0 <= fill < B after decode steps; up to B - 1 + m after a speculative accept (gdn_params.h): the token then
+  // makes more than B entries and the step flushes them all.
+  const int n = min(max(pool.fill[slot], 0), cap);
   const bool flush = n + 1 >= pool.buffer_size;
+
+  // Checkpoint slice, deltas, keys and log-decays stream into shared memory while the token is prepared, in two copy
+  // groups: the buffer's keys and log-decays first (the coefficients need only them), then this thread's rows of the
+  // checkpoint slice and the deltas, which keep streaming while the coefficients are formed.
+  BufferSmem<K> bs;
+  bs.setup(dyn_smem + Tile::bytes(cap), cap);
+  bs.load_async(pool, H, HV, slot, h, hk, n);
+  cp_async_commit();
+  if constexpr (!kStateless)
+    if (has_state && !early) tile.load_state_async(s0, V);
+  tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
+  cp_async_commit();
 
   const int lane = threadIdx.x % 32;
   const bf16* qp = p.in.q + (int64_t(row) * H + hk) * K;

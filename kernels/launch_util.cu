@@ -67,16 +67,6 @@ int sm_count() {
   return n;
 }
 
-int pdl_early_override() {
-  static const int value = [] {
-    const char* s = std::getenv("KVB_PDL_EARLY");
-    int blocks = 0;
-    if (!s || std::sscanf(s, "%d", &blocks) != 1 || blocks < 1) return 0;
-    return blocks;
-  }();
-  return value;
-}
-
 cudaError_t resident_blocks_per_sm(const void* kernel, int threads, size_t smem, int& per_sm) {
   struct Key {
     int dev, threads;

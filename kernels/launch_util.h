@@ -24,11 +24,6 @@ std::string validate_pool(const KVBufferPool& pool);
 /// A/B measurements), as VB * 1000 + THREADS; 0 when unset or malformed. Read once per process.
 int tile_override();
 
-/// Blocks per SM of a PDL launch's first wave that copy before the wait, forced through the environment variable
-/// KVB_PDL_EARLY (a tuning override for A/B measurements, like KVB_TILE); 0 when unset or malformed (all the blocks
-/// an SM holds). Read once per process.
-int pdl_early_override();
-
 /// The static shared memory of `kernel` in `bytes`, read with cudaFuncGetAttributes on the first call per kernel and
 /// cached (launchers ask on every launch, which kvb_bench times). Returns that call's error, or cudaSuccess.
 cudaError_t static_smem_bytes(const void* kernel, size_t& bytes);

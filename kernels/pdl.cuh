@@ -13,7 +13,6 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <utility>
 
 #include "kernels/launch_util.h"
@@ -45,8 +44,8 @@ __device__ __forceinline__ bool pdl_first_wave(int first_wave) {
 }  // namespace dev
 
 /// Blocks of `kernel` (`threads` per block, `smem` bytes of dynamic shared memory) that the GPU holds at once, the
-/// first wave a PDL launch may start early, in `blocks`; 0 when `pdl` is false (a plain launch). KVB_PDL_EARLY
-/// (pdl_early_override) caps the blocks per SM. Returns the error of the occupancy query, or cudaSuccess.
+/// first wave a PDL launch may start early, in `blocks`; 0 when `pdl` is false (a plain launch). Returns the error of
+/// the occupancy query (resident_blocks_per_sm, cached), or cudaSuccess.
 template <typename Kernel>
 cudaError_t pdl_first_wave_blocks(Kernel kernel, int threads, size_t smem, bool pdl, int& blocks) {
   blocks = 0;
@@ -55,7 +54,6 @@ cudaError_t pdl_first_wave_blocks(Kernel kernel, int threads, size_t smem, bool 
   if (const cudaError_t e = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem, per_sm);
       e != cudaSuccess)
     return e;
-  if (const int cap = pdl_early_override(); cap > 0) per_sm = std::min(per_sm, cap);
   blocks = per_sm * sm_count();
   return cudaSuccess;
 }

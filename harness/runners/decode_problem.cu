@@ -92,23 +92,15 @@ RawKVBufferDecodeParams DecodeProblem::raw_params(int set) const {
   return p;
 }
 
-void DecodeProblem::enqueue_layer(int set, cudaStream_t stream, bool fill_before_wait) const {
-  if (cfg_.variant == DecodeVariant::recurrent) {
-    KVB_CUDA_CHECK(launch_recurrent_decode(recurrent_params(set), stream));
-  } else if (cfg_.form == BufferForm::raw) {
-    KVB_CUDA_CHECK(launch_kvbuffer_raw_decode(raw_params(set), stream));
-  } else {
-    KVBufferDecodeParams p = kvbuffer_params(set);
-    p.fill_before_wait = fill_before_wait;
-    KVB_CUDA_CHECK(launch_kvbuffer_decode(p, stream));
-  }
+void DecodeProblem::enqueue_layer(int set, cudaStream_t stream) const {
+  if (cfg_.variant == DecodeVariant::recurrent) KVB_CUDA_CHECK(launch_recurrent_decode(recurrent_params(set), stream));
+  else if (cfg_.form == BufferForm::raw) KVB_CUDA_CHECK(launch_kvbuffer_raw_decode(raw_params(set), stream));
+  else KVB_CUDA_CHECK(launch_kvbuffer_decode(kvbuffer_params(set), stream));
 }
 
 void DecodeProblem::enqueue_step(cudaStream_t stream) const {
   for (int g = 0; g < cfg_.groups; ++g) {
-    // Only the first layer follows the kernel that advances the buffer positions (launch_kvbuffer_advance).
-    for (int l = 0; l < cfg_.layers; ++l)
-      enqueue_layer(cfg_.share_pools ? 0 : g * cfg_.layers + l, stream, /*fill_before_wait=*/l > 0);
+    for (int l = 0; l < cfg_.layers; ++l) enqueue_layer(cfg_.share_pools ? 0 : g * cfg_.layers + l, stream);
     if (cfg_.variant == DecodeVariant::kvbuffer && !stateless())
       KVB_CUDA_CHECK(launch_kvbuffer_advance(fill(cfg_.share_pools ? 0 : g), slot_.get(), cfg_.batch,
                                              cfg_.buffer_size, stream));

@@ -71,8 +71,7 @@ class DecodeProblem {
   /// that group's buffer positions. Throws CudaError on a launch failure (also during graph capture).
   void enqueue_step(cudaStream_t stream) const;
   /// Enqueues the decode of one layer-step (set index) without advancing positions (used by the checks).
-  /// fill_before_wait: KVBufferDecodeParams::fill_before_wait (the previous kernel on the stream is another layer's).
-  void enqueue_layer(int set, cudaStream_t stream, bool fill_before_wait = false) const;
+  void enqueue_layer(int set, cudaStream_t stream) const;
 
   /// Parameters of the launch for one set (pointers into this problem's memory).
   RecurrentDecodeParams recurrent_params(int set) const;
