@@ -148,8 +148,7 @@ AxisValues parse_axis_override(const std::string& text) {
     const auto first = value.find_first_not_of(" \t");
     const auto last = value.find_last_not_of(" \t");
     value = first == std::string::npos ? "" : value.substr(first, last - first + 1);
-    if (value.empty()) throw UsageError(fmt::format("--set '{}': empty value for axis {}", text, out.first));
-    out.second.push_back(value);
+    out.second.push_back(value);  // an empty value is refused by resolve_axes, which knows the allowed ones
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -175,7 +174,17 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
     if (std::find(overridden.begin(), overridden.end(), axis) != overridden.end())
       throw UsageError(fmt::format("--set {}: given twice (allowed: once per axis, values separated by commas)", axis));
     overridden.push_back(axis);
-    axes[index_of(axis, "--set")].second = values;
+    const size_t i = index_of(axis, "--set");
+    if (std::find(values.begin(), values.end(), "") != values.end()) {
+      std::string allowed;  // the "(allowed: ...)" part of the axis check's answer to an empty value
+      if (kind.axes[i].check) {
+        const std::string reason = kind.axes[i].check("");
+        const auto at = reason.find("(allowed:");
+        allowed = at != std::string::npos ? " " + reason.substr(at) : reason.empty() ? "" : " (" + reason + ")";
+      }
+      throw UsageError(fmt::format("--set {}: empty value{}", axis, allowed));
+    }
+    axes[i].second = values;
   }
 
   for (size_t i = 0; i < axes.size(); ++i) {

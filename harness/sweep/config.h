@@ -40,13 +40,14 @@ SweepConfig load_sweep_config(const std::string& path);
 /// Parses the same content from a string (`origin` names it in errors). Same errors as load_sweep_config.
 SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& origin);
 
-/// Parses one `--set AXIS=V1,V2,...` override. Throws UsageError naming --set when the form is wrong or a value is
-/// empty.
+/// Parses one `--set AXIS=V1,V2,...` override (values trimmed; an empty one is kept for resolve_axes to refuse with
+/// the axis's allowed values). Throws UsageError naming --set when the form is wrong.
 AxisValues parse_axis_override(const std::string& text);
 
 /// The kind's axes, in the kind's order, each with its values: the kind's defaults, replaced by the config's list,
-/// replaced by the last override naming it. Every value is checked with AxisSpec::check. Throws UsageError naming an
-/// unknown axis (listing the known ones) or the first bad value (with the check's reason).
+/// replaced by the override naming it. Every value is checked with AxisSpec::check. Throws UsageError naming an
+/// unknown axis (listing the known ones), an axis overridden twice, an empty override value (with the allowed values
+/// the check names) or the first bad value (with the check's reason).
 std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConfig& config,
                                      const std::vector<AxisValues>& overrides);
 

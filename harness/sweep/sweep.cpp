@@ -227,6 +227,17 @@ SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& poi
   if (options.progress && summary.skipped)
     fmt::print(options.progress, "kvb sweep: {} of {} points already done in {}; running the other {}\n",
                summary.skipped, points.size(), options.out_path, to_run);
+  // Rows of another grid (other axis values, or a value this kvb does not know) stay in the file but count for no
+  // point: say so, rather than run their points again in silence.
+  std::set<std::string> grid_keys;
+  for (const Point& p : points) grid_keys.insert(point_key(options.experiment, p));
+  size_t foreign = 0;
+  for (const auto& entry : row_of) foreign += grid_keys.count(entry.first) == 0;
+  if (options.progress && foreign)
+    fmt::print(options.progress,
+               "kvb sweep: {} row(s) of {} are no point of this grid (other axis values, or values this kvb does "
+               "not know); they stay in the file and count for no point\n",
+               foreign, options.out_path);
 
   double seconds_spent = 0;
   size_t ran = 0;

@@ -1,5 +1,5 @@
 // The launch axis of the decode and spec_verify experiment kinds on the CPU: plain and pdl resolve (plain by
-// default), other values name the axis, and each kind's point check refuses pdl where no kernel takes it (the raw
+// default), other values (and an empty one) name the axis and the allowed values, and each kind's point check refuses pdl where no kernel takes it (the raw
 // buffer form) or where no earlier layer's launch precedes it (one layer), with a one-line reason.
 #include <gtest/gtest.h>
 
@@ -43,6 +43,21 @@ TEST(LaunchAxis, BadValueNamesTheAxis) {
       const std::string m = e.what();
       EXPECT_NE(m.find("launch"), std::string::npos) << m;
       EXPECT_NE(m.find("pdl"), std::string::npos) << m;  // lists the allowed values
+    }
+  }
+}
+
+TEST(LaunchAxis, EmptyValueListsTheAllowedOnes) {
+  for (const LaunchKind& k : kKinds) {
+    SCOPED_TRACE(k.kind);
+    for (const char* set : {"launch=", "launch=plain,,pdl"}) {
+      try {
+        test::grid_with(k.kind, {set});
+        FAIL() << set << " resolved";
+      } catch (const UsageError& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("--set launch: empty value (allowed: plain, pdl)"), std::string::npos) << m;
+      }
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "harness/sweep/config.h"
+#include "harness/sweep/csv.h"
 #include "harness/sweep/grid.h"
 #include "harness/sweep/sweep.h"
 #include "test_sweep_support.h"
@@ -287,6 +288,31 @@ TEST_F(SweepRun, ProgressAndSummaryAreReported) {
   EXPECT_NE(s.find("buffer_size"), std::string::npos) << s;  // varies, so shown
   EXPECT_EQ(s.find("head_dim_k"), std::string::npos) << s;   // fixed, so not shown
   EXPECT_NE(s.find("3 failed"), std::string::npos) << s;
+}
+
+TEST_F(SweepRun, RowsOfAnotherGridAreKeptAndReported) {
+  const ExperimentKind kind = fake.kind();
+  const auto pts = points(kind, "1, 4");
+  run_sweep(kind, pts, ctx, options);
+  // One row gets a variant this kvb does not know: its point is no longer done, and the row stays as it is.
+  CsvTable t = table();
+  t.rows[0][col(t, "variant")] = "mystery";
+  write_file_atomic(options.out_path, format_csv(t));
+  std::FILE* progress = std::tmpfile();
+  ASSERT_TRUE(progress);
+  options.progress = progress;
+  fake.calls = 0;
+  const SweepSummary s = run_sweep(kind, pts, ctx, options);
+  std::rewind(progress);
+  std::string p(4096, '\0');
+  p.resize(std::fread(p.data(), 1, p.size(), progress));
+  std::fclose(progress);
+  EXPECT_EQ(fake.calls, 1);  // the point of the changed row runs again
+  EXPECT_EQ(s.skipped, pts.size() - 1);
+  EXPECT_NE(p.find("1 row(s) of " + options.out_path + " are no point of this grid"), std::string::npos) << p;
+  const CsvTable after = table();
+  EXPECT_EQ(after.rows.size(), pts.size() + 1);
+  EXPECT_EQ(after.rows[0][col(after, "variant")], "mystery");
 }
 
 TEST(Sweep, FormatDuration) {
