@@ -161,7 +161,7 @@ void validate_settings(const CapacitySettings& s) {
   if (s.budget_gib && !(*s.budget_gib > 0))
     throw UsageError(fmt::format("--budget-gib {}: must be a number of GiB in (0, 1e6)", *s.budget_gib));
   if (!(s.reserve_gib >= 0 && s.reserve_gib < 1e6))
-    throw UsageError(fmt::format("--reserve-gib {}: must be a number of GiB >= 0", s.reserve_gib));
+    throw UsageError(fmt::format("--reserve-gib {}: allowed: a number of GiB in [0, 1e6)", s.reserve_gib));
   if (s.budget_gib && !(*s.budget_gib < 1e6))
     throw UsageError(fmt::format("--budget-gib {}: must be below 1e6 GiB", *s.budget_gib));
 }

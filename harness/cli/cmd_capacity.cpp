@@ -71,10 +71,16 @@ CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& o) {
                                         "KVBuffer sizes B, comma-separated (default 1,2,4,8,16)");
   cmd->add_option_function<std::string>("--draft-tokens", [&o](const std::string& v) { o.draft_tokens = v; },
                                         "draft tokens m, comma-separated, 1 to 8 (default 1,2,4,8)");
-  cmd->add_option("--config", o.config, "capacity config, experiments/capacity.toml (flags override it)");
+  // An empty path is refused rather than read as "not given" (which would write the default file under results/).
+  const CLI::Validator path(
+      [](std::string& v) { return v.empty() ? std::string("empty path (allowed: a file path)") : std::string(); },
+      "PATH");
+  cmd->add_option("--config", o.config, "capacity config, experiments/capacity.toml (flags override it)")
+      ->check(path);
   cmd->add_option("--out", o.out,
                   "result CSV (default results/capacity.csv with the allocation proof, results/capacity_model.csv "
-                  "for a model-only run; written atomically)");
+                  "for a model-only run; written atomically)")
+      ->check(path);
   cmd->add_flag("--no-probe", o.no_probe, "model only, even on a GPU");
   cmd->add_flag_function("--conv-state", [&o](int64_t) { o.conv_state = true; },
                          "count the short-convolution state in the per-request bytes (default: own column only)");

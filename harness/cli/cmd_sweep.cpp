@@ -10,6 +10,7 @@
 #include "harness/device/device_info.h"
 #include "harness/sweep/config.h"
 #include "harness/sweep/grid.h"
+#include "harness/sweep/shard.h"
 #include "harness/sweep/sweep.h"
 
 namespace kvb::cli {
@@ -41,12 +42,14 @@ SweepSetup prepare_sweep(const SweepCommandOptions& options) {
         "--devices: cannot be combined with --dry-run (list one worker's points with --dry-run --shard K/N)");
   if (!options.devices.empty() && options.device_given)
     throw UsageError("--devices: cannot be combined with --device (give the devices as --devices 0,1,... or all)");
+  if (!options.devices.empty()) parse_device_list(options.devices, -1);  // its form, before looking for a GPU
 
   if (!options.out.empty()) s.out = options.out;
   else if (options.shard.empty()) s.out = "results/" + s.config.name + ".csv";
   else s.out = "results/" + s.config.name + ".shard" + s.shard.tag() + ".csv";
   check_output_writable(s.out);
-  load_resume_table(*s.kind, s.out);
+  const CsvTable existing = load_resume_table(*s.kind, s.out);
+  report_rows_outside_grid(stderr, rows_outside_grid(*s.kind, s.config.name, s.grid, existing), s.out);
   return s;
 }
 

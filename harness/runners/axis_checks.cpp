@@ -21,7 +21,9 @@ bool parse_int(const std::string& s, long long& out) {
 std::function<std::string(const std::string&)> int_axis(const std::string& name, long long lo, long long hi) {
   return [=](const std::string& v) -> std::string {
     long long x = 0;
-    if (!parse_int(v, x) || x < lo || x > hi) return fmt::format("{} = '{}' is out of range (allowed: integers {} to {})", name, v, lo, hi);
+    if (!parse_int(v, x))
+      return fmt::format("{} = '{}' is not an integer (allowed: integers {} to {})", name, v, lo, hi);
+    if (x < lo || x > hi) return fmt::format("{} = '{}' is out of range (allowed: integers {} to {})", name, v, lo, hi);
     return "";
   };
 }

@@ -44,20 +44,24 @@ Shard sub_shard(const Shard& outer, int worker, int workers) {
 }
 
 std::vector<int> parse_device_list(const std::string& text, int device_count) {
+  const bool known = device_count >= 0;  // else: the form only, before the devices are counted
   const std::string allowed =
-      device_count > 0 ? fmt::format("allowed: all, or distinct indices in 0..{}, comma-separated", device_count - 1)
-                       : "there is no CUDA device";
+      !known             ? fmt::format("allowed: all, or distinct device indices in 0..{}, comma-separated", kMaxDeviceIndex)
+      : device_count > 0 ? fmt::format("allowed: all, or distinct indices in 0..{}, comma-separated", device_count - 1)
+                         : std::string("there is no CUDA device");
   std::vector<int> devices;
   if (text == "all") {
     for (int d = 0; d < device_count; ++d) devices.push_back(d);
+    if (!known) return devices;
   } else {
     size_t start = 0;
     while (true) {
       const auto comma = text.find(',', start);
       const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       const long long d = parse_count(item);
-      if (d < 0 || d >= device_count)
-        throw UsageError(fmt::format("--devices '{}': '{}' is not a device of this machine ({})", text, item, allowed));
+      if (d < 0 || d > kMaxDeviceIndex || (known && d >= device_count))
+        throw UsageError(fmt::format("--devices '{}': '{}' is not {} ({})", text, item,
+                                     known ? "a device of this machine" : "a device index", allowed));
       if (std::find(devices.begin(), devices.end(), int(d)) != devices.end())
         throw UsageError(fmt::format("--devices '{}': device {} is listed twice ({})", text, d, allowed));
       devices.push_back(int(d));

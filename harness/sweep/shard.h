@@ -31,8 +31,13 @@ std::vector<Point> shard_points(const std::vector<Point>& points, const Shard& s
 /// (outer.count * workers), whose points are exactly the outer shard's points dealt round-robin to the workers.
 Shard sub_shard(const Shard& outer, int worker, int workers);
 
+/// Largest device index a `--devices` list may name (the --device flags' range).
+constexpr int kMaxDeviceIndex = 1023;
+
 /// Parses a `--devices` list: "all" (every one of `device_count` devices) or comma-separated distinct device indices
-/// in [0, device_count). Throws UsageError naming --devices and the allowed values.
+/// in [0, device_count). device_count < 0 checks the form alone (before the devices are counted, so that bad input
+/// is reported even without a GPU) and returns the indices given ("all": none). Throws UsageError naming --devices
+/// and the allowed values.
 std::vector<int> parse_device_list(const std::string& text, int device_count);
 
 }  // namespace kvb

@@ -193,6 +193,23 @@ std::vector<bool> finished_points(const ExperimentKind& kind, const std::string&
   return done;
 }
 
+size_t rows_outside_grid(const ExperimentKind& kind, const std::string& experiment, const std::vector<Point>& grid,
+                         const CsvTable& table) {
+  std::set<std::string> keys;
+  for (const Point& p : grid) keys.insert(point_key(experiment, p));
+  size_t outside = 0;
+  for (const auto& row : table.rows) outside += keys.count(table_row_key(kind, row)) == 0;
+  return outside;
+}
+
+void report_rows_outside_grid(std::FILE* out, size_t count, const std::string& path) {
+  if (!out || count == 0) return;
+  fmt::print(out,
+             "kvb sweep: {} row(s) of {} are no point of this grid (other axis values, or values this kvb does not "
+             "know); they stay in the file and count for no point\n",
+             count, path);
+}
+
 SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& points, SweepContext& ctx,
                        const SweepOptions& options) {
   using clock = std::chrono::steady_clock;
@@ -227,17 +244,6 @@ SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& poi
   if (options.progress && summary.skipped)
     fmt::print(options.progress, "kvb sweep: {} of {} points already done in {}; running the other {}\n",
                summary.skipped, points.size(), options.out_path, to_run);
-  // Rows of another grid (other axis values, or a value this kvb does not know) stay in the file but count for no
-  // point: say so, rather than run their points again in silence.
-  std::set<std::string> grid_keys;
-  for (const Point& p : points) grid_keys.insert(point_key(options.experiment, p));
-  size_t foreign = 0;
-  for (const auto& entry : row_of) foreign += grid_keys.count(entry.first) == 0;
-  if (options.progress && foreign)
-    fmt::print(options.progress,
-               "kvb sweep: {} row(s) of {} are no point of this grid (other axis values, or values this kvb does "
-               "not know); they stay in the file and count for no point\n",
-               foreign, options.out_path);
 
   double seconds_spent = 0;
   size_t ran = 0;

@@ -37,6 +37,14 @@ CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path);
 std::vector<bool> finished_points(const ExperimentKind& kind, const std::string& experiment,
                                   const std::vector<Point>& points, const CsvTable& table);
 
+/// Rows of `table` (a result CSV of `kind`) that are no point of `grid` in experiment `experiment`: rows of other
+/// axis values, or with a value this kvb does not know. Resuming keeps them in the file and counts them for no point.
+size_t rows_outside_grid(const ExperimentKind& kind, const std::string& experiment, const std::vector<Point>& grid,
+                         const CsvTable& table);
+
+/// Prints the line that says so, naming the file, to `out` (nothing when `count` is 0 or `out` is null).
+void report_rows_outside_grid(std::FILE* out, size_t count, const std::string& path);
+
 /// Runs the sweep. Points with an "ok" row in the existing file are skipped; failed rows are run again and replaced
 /// in place; new rows are appended; rows of other points are kept. After each point the whole file is rewritten
 /// atomically (write_file_atomic), so an interrupted sweep leaves a complete file and re-running resumes it.

@@ -259,6 +259,8 @@ TEST(CapacityCli, BadInputExits2WithOneLineAndNoCsv) {
       {"--budget-gib 80 --layers 0", "--layers"},
       {"--budget-gib 80 --heads-v 24", "--heads-v"},
       {"--budget-gib 80 --config '" + dir.file("absent.toml") + "'", "absent.toml"},
+      {"--budget-gib 80 --config ''", "--config: empty path"},
+      {"--budget-gib 80 --reserve-gib 1e7", "--reserve-gib 10000000: allowed: a number of GiB in [0, 1e6)"},
   };
   for (const auto& [args, names] : cases) {
     const Result r = run_kvb(dir, "capacity " + args + out);
@@ -266,6 +268,11 @@ TEST(CapacityCli, BadInputExits2WithOneLineAndNoCsv) {
     EXPECT_EQ(count_lines(r.err), 1u) << args << ": " << r.err;
     EXPECT_NE(r.err.find(names), std::string::npos) << args << ": " << r.err;
   }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("results")));
+  // An empty --out is refused, not taken for "not given" (which would write results/capacity_model.csv).
+  const Result r = run_kvb(dir, "capacity --budget-gib 80 --no-probe --out ''");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--out: empty path"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("results")));
 }
 

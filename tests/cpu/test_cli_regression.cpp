@@ -189,8 +189,30 @@ TEST_F(CliShard, DevicesIsCheckedBeforeRunning) {
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.err.find("no CUDA device found"), std::string::npos) << r.err;
   }
+  // A malformed list is named on any machine, before the GPU is looked for.
+  for (const std::string bad : {"a", "0,0", "0,,1", "ALL", "-1"}) {
+    r = sweep("--devices " + shell_quote(bad) + " --set batch=1 --out " + shell_quote(dir.file("d.csv")));
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.err.find("--devices '" + bad + "'"), std::string::npos) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  }
   EXPECT_FALSE(std::filesystem::exists(dir.file("d.csv")));
   EXPECT_FALSE(std::filesystem::exists(dir.file("d.csv.parts")));
+}
+
+// Resuming into a CSV that holds rows of another grid says so before anything runs (without a GPU too).
+TEST_F(CliShard, RowsOfAnotherGridAreReported) {
+  const std::string csv = dir.file("other.csv");
+  std::filesystem::copy_file(std::string(KVB_SOURCE_DIR) + "/results/decode_latency.csv", csv);
+  const Result r = sweep("--dry-run --set variant=recurrent --set batch=3 --out " + shell_quote(csv));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("row(s) of " + csv + " are no point of this grid"), std::string::npos) << r.err;
+}
+
+TEST_F(CliShard, NonIntegerAxisValueIsCalledSo) {
+  const Result r = sweep("--dry-run --set batch=1e2");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("batch = '1e2' is not an integer (allowed: integers 1 to"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -82,6 +82,14 @@ TEST(Devices, ParsesListsAndAll) {
     const std::string e = error_of([&] { parse_device_list(text, count); });
     EXPECT_NE(e.find("--devices"), std::string::npos) << text << ": " << e;
   }
+  // The form alone (device count unknown, as without a GPU): indices are taken as given, "all" names none.
+  EXPECT_EQ(parse_device_list("all", -1), (std::vector<int>{}));
+  EXPECT_EQ(parse_device_list("3,1", -1), (std::vector<int>{3, 1}));
+  for (const std::string text : {"x", "ALL", "-1", "1024", "0,,1", "0,0", ""}) {
+    const std::string e = error_of([&] { parse_device_list(text, -1); });
+    EXPECT_NE(e.find("--devices '" + text + "'"), std::string::npos) << text << ": " << e;
+    EXPECT_NE(e.find("allowed: all, or distinct device indices in 0..1023"), std::string::npos) << text << ": " << e;
+  }
 }
 
 /// Runs the fake kind's sweep on each shard of a grid, and once on the whole grid, into `dir`.

@@ -294,24 +294,35 @@ TEST_F(SweepRun, RowsOfAnotherGridAreKeptAndReported) {
   const ExperimentKind kind = fake.kind();
   const auto pts = points(kind, "1, 4");
   run_sweep(kind, pts, ctx, options);
-  // One row gets a variant this kvb does not know: its point is no longer done, and the row stays as it is.
+  EXPECT_EQ(rows_outside_grid(kind, options.experiment, pts, table()), 0u);
+  // One row gets a variant this kvb does not know, and another is appended twice from a grid of batch 2: three rows
+  // (duplicates counted) are no point of the grid.
   CsvTable t = table();
   t.rows[0][col(t, "variant")] = "mystery";
+  std::vector<std::string> other = t.rows[1];
+  other[col(t, "batch")] = "2";
+  t.rows.push_back(other);
+  t.rows.push_back(other);
   write_file_atomic(options.out_path, format_csv(t));
+  EXPECT_EQ(rows_outside_grid(kind, options.experiment, pts, table()), 3u);
+  EXPECT_EQ(rows_outside_grid(kind, options.experiment, points(kind, "1, 2, 4"), table()), 1u);
   std::FILE* progress = std::tmpfile();
   ASSERT_TRUE(progress);
-  options.progress = progress;
-  fake.calls = 0;
-  const SweepSummary s = run_sweep(kind, pts, ctx, options);
+  report_rows_outside_grid(progress, 3, options.out_path);
+  report_rows_outside_grid(progress, 0, "unused.csv");
   std::rewind(progress);
   std::string p(4096, '\0');
   p.resize(std::fread(p.data(), 1, p.size(), progress));
   std::fclose(progress);
-  EXPECT_EQ(fake.calls, 1);  // the point of the changed row runs again
+  EXPECT_NE(p.find("3 row(s) of " + options.out_path + " are no point of this grid"), std::string::npos) << p;
+  EXPECT_EQ(p.find("unused.csv"), std::string::npos) << p;
+  // Resuming runs the changed row's point again and keeps every row.
+  fake.calls = 0;
+  const SweepSummary s = run_sweep(kind, pts, ctx, options);
+  EXPECT_EQ(fake.calls, 1);
   EXPECT_EQ(s.skipped, pts.size() - 1);
-  EXPECT_NE(p.find("1 row(s) of " + options.out_path + " are no point of this grid"), std::string::npos) << p;
   const CsvTable after = table();
-  EXPECT_EQ(after.rows.size(), pts.size() + 1);
+  EXPECT_EQ(after.rows.size(), pts.size() + 3);
   EXPECT_EQ(after.rows[0][col(after, "variant")], "mystery");
 }
 
