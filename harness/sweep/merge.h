@@ -30,7 +30,8 @@ struct MergeResult {
   std::vector<std::string> gpus;  ///< distinct non-empty "gpu" values, in order of first appearance
 };
 
-/// Joins the rows of `inputs`. Every input needs a header equal to the first input's (and to spec.header when given);
+/// Joins the rows of `inputs`. Every input needs a header equal to the first input's (and to spec.header when given),
+/// after a CSV written before its kind gained an axis has had that column put back (upgrade_older_header);
 /// every row the same "experiment" value (spec.experiment when given); no point (experiment and axis columns, see
 /// csv_axis_columns with `kinds`) may appear twice. Header-only inputs (an empty shard) are fine. With grid_keys the
 /// rows come in grid order, rows of points outside the grid after them in input order. Throws UsageError naming the

@@ -133,32 +133,6 @@ void print_summary(std::FILE* out, const ExperimentKind& kind, const std::vector
   }
 }
 
-/// A CSV of `kind` written before the kind gained some of its axes (may_be_absent: spec_verify and decode CSVs
-/// without `launch`): when `table`'s header is exactly the kind's columns less such axes, puts those columns back
-/// with the values RowKeyer reads for them (the default where the kind's `applies` says the axis matters for the
-/// row's variant, empty elsewhere, as the sweep writes them) and returns true; the next write of the table carries
-/// the whole header. Otherwise leaves `table` alone and returns false.
-bool upgrade_older_header(const ExperimentKind& kind, CsvTable& table, const std::string& path) {
-  const auto cols = csv_columns(kind);
-  std::vector<std::string> axes, kept;  // the kind's axes; its columns less the axes the header lacks and may lack
-  for (const AxisSpec& a : kind.axes) axes.push_back(a.name);
-  for (const auto& c : cols) {
-    const auto axis = std::find_if(kind.axes.begin(), kind.axes.end(), [&](const AxisSpec& a) { return a.name == c; });
-    const bool lacked = std::find(table.header.begin(), table.header.end(), c) == table.header.end();
-    if (axis == kind.axes.end() || !may_be_absent(*axis) || !lacked) kept.push_back(c);
-  }
-  if (kept.size() == cols.size() || kept != table.header) return false;
-  const RowKeyer keyer(table.header, axes, path, &kind);
-  const size_t results = 1 + axes.size() - (cols.size() - kept.size());  // the header's first column after its axes
-  for (auto& row : table.rows) {
-    std::vector<std::string> full{row[0]};
-    for (auto& axis_value : keyer.axes(row)) full.push_back(std::move(axis_value.second));
-    full.insert(full.end(), row.begin() + long(results), row.end());
-    row = std::move(full);
-  }
-  table.header = cols;
-  return true;
-}
 
 }  // namespace
 

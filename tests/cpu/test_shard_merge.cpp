@@ -159,6 +159,29 @@ TEST_F(ShardRuns, HeaderOnlyShardIsAccepted) {
   EXPECT_EQ(merge_csv_tables(inputs, {kind}).table.rows.size(), grid.size());
 }
 
+// A decode CSV written before the kind had its launch axis (results/decode_aligned.csv) merges with one that has it:
+// its rows are read as plain launches, as resuming and kvb compare read them.
+TEST(Merge, ReadsACsvWrittenBeforeAnAxisWasAdded) {
+  const ExperimentKind& decode = find_experiment_kind("decode");
+  const CsvInput old{"decode_aligned.csv",
+                     read_csv_file(std::string(KVB_SOURCE_DIR) + "/results/decode_aligned.csv")};
+  ASSERT_EQ(std::count(old.table.header.begin(), old.table.header.end(), "launch"), 0);
+  ASSERT_FALSE(old.table.rows.empty());
+  // The same points with launch = pdl, in the whole header: distinct points, so both merge.
+  CsvInput pdl{"pdl.csv", old.table};
+  upgrade_older_header(decode, pdl.table, pdl.path);
+  ASSERT_EQ(pdl.table.header, csv_columns(decode));
+  const size_t launch = size_t(std::find(pdl.table.header.begin(), pdl.table.header.end(), "launch") -
+                               pdl.table.header.begin());
+  for (auto& row : pdl.table.rows) row[launch] = "pdl";
+  const MergeResult m = merge_csv_tables({old, pdl}, experiment_kinds());
+  EXPECT_EQ(m.table.header, csv_columns(decode));
+  ASSERT_EQ(m.table.rows.size(), 2 * old.table.rows.size());
+  size_t plain = 0;
+  for (const auto& row : m.table.rows) plain += row[launch] == "plain";
+  EXPECT_EQ(plain, old.table.rows.size());
+}
+
 TEST_F(ShardRuns, MergeRejectsMismatches) {
   const CsvInput a = input(run(shard_points(grid, Shard{0, 2}), "a.csv"));
   const CsvInput b = input(run(shard_points(grid, Shard{1, 2}), "b.csv"));
