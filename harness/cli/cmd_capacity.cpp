@@ -57,11 +57,19 @@ CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& o) {
   CLI::App* cmd = app.add_subcommand(
       "capacity", "largest number of concurrent requests a memory budget holds, recurrent and KVBuffer, decode and "
                   "m-draft verification; proved by allocation on a GPU");
+  // An empty value is refused rather than read as 0 or as "not given" (an empty --out would write the default file
+  // under results/).
+  const auto non_empty = [](const char* allowed) {
+    return CLI::Validator(
+        [allowed](std::string& v) { return v.empty() ? fmt::format("empty value (allowed: {})", allowed) : ""; }, "");
+  };
   cmd->add_option_function<double>("--budget-gib", [&o](const double& v) { o.budget_gib = v; },
                                    "memory budget in GiB (default: the GPU's free memory less --reserve-gib; "
-                                   "required without a GPU)");
+                                   "required without a GPU)")
+      ->check(non_empty("a number of GiB in (0, 1e6)"));
   cmd->add_option_function<double>("--reserve-gib", [&o](const double& v) { o.reserve_gib = v; },
-                                   "GiB of free memory left out of the default budget (default 4)");
+                                   "GiB of free memory left out of the default budget (default 4)")
+      ->check(non_empty("a number of GiB in [0, 1e6)"));
   cmd->add_option_function<int>("--layers", [&o](const int& v) { o.layers = v; }, "GDN layers (default 36)");
   cmd->add_option_function<int>("--heads-qk", [&o](const int& v) { o.heads_qk = v; }, "key heads H (default 16)");
   cmd->add_option_function<int>("--heads-v", [&o](const int& v) { o.heads_v = v; }, "value heads HV (default 32)");
@@ -71,16 +79,12 @@ CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& o) {
                                         "KVBuffer sizes B, comma-separated (default 1,2,4,8,16)");
   cmd->add_option_function<std::string>("--draft-tokens", [&o](const std::string& v) { o.draft_tokens = v; },
                                         "draft tokens m, comma-separated, 1 to 8 (default 1,2,4,8)");
-  // An empty path is refused rather than read as "not given" (which would write the default file under results/).
-  const CLI::Validator path(
-      [](std::string& v) { return v.empty() ? std::string("empty path (allowed: a file path)") : std::string(); },
-      "PATH");
   cmd->add_option("--config", o.config, "capacity config, experiments/capacity.toml (flags override it)")
-      ->check(path);
+      ->check(non_empty("a file path"));
   cmd->add_option("--out", o.out,
                   "result CSV (default results/capacity.csv with the allocation proof, results/capacity_model.csv "
                   "for a model-only run; written atomically)")
-      ->check(path);
+      ->check(non_empty("a file path"));
   cmd->add_flag("--no-probe", o.no_probe, "model only, even on a GPU");
   cmd->add_flag_function("--conv-state", [&o](int64_t) { o.conv_state = true; },
                          "count the short-convolution state in the per-request bytes (default: own column only)");

@@ -15,8 +15,10 @@ namespace kvb::cli {
 
 CsvInput read_input_csv(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
+  if (!std::filesystem::exists(path, ec))
     throw UsageError(fmt::format("{}: no such file (give result CSVs of kvb sweep)", path));
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw UsageError(fmt::format("{}: not a regular file (give result CSVs of kvb sweep)", path));
   return {path, read_csv_file(path)};
 }
 

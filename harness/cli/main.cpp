@@ -73,7 +73,8 @@ int main(int argc, char** argv) {
   compare_cmd->add_flag("--markdown", compare.markdown, "GitHub Markdown table (for a pull-request comment)");
   compare_cmd->add_option("--metric", compare.metric,
                           "latency columns to compare: latency_us (decode, default), verify_us or verify_accept_us "
-                          "(spec_verify, default verify_accept_us)");
+                          "(spec_verify, default verify_accept_us)")
+      ->check(CLI::IsMember({"latency_us", "verify_us", "verify_accept_us"}));
   compare_cmd->add_flag("--allow-different-gpu", compare.allow_different_gpu,
                         "compare even when the two files ran on different GPUs");
 

@@ -259,7 +259,8 @@ TEST(CapacityCli, BadInputExits2WithOneLineAndNoCsv) {
       {"--budget-gib 80 --layers 0", "--layers"},
       {"--budget-gib 80 --heads-v 24", "--heads-v"},
       {"--budget-gib 80 --config '" + dir.file("absent.toml") + "'", "absent.toml"},
-      {"--budget-gib 80 --config ''", "--config: empty path"},
+      {"--budget-gib 80 --config ''", "--config: empty value (allowed: a file path)"},
+      {"--budget-gib ''", "--budget-gib: empty value (allowed: a number of GiB in (0, 1e6))"},
       {"--budget-gib 80 --reserve-gib 1e7", "--reserve-gib 10000000: allowed: a number of GiB in [0, 1e6)"},
   };
   for (const auto& [args, names] : cases) {
@@ -272,7 +273,7 @@ TEST(CapacityCli, BadInputExits2WithOneLineAndNoCsv) {
   // An empty --out is refused, not taken for "not given" (which would write results/capacity_model.csv).
   const Result r = run_kvb(dir, "capacity --budget-gib 80 --no-probe --out ''");
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("--out: empty path"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--out: empty value (allowed: a file path)"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("results")));
 }
 

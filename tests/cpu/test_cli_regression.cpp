@@ -71,6 +71,7 @@ TEST_F(CliCompare, ExitCodesFollowTheVerdicts) {
 }
 
 TEST_F(CliCompare, UnusableInputExits2WithOneLine) {
+  std::filesystem::create_directories(dir.file("folder"));
   struct Case {
     std::string base, cand, flags, needle;
   };
@@ -78,7 +79,10 @@ TEST_F(CliCompare, UnusableInputExits2WithOneLine) {
                         Case{"base.csv", "h100.csv", "", "--allow-different-gpu"},
                         Case{"base.csv", "absent.csv", "", "absent.csv: no such file"},
                         Case{"base.csv", "same.csv", "--threshold -3", "--threshold"},
-                        Case{"base.csv", "same.csv", "--threshold abc", "--threshold"}}) {
+                        Case{"base.csv", "same.csv", "--threshold abc", "--threshold"},
+                        Case{"base.csv", "same.csv", "--metric ''", "--metric"},
+                        Case{"base.csv", "same.csv", "--metric latency", "--metric"},
+                        Case{"base.csv", "folder", "", "folder: not a regular file"}}) {
     const Result r = compare(c.base, c.cand, c.flags);
     EXPECT_EQ(r.code, 2) << c.cand << " " << c.flags << ": " << r.err;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << r.err;
