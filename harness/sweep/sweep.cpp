@@ -133,7 +133,6 @@ void print_summary(std::FILE* out, const ExperimentKind& kind, const std::vector
   }
 }
 
-
 }  // namespace
 
 std::string format_duration(double seconds) {
