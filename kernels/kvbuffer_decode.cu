@@ -31,29 +31,6 @@ constexpr size_t smem_bytes(int capacity) {
 template <int VB, int THREADS>
 constexpr int decode_min_blocks() { return THREADS == 128 && VB == 64 ? 5 : 1; }
 
-/// PDL: an early block, once released by the wait, asks L2 for the checkpoint slice of the block one first wave
-/// after it (linear index + early_blocks), which will take an SM slot when the first wave ends. The first wave copied
-/// its own slices before the wait, so for the few microseconds in which it forms its products the memory would
-/// otherwise idle (per-block timestamps on the H200, batch 64: about 4 us per layer between the release and the
-/// second wave's first block; results/h200-2026-11-30c/explore/timeline/).
-template <int K, int VB>
-__device__ __forceinline__ void prefetch_next_wave_slice(const KVBufferDecodeParams& p, int early_blocks) {
-  const int64_t next = int64_t(blockIdx.x) + int64_t(gridDim.x) * (blockIdx.y + int64_t(gridDim.y) * blockIdx.z) +
-                       early_blocks;
-  if (next >= int64_t(gridDim.x) * gridDim.y * gridDim.z) return;
-  const int x = int(next % gridDim.x), h = int(next / gridDim.x % gridDim.y), row = int(next / gridDim.x / gridDim.y);
-  const KVBufferPool& pool = p.pool;
-  const int HV = p.shape.heads_v, V = p.shape.head_dim_v, v0 = x * VB;
-  const int slot = p.slot[row];
-  if (slot < 0 || slot >= pool.num_slots || (p.has_state && p.has_state[row] == 0)) return;
-  const int cslot = p.state_slot ? p.state_slot[row] : slot;
-  if (cslot < 0 || cslot >= pool.checkpoint_rows()) return;
-  const float* s0 = pool.checkpoint + (int64_t(cslot) * HV + h) * K * V + v0;
-  const unsigned bytes = unsigned(min(VB, V - v0)) * sizeof(float);  // a multiple of 16: V % 4 == 0
-  for (int r = threadIdx.x; r < K; r += blockDim.x)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(s0 + int64_t(r) * V), "r"(bytes) : "memory");
-}
-
 /// kStateless: a stateless batch (KVBufferDecodeParams::stateless_batch): no checkpoint tile at all.
 template <int K, int VB, int THREADS, bool kStateless>
 __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
@@ -89,8 +66,6 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
     }
   pdl_wait();
   pdl_launch_dependents();
-  if constexpr (!kStateless)
-    if (early) prefetch_next_wave_slice<K, VB>(p, early_blocks);
   if (padding || (has_state && !cslot_ok)) {  // a state that cannot be found is treated as padding
     zero_output_slice(p.o, p.o_dtype, vo, v0, VB, V);
     return;
