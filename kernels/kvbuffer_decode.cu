@@ -70,18 +70,6 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
     zero_output_slice(p.o, p.o_dtype, vo, v0, VB, V);
     return;
   }
-  // The token's inputs are requested first: their round trip overlaps the buffer position's.
-  const int lane = threadIdx.x % 32;
-  const bf16* qp = p.in.q + (int64_t(row) * H + hk) * K;
-  const bf16* kp = p.in.k + (int64_t(row) * H + hk) * K;
-  WarpVec<K> qv, kv;
-  qv.load(qp, lane);
-  kv.load(kp, lane);
-  float kr[Tile::ROWS], qr[Tile::ROWS], vv[4];
-  load_bf16<Tile::ROWS>(kp + tile.row(0), kr);
-  load_bf16<Tile::ROWS>(qp + tile.row(0), qr);
-  load4(p.in.v + vo + tile.col, tile.active, vv);
-  const Gate gate = prepare_gate(p.in, row, h, HV);
   // 0 <= fill < B after decode steps; up to B - 1 + m after a speculative accept (gdn_params.h): the token then
   // makes more than B entries and the step flushes them all.
   const int n = min(max(pool.fill[slot], 0), cap);
@@ -99,6 +87,17 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
   tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
   cp_async_commit();
 
+  const int lane = threadIdx.x % 32;
+  const bf16* qp = p.in.q + (int64_t(row) * H + hk) * K;
+  const bf16* kp = p.in.k + (int64_t(row) * H + hk) * K;
+  WarpVec<K> qv, kv;
+  qv.load(qp, lane);
+  kv.load(kp, lane);
+  float kr[Tile::ROWS], qr[Tile::ROWS], vv[4];
+  load_bf16<Tile::ROWS>(kp + tile.row(0), kr);
+  load_bf16<Tile::ROWS>(qp + tile.row(0), qr);
+  load4(p.in.v + vo + tile.col, tile.active, vv);
+  const Gate gate = prepare_gate(p.in, row, h, HV);
   const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
 #pragma unroll
   for (int r = 0; r < Tile::ROWS; ++r) {
@@ -106,21 +105,15 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
     qr[r] *= nrm.rq;
   }
 
-  // S0^T k^ and S0^T q^ over this thread's rows of the slice, which it copied itself (its own wait suffices): an
-  // early block, its slice copied before the wait (the first group), passes over it while its keys still arrive.
-  float sk[4] = {0.f, 0.f, 0.f, 0.f}, sq[4] = {0.f, 0.f, 0.f, 0.f};
-  if constexpr (!kStateless)
-    if (early && has_state) {
-      cp_async_wait_group<2>();
-      tile.accumulate2(kr, sk, qr, sq);
-    }
   cp_async_wait_group<1>();  // an early block's checkpoint group, committed first, is complete too
   __syncthreads();  // keys and log-decays in shared memory; the slice still streaming
   buffer_coefficients<K>(n, gate.g, &kv, &qv, nrm, bs);
   // [S0; u_1..u_n]^T [e^{G_t} k^; w_j (k^_j . k^_t)] and the same with q^: one pass over checkpoint and buffer.
+  // A thread reads only the state and delta rows it copied itself, so its own wait suffices for them.
   cp_async_wait_all();
+  float sk[4] = {0.f, 0.f, 0.f, 0.f}, sq[4] = {0.f, 0.f, 0.f, 0.f};
   if constexpr (!kStateless)
-    if (!early && has_state) tile.accumulate2(kr, sk, qr, sq);
+    if (has_state) tile.accumulate2(kr, sk, qr, sq);
   __syncthreads();  // buffer coefficients in shared memory
   const float decay0 = bs.decay0[0];
 #pragma unroll
