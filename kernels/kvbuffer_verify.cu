@@ -254,8 +254,9 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   else bs.setup_pool_keys(dyn_smem + Tile::kBytes, cap, pool, H, slot, hk);
   float* dk = reinterpret_cast<float*>(dyn_smem + Tile::kBytes + verify_buffer_bytes<K>(cap, kSmemKeys));  // [M][cap]
   float* dq = dk + M * cap;
-  // Two copy groups: the log-decays (and staged keys) and the drafts' values, then the checkpoint slice, which keeps
-  // streaming while the drafts are normalised and the coefficients formed.
+  // Two copy groups: the log-decays (and staged keys) and the drafts' values, then the checkpoint slice (empty for a
+  // first-wave PDL block, which copied its slice before the wait), which keeps streaming while the drafts are
+  // normalised and the coefficients formed.
   if constexpr (kSmemKeys) bs.load_async(pool, H, HV, slot, h, hk, n);
   else bs.load_log_decay_async(pool, HV, slot, h, n);
   load_draft_values_async<VB>(p.in.v, row, M, HV, h, V, v0, ds.v);
@@ -481,13 +482,13 @@ cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t strea
   const bool smem_keys =
       smem_blocks_per_sm(smem_for(true) + static_bytes) >= smem_blocks_per_sm(smem_for(false) + static_bytes);
   const auto kernel = smem_keys ? with_keys : without_keys;
-  if (const cudaError_t e = allow_dynamic_smem(kernel, smem_for(smem_keys)); e != cudaSuccess) return e;
+  const size_t smem = smem_for(smem_keys);
+  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   int early_blocks = 0;
-  if (const cudaError_t e = pdl_first_wave_blocks(kernel, threads, smem_for(smem_keys), p.pdl, early_blocks);
-      e != cudaSuccess)
+  if (const cudaError_t e = pdl_first_wave_blocks(kernel, threads, smem, p.pdl, early_blocks); e != cudaSuccess)
     return e;
-  return launch_kernel(kernel, grid, threads, smem_for(smem_keys), stream, p.pdl, p, early_blocks);
+  return launch_kernel(kernel, grid, threads, smem, stream, p.pdl, p, early_blocks);
 }
 
 /// The draft count as a compile-time constant (every loop over drafts fully unrolled).
@@ -515,7 +516,7 @@ std::string validate(const KVBufferVerifyParams& p) {
   if (auto e = validate_draft_tokens(p.in.tokens); !e.empty()) return e;
   if (auto e = validate_pool(p.pool); !e.empty()) return e;
   if (auto e = validate_verify_capacity(p.pool, p.in.tokens); !e.empty()) return e;
-  if (p.pool.num_checkpoints != 0 && p.pool.num_checkpoints != p.pool.num_slots)
+  if (p.pool.checkpoint_rows() != p.pool.num_slots)
     return "pool.num_checkpoints = " + std::to_string(p.pool.num_checkpoints) +
            ": verify indexes checkpoints by slot (allowed: 0 or num_slots = " + std::to_string(p.pool.num_slots) + ")";
   if (!p.slot || !p.o || !p.group_arrivals) return "slot, o and group_arrivals must be set";

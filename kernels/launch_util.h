@@ -53,6 +53,10 @@ int sm_count();
 /// smem: launchers ask on every launch). Returns the query's error, or cudaSuccess.
 cudaError_t resident_blocks_per_sm(const void* kernel, int threads, size_t smem, int& per_sm);
 
+/// Blocks per SM, one per (row, value head), at and above which every launcher takes its widest-grid kernels (the
+/// largest of their thresholds: recurrent decode's kv tiles; narrow_slices and the verify launchers switch lower).
+constexpr int kWideGridBlocksPerSm = 8;
+
 /// The decode launchers' rule for 16-wide V slices: true when `batch` rows of `shape` in 32-wide slices
 /// (batch * heads_v * ceil(head_dim_v / 32) blocks) make fewer than 4 blocks per SM, i.e. the batch alone does not
 /// fill the GPU.

@@ -173,7 +173,7 @@ cudaError_t launch_recurrent_decode(const RecurrentDecodeParams& p, cudaStream_t
     case 64: return narrow ? launch_tile<64, 16>(p, stream) : launch_tile<64, 32>(p, stream);
     case 128:
       if (narrow) return launch_tile<128, 16>(p, stream);
-      if (p.layout == StateLayout::vk || int64_t(p.batch) * p.shape.heads_v < 8 * sm_count())
+      if (p.layout == StateLayout::vk || int64_t(p.batch) * p.shape.heads_v < kWideGridBlocksPerSm * sm_count())
         return launch_tile<128, 32>(p, stream);
       // Whole rows per block (contiguous 64 KiB tiles) measured fastest on the H200 at batch >= 64.
       switch (tile_override()) {

@@ -21,7 +21,7 @@ using namespace dev;
 /// rows sub, sub + SUBS, ... . Partial sums of S^T k^ and S^T q^ meet inside the warp by shuffles over sub and across
 /// bands in shared memory (one barrier per draft when BANDS > 1).
 ///   Row bands (CGW = 32, BANDS = K / 16): one warp store writes a whole 128-column state row (512 contiguous bytes).
-///   Column warps (BANDS = 1): a warp owns 4 * CGW columns of every row (64 bytes of each of 32 / CGW rows per
+///   Column warps (BANDS = 1): a warp owns 4 * CGW columns of every row (16 * CGW bytes of each of 32 / CGW rows per
 ///   store); no barrier at all.
 template <int K, int CGW_, int BANDS_, int WARPS_>
 struct VerifyRegLanes {
@@ -193,10 +193,10 @@ cudaError_t launch_k(const RecurrentVerifyParams& p, cudaStream_t stream) {
   constexpr int CGW = K >= 256 ? 2 : 4;  // column warps: 16 state rows per lane at K = 128 and 256
   using Columns4 = VerifyRegLanes<K, CGW, 1, 4>;
   using Columns2 = VerifyRegLanes<K, CGW, 1, 2>;
-  // 32-column blocks of column warps when the grid would not fill the GPU; otherwise row bands, one block per value
-  // head and 16 rows a lane (K <= 128: at K = 256 the bands' partial sums pass the static shared-memory limit), or
-  // column warps in 64-column blocks. KVB_TILE (launch_util.h) forces a layout for A/B measurements: "64,128" column
-  // warps, "128,512" row bands of 8 rows a lane.
+  // Blocks of two column warps (8 * CGW columns) when the grid would not fill the GPU; otherwise row bands, one block
+  // per value head and 16 rows a lane (K <= 128: at K = 256 the bands' partial sums pass the static shared-memory
+  // limit), or four column warps (16 * CGW columns). KVB_TILE (launch_util.h) forces a layout for A/B measurements
+  // at K = 128: "64,128" column warps, "128,512" row bands of 8 rows a lane.
   const bool narrow = int64_t(p.batch) * p.shape.heads_v * num_slices(p.shape.head_dim_v, 64) < 4 * sm_count();
   if (narrow) return launch_layout<K, Columns2>(p, stream);
   if constexpr (K <= 128) {

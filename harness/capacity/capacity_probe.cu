@@ -267,12 +267,12 @@ BudgetBlocker::BudgetBlocker(int64_t budget_bytes) {
   budget_ = device_free_bytes();
 }
 
-// The probe runs on the legacy default stream: creating a stream while the budget is held could take device memory.
 int64_t warm_up_wide_batch(const CapacityPlan& plan) {
   const int64_t heads = std::max(plan.model.shape.heads_v, 1);
-  return std::max<int64_t>(2, (8 * int64_t(sm_count()) + heads - 1) / heads);
+  return std::max<int64_t>(2, (kWideGridBlocksPerSm * int64_t(sm_count()) + heads - 1) / heads);
 }
 
+// The probe runs on the legacy default stream: creating a stream while the budget is held could take device memory.
 void warm_up(const std::vector<CapacityPlan>& plans, uint64_t seed) {
   for (CapacityPlan p : plans) {
     p.model.layers = 1;

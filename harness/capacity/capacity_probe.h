@@ -36,8 +36,8 @@ class BudgetBlocker {
 /// is set. Launchers that return cudaErrorNotSupported are skipped. Throws kvb::CudaError on any other CUDA failure.
 void warm_up(const std::vector<CapacityPlan>& plans, uint64_t seed);
 
-/// Requests at which every launcher of a plan's shape takes its widest-grid kernels: 8 blocks per SM of one value
-/// head per request (the largest of the launchers' thresholds, kernels/launch_util.h and recurrent_decode.cu).
+/// Requests at which every launcher of a plan's shape takes its widest-grid kernels: kWideGridBlocksPerSm blocks per
+/// SM of one value head per request (kernels/launch_util.h).
 int64_t warm_up_wide_batch(const CapacityPlan& plan);
 
 /// What the probe of one row found.

@@ -17,6 +17,7 @@
 #include "harness/capacity/capacity_probe.h"
 #include "harness/capacity/capacity_table.h"
 #include "harness/cli/commands.h"
+#include "harness/sweep/shard.h"
 #include "harness/device/device_info.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/experiment_kind.h"
@@ -88,16 +89,17 @@ CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& o) {
   cmd->add_flag("--no-probe", o.no_probe, "model only, even on a GPU");
   cmd->add_flag_function("--conv-state", [&o](int64_t) { o.conv_state = true; },
                          "count the short-convolution state in the per-request bytes (default: own column only)");
-  cmd->add_option("--device", o.device, "CUDA device index")->check(CLI::Range(0, 1023));
+  cmd->add_option("--device", o.device, "CUDA device index")->check(CLI::Range(0, kMaxDeviceIndex));
   return cmd;
 }
 
 int run_capacity_command(const CapacityCommandOptions& o) {
   const capacity::CapacitySettings s = resolve_settings(o);
   const bool gpu = cuda_device_present();
-  const std::string out = !o.out.empty()           ? o.out
-                          : gpu && !o.no_probe     ? std::string("results/capacity.csv")
-                                                   : std::string("results/capacity_model.csv");
+  const bool probe = gpu && !o.no_probe;
+  const std::string out = !o.out.empty() ? o.out
+                          : probe        ? std::string("results/capacity.csv")
+                                         : std::string("results/capacity_model.csv");
   check_output_writable(out, "--out");
   if (!gpu && !s.budget_gib)
     throw UsageError("--budget-gib is required without a CUDA device (a number of GiB > 0; there is no free memory "
@@ -105,7 +107,6 @@ int run_capacity_command(const CapacityCommandOptions& o) {
   if (gpu && o.device >= cuda_device_count())
     throw UsageError(fmt::format("--device {}: there are {} CUDA devices (allowed: 0..{})", o.device,
                                  cuda_device_count(), cuda_device_count() - 1));
-  const bool probe = gpu && !o.no_probe;
   const bool use_device = probe || !s.budget_gib;
 
   std::vector<capacity::CapacityRow> rows;

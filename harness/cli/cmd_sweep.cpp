@@ -48,8 +48,8 @@ SweepSetup prepare_sweep(const SweepCommandOptions& options) {
   else if (options.shard.empty()) s.out = "results/" + s.config.name + ".csv";
   else s.out = "results/" + s.config.name + ".shard" + s.shard.tag() + ".csv";
   check_output_writable(s.out);
-  const CsvTable existing = load_resume_table(*s.kind, s.out);
-  report_rows_outside_grid(stderr, rows_outside_grid(*s.kind, s.config.name, s.grid, existing), s.out);
+  s.existing = load_resume_table(*s.kind, s.out);
+  report_rows_outside_grid(stderr, rows_outside_grid(*s.kind, s.config.name, s.grid, s.existing), s.out);
   return s;
 }
 
@@ -64,8 +64,7 @@ bool sweep_gpu_present() {
 namespace {
 
 int dry_run(const SweepSetup& s) {
-  const CsvTable existing = load_resume_table(*s.kind, s.out);
-  const std::vector<bool> done = finished_points(*s.kind, s.config.name, s.points, existing);
+  const std::vector<bool> done = finished_points(*s.kind, s.config.name, s.points, s.existing);
   size_t n_done = 0;
   for (bool d : done) n_done += d;
   const std::string shard_note =

@@ -52,7 +52,7 @@ int run_sweep_on_devices(const SweepCommandOptions& options, const SweepSetup& s
   const fs::path parts = setup.out + ".parts";
 
   // 1. The existing output plus whatever an interrupted run left in the parts folder (ok rows win).
-  KeyedRows merged(kind, load_resume_table(kind, setup.out));
+  KeyedRows merged(kind, setup.existing);
   const std::vector<fs::path> leftovers = part_files(parts);
   for (const auto& f : leftovers) {
     const CsvTable left = load_resume_table(kind, f.string());

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
+#include "harness/sweep/shard.h"
 #include "harness/sweep/experiment_kind.h"
 #include "kernels/cuda_check.h"
 
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "GPU, driver and CUDA versions; measured copy and read bandwidth");
   info_cmd->add_option("--device", info.device, "CUDA device whose bandwidth is measured")
-      ->check(CLI::Range(0, 1023));
+      ->check(CLI::Range(0, kvb::kMaxDeviceIndex));
   info_cmd->add_option("--buffer-mib", info.buffer_mib, "size of each bandwidth buffer in MiB (>= 64)")
       ->check(CLI::Range(64.0, 1.0e7));
   info_cmd->add_flag("--gpu-present", info.gpu_present_only,
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
                              ->check(CLI::Range(1, 1000000));
   CLI::Option* max_opt = sweep_cmd->add_option("--max-seconds", max_seconds, "time budget per point, seconds (> 0)");
   CLI::Option* device_opt =
-      sweep_cmd->add_option("--device", sweep.device, "CUDA device index")->check(CLI::Range(0, 1023));
+      sweep_cmd->add_option("--device", sweep.device, "CUDA device index")->check(CLI::Range(0, kvb::kMaxDeviceIndex));
   CLI::Option* shard_opt = sweep_cmd->add_option("--shard", sweep.shard,
                         "run grid points i with i % N == I (I/N, 0 <= I < N); default output "
                         "results/<name>.shardI-of-N.csv");
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
   reproduce_cmd->add_flag("--quick", reproduce.quick, "reduced grids (fewer batches, buffer sizes and lengths; under a minute on one H200)");
   reproduce_cmd->add_option("--out-dir", reproduce.out_dir, "folder of the CSVs and figures/ (default results)");
   reproduce_cmd->add_flag("--no-plots", reproduce.no_plots, "do not run plots/make_all.py");
-  reproduce_cmd->add_option("--device", reproduce.device, "CUDA device index")->check(CLI::Range(0, 1023));
+  reproduce_cmd->add_option("--device", reproduce.device, "CUDA device index")->check(CLI::Range(0, kvb::kMaxDeviceIndex));
 
   if (argc > 1 && argv[1][0] != '-') {  // a word that names no subcommand: say which ones exist
     std::string known;

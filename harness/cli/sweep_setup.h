@@ -7,6 +7,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/sweep/config.h"
+#include "harness/sweep/csv.h"
 #include "harness/sweep/experiment_kind.h"
 #include "harness/sweep/shard.h"
 
@@ -20,6 +21,7 @@ struct SweepSetup {
   Shard shard;                ///< {0, 1} without --shard
   std::vector<Point> points;  ///< the shard's points, in grid order
   std::string out;            ///< --out, else results/NAME.csv (results/NAME.shardI-of-N.csv with --shard)
+  CsvTable existing;          ///< the rows already in `out` (load_resume_table: an older header upgraded), read once
 };
 
 /// Loads and checks everything (config, kind, overrides, grid, whole-point checks, --shard, --out writable, an

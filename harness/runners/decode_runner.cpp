@@ -26,9 +26,6 @@ DecodeConfig decode_config(const Point& pt) {
   return c;
 }
 
-/// The decode kind's whole-point check (validate_launch_point).
-std::string validate_decode_point(const Point& pt) { return validate_launch_point(pt, "kvbuffer"); }
-
 Row run_decode_point(const Point& pt, SweepContext& ctx) { return run_decode(decode_config(pt), pt.label(), ctx); }
 
 }  // namespace
@@ -97,7 +94,7 @@ ExperimentKind decode_experiment_kind() {
     if (variant == "recurrent") return axis != "buffer_size" && axis != "buffer_form" && axis != "phase";
     return true;
   };
-  k.validate = validate_decode_point;
+  k.validate = validate_launch_point;
   k.run = run_decode_point;
   return k;
 }

@@ -54,10 +54,10 @@ AxisSpec launch_axis() {
   return {"launch", {"plain"}, word_axis("launch", {"plain", "pdl"}), /*added_later=*/true};
 }
 
-std::string validate_launch_point(const Point& pt, const std::string& kvbuffer_variant) {
+std::string validate_launch_point(const Point& pt) {
   if (auto e = validate_buffer_form_point(pt); !e.empty()) return e;
   if (pt.get("launch") != "pdl") return "";
-  if (pt.get("variant") == kvbuffer_variant && point_buffer_form(pt) == BufferForm::raw)
+  if (point_buffer_form(pt) == BufferForm::raw)  // only KVBuffer points have a buffer form (the kinds' applies)
     return "launch = pdl is not supported with buffer_form = raw (allowed with raw: plain)";
   if (pt.get_int("layers") < 2)
     return fmt::format("launch = pdl needs layers >= 2, each layer on its own pools (layers = {}; allowed with one "

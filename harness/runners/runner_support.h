@@ -45,7 +45,7 @@ AxisSpec launch_axis();
 /// Whole-point check of a kind with the launch axis: validate_buffer_form_point, then launch = pdl only where the
 /// kernels take it (not with buffer_form raw of a KVBuffer variant) and with layers >= 2 (a PDL launch must follow
 /// another layer's, on distinct pools). "" or a one-line reason.
-std::string validate_launch_point(const Point& pt, const std::string& kvbuffer_variant);
+std::string validate_launch_point(const Point& pt);
 
 /// Reads into a problem config (DecodeConfig, VerifyConfig) the axes both experiments have: the shape, batch, layers
 /// and seed; for a KVBuffer point also buffer_size and phase (staggered unless "aligned"). Throws UsageError on a

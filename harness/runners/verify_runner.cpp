@@ -29,9 +29,6 @@ VerifyConfig verify_config(const Point& pt) {
   return c;
 }
 
-/// The spec_verify kind's whole-point check (validate_launch_point).
-std::string validate_verify_point(const Point& pt) { return validate_launch_point(pt, "kvbuffer_verify"); }
-
 Row run_verify_point(const Point& pt, SweepContext& ctx) {
   VerifyConfig cfg = verify_config(pt);
   place_for_l2(ctx, cfg);
@@ -123,7 +120,7 @@ ExperimentKind spec_verify_experiment_kind() {
     if (variant == "recurrent_verify") return axis != "buffer_size" && axis != "buffer_form" && axis != "phase";
     return true;
   };
-  k.validate = validate_verify_point;
+  k.validate = validate_launch_point;
   k.run = run_verify_point;
   return k;
 }

@@ -11,14 +11,12 @@
 
 namespace kvb {
 
-MergeResult merge_csv_tables(const std::vector<CsvInput>& given, const std::vector<ExperimentKind>& kinds,
+MergeResult merge_csv_tables(std::vector<CsvInput> inputs, const std::vector<ExperimentKind>& kinds,
                              const MergeSpec& spec) {
-  if (given.empty()) throw UsageError("kvb merge: give at least one input CSV");
+  if (inputs.empty()) throw UsageError("kvb merge: give at least one input CSV");
   // An input written before its kind gained an axis is read with that column put back, as resuming reads it.
-  std::vector<CsvInput> inputs = given;
   for (CsvInput& in : inputs)
-    if (const ExperimentKind* kind = csv_kind(in.table.header, kinds); kind && in.table.header != csv_columns(*kind))
-      upgrade_older_header(*kind, in.table, in.path);
+    if (const ExperimentKind* kind = csv_kind(in.table.header, kinds)) upgrade_older_header(*kind, in.table, in.path);
   MergeResult result;
   const std::vector<std::string>& header = spec.header.empty() ? inputs[0].table.header : spec.header;
   for (const auto& in : inputs) {

@@ -36,7 +36,7 @@ struct MergeResult {
 /// csv_axis_columns with `kinds`) may appear twice. Header-only inputs (an empty shard) are fine. With grid_keys the
 /// rows come in grid order, rows of points outside the grid after them in input order. Throws UsageError naming the
 /// offending file (and the first file holding a duplicate point) and the column.
-MergeResult merge_csv_tables(const std::vector<CsvInput>& inputs, const std::vector<ExperimentKind>& kinds,
+MergeResult merge_csv_tables(std::vector<CsvInput> inputs, const std::vector<ExperimentKind>& kinds,
                              const MergeSpec& spec = {});
 
 /// A result table of one experiment kind (csv_columns) indexed by point (experiment and axis values), for folding the
