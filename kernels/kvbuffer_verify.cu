@@ -44,28 +44,6 @@ struct DraftSmem {
   __device__ __forceinline__ float& q_at(int i, int r) { return qhat[i][r % kSubs][r / kSubs]; }
 };
 
-/// Shared-memory tile of the checkpoint slice (rows [0, K)), VB columns as VB / 4 float4 per row. Row r keeps its
-/// float4 columns XOR-swizzled by (r & 1) * 4, so that the two row subgroups of a quarter warp (one even, one odd
-/// row) read 8 distinct bank groups. Only the checkpoint is staged here: each buffered delta is read by the one lane
-/// that uses it, and the keys are staged only where that costs no block per SM, so that a block of 128 columns and
-/// up to 4 drafts stays under 76 KB (three blocks per SM) at every buffer size up to 64.
-template <int K, int VB>
-struct VerifyTile {
-  static constexpr int CG = VB / 4;
-  static_assert(CG % 8 == 0, "VerifyTile: VB must be a multiple of 32");
-  static constexpr size_t kBytes = size_t(K) * VB * sizeof(float);
-  float4* sm;
-  __device__ __forceinline__ float4& at(int r, int c) const { return sm[r * CG + (c ^ ((r & 1) << 2))]; }
-  /// Starts copying the checkpoint slice: columns [v0, v0 + VB) of matrix m ([K][V]), masked at V (zero-filled).
-  __device__ __forceinline__ void load_async(const float* __restrict__ m, int v0, int V) const {
-    for (int idx = threadIdx.x; idx < K * CG; idx += blockDim.x) {
-      const int r = idx / CG, c = idx % CG, col = v0 + 4 * c;
-      const bool ok = col < V;
-      cp_async16(&at(r, c), m + int64_t(r) * V + (ok ? col : 0), ok);
-    }
-  }
-};
-
 /// Verify pass layout: the block covers VB columns of one (row, value head) with VB / 16 warps; warp w owns the 16
 /// columns [v0 + 16 w, v0 + 16 w + 16) over every state row, lane = 4 sub + cg holds 4 of them (cg) and the rows
 /// sub, sub + 8, sub + 16, ... Partial sums therefore meet inside one warp (three shuffles, no block barrier), and
@@ -85,12 +63,76 @@ struct VerifyLanes {
     col = v0 + 4 * c4;
     active = col < V;
   }
-  /// Sums x over the 8 row subgroups of the warp; every lane gets its columns' totals.
-  __device__ __forceinline__ static void reduce(float (&x)[4]) {
+  /// Which of the totals reduce_scatter leaves a lane: kind 0 (a, from ak) or 1 (o, from aq) of column c (0 to 3)
+  /// among its four, for every draft. Lane bit 4 picks the kind, bits 3 and 2 the column: 2 bit 3 + bit 2.
+  __device__ __forceinline__ static int kind() { return (threadIdx.x >> 4) & 1; }
+  __device__ __forceinline__ static int column() { return (threadIdx.x >> 2) & 3; }
+  /// Sums ak and aq ([M][4]: drafts x this lane's columns) over the warp's 8 row subgroups, splitting the totals: each
+  /// lane of a column group keeps the M totals of its kind() and column() (x[i]). Three exchange rounds of halves,
+  /// (2 M + M + M / 2) shuffles in all instead of 24 M for every lane to get every total.
+  template <int M>
+  __device__ __forceinline__ static void reduce_scatter(const float (&ak)[M][4], const float (&aq)[M][4],
+                                                        float (&x)[M]) {
+    const bool b4 = threadIdx.x & 16, b3 = threadIdx.x & 8, b2 = threadIdx.x & 4;
+    float r1[4][M];  // the kind this lane keeps, all four columns
 #pragma unroll
-    for (int off = 4; off < 32; off <<= 1)
+    for (int c = 0; c < 4; ++c)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) x[c] += __shfl_xor_sync(0xffffffffu, x[c], off);
+      for (int i = 0; i < M; ++i) {
+        const float keep = b4 ? aq[i][c] : ak[i][c], send = b4 ? ak[i][c] : aq[i][c];
+        r1[c][i] = keep + __shfl_xor_sync(0xffffffffu, send, 16);
+      }
+    float r2[2][M];  // columns 2 b3 + {0, 1}
+#pragma unroll
+    for (int c = 0; c < 2; ++c)
+#pragma unroll
+      for (int i = 0; i < M; ++i) {
+        const float keep = b3 ? r1[2 + c][i] : r1[c][i], send = b3 ? r1[c][i] : r1[2 + c][i];
+        r2[c][i] = keep + __shfl_xor_sync(0xffffffffu, send, 8);
+      }
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      const float keep = b2 ? r2[1][i] : r2[0][i], send = b2 ? r2[0][i] : r2[1][i];
+      x[i] = keep + __shfl_xor_sync(0xffffffffu, send, 4);
+    }
+  }
+};
+
+/// Shared-memory tile of the checkpoint slice (rows [0, K)), VB columns as VB / 4 float4 per row. Row r keeps its
+/// float4 columns XOR-swizzled by (r & 1) * 4, so that the two row subgroups of a quarter warp (one even, one odd
+/// row) read 8 distinct bank groups. Only the checkpoint is staged here: each buffered delta is read by the one lane
+/// that uses it, and the keys are staged only where that costs no block per SM, so that a block of 128 columns and
+/// up to 4 drafts stays under 76 KB (three blocks per SM) at every buffer size up to 64.
+/// The slice is copied in CHUNKS chunks of 32 rows, one cp.async group each, so that the pass over a chunk starts as
+/// soon as it has landed while the later ones still stream.
+template <int K, int VB>
+struct VerifyTile {
+  static constexpr int CG = VB / 4;
+  static constexpr int CHUNK_ROWS = 32, CHUNKS = K / CHUNK_ROWS;  ///< rows of one copy group; copy groups
+  static constexpr int STEP = VerifyLanes<VB>::THREADS / CG;      ///< rows one copy instruction covers block-wide
+  static_assert(CG % 8 == 0, "VerifyTile: VB must be a multiple of 32");
+  static_assert(K % CHUNK_ROWS == 0 && CHUNK_ROWS % STEP == 0 && STEP % 2 == 0, "VerifyTile: unsupported K x VB");
+  static constexpr size_t kBytes = size_t(K) * VB * sizeof(float);
+  float4* sm;
+  __device__ __forceinline__ float4& at(int r, int c) const { return sm[r * CG + (c ^ ((r & 1) << 2))]; }
+  /// Starts copying the checkpoint slice: columns [v0, v0 + VB) of matrix m ([K][V]), masked at V (zero-filled), and
+  /// commits one cp.async group per chunk of CHUNK_ROWS rows. Thread t copies float4 column t % CG of rows
+  /// t / CG + STEP i: one row parity (the same swizzle) and constant strides, so each copy is one instruction and an
+  /// address add. Every thread of the block calls it.
+  __device__ __forceinline__ void load_chunks_async(const float* __restrict__ m, int v0, int V) const {
+    const int c = threadIdx.x % CG, r0 = threadIdx.x / CG, col = v0 + 4 * c;
+    const bool ok = col < V;
+    const float* src = m + int64_t(r0) * V + (ok ? col : 0);
+    float4* dst = &at(r0, c);
+#pragma unroll
+    for (int chunk = 0; chunk < CHUNKS; ++chunk) {
+#pragma unroll
+      for (int i = 0; i < CHUNK_ROWS / STEP; ++i) {
+        const int r = chunk * CHUNK_ROWS + i * STEP;  // this thread's row r0 + r
+        cp_async16(dst + r * CG, src + int64_t(r) * V, ok);
+      }
+      cp_async_commit();
+    }
   }
 };
 
@@ -238,10 +280,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   // may start while the previous kernel finishes and streams its checkpoint slice before the wait; everything else
   // (buffer positions, entries, drafts) is read after it. Later blocks keep the order below.
   const bool early = pdl_first_wave(early_blocks);
-  if (early) {
-    tile.load_async(s0, v0, V);
-    cp_async_commit();
-  }
+  if (early) tile.load_chunks_async(s0, v0, V);
   pdl_wait();
   pdl_launch_dependents();
   // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams).
@@ -254,15 +293,14 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   else bs.setup_pool_keys(dyn_smem + Tile::kBytes, cap, pool, H, slot, hk);
   float* dk = reinterpret_cast<float*>(dyn_smem + Tile::kBytes + verify_buffer_bytes<K>(cap, kSmemKeys));  // [M][cap]
   float* dq = dk + M * cap;
-  // Two copy groups: the log-decays (and staged keys) and the drafts' values, then the checkpoint slice (empty for a
-  // first-wave PDL block, which copied its slice before the wait), which keeps streaming while the drafts are
-  // normalised and the coefficients formed.
+  // Copy groups: the log-decays (and staged keys) and the drafts' values, then the checkpoint slice's chunks (a
+  // first-wave PDL block copied them before the wait), which keep streaming while the drafts are normalised, the
+  // coefficients formed and the buffer's share summed.
   if constexpr (kSmemKeys) bs.load_async(pool, H, HV, slot, h, hk, n);
   else bs.load_log_decay_async(pool, HV, slot, h, n);
   load_draft_values_async<VB>(p.in.v, row, M, HV, h, V, v0, ds.v);
   cp_async_commit();
-  if (!early) tile.load_async(s0, v0, V);
-  cp_async_commit();
+  if (!early) tile.load_chunks_async(s0, v0, V);
   // This lane's buffered deltas u_j, j = sub, sub + 8, ... (each read by this lane alone, in the buffer pass).
   const VerifyLanes<VB> ln(v0, V);
   float* deltas = pool.deltas + (int64_t(slot) * cap * HV + h) * V + (ln.active ? ln.col : 0);
@@ -290,7 +328,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
         ds.beta[i] = gate.beta;
         if (!flush && blockIdx.x == 0) pool.log_decay[(draft_entry + i) * HV + h] = gate.g;
       });
-  cp_async_wait_group<1>();  // an early block's checkpoint group, committed first, is complete too
+  if (early) cp_async_wait_all();  // its slice's groups, committed first, are complete too
+  else cp_async_wait_group<Tile::CHUNKS>();
   __syncthreads();  // drafts, log-decays and draft values in shared memory; the slice still streaming
 
   // Buffer weights w_j = e^{sum of g after j} and 1/|k_j| (warp 0 scan, all warps norms).
@@ -343,18 +382,54 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
       ds.D[i] = expf(gsum);
     }
   }
-  cp_async_wait_all();
-  __syncthreads();  // coefficients, checkpoint slice and deltas in shared memory
+  __syncthreads();  // coefficients in shared memory
 
-  // One pass over the checkpoint rows, then the buffer's entries, for every draft.
+  // The buffer's share first, while the slice streams: a_i, o_i = sum_{j<n} w_j D_i (k^_j . k^_i, k^_j . q^_i) u_j,
+  // this lane's entries j = sub, sub + 8, ... four at a time (their deltas read by this lane alone, in flight
+  // together).
   float ak[M][4], aq[M][4];
 #pragma unroll
   for (int i = 0; i < M; ++i)
 #pragma unroll
     for (int c = 0; c < 4; ++c) ak[i][c] = aq[i][c] = 0.f;
-  // Four of this lane's rows per step: r = sub + 8 (4 q + tt), their coefficients one float4 per draft.
-#pragma unroll 2
-  for (int q = 0; q < K / (4 * SUBS); ++q) {
+  for (int j0 = ln.sub; j0 < n; j0 += 4 * SUBS) {
+    float4 u[4];
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const int j = j0 + t * SUBS;
+      u[t] = ln.active && j < n ? __ldg(reinterpret_cast<const float4*>(deltas + j * delta_stride))
+                                : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const int j = j0 + t * SUBS;
+      if (j >= n) break;
+      const float wj = bs.w[j] * bs.rk[j];
+#pragma unroll
+      for (int i = 0; i < M; ++i) {
+        const float wd = wj * ds.D[i];
+        fma4(wd * dk[i * cap + j], u[t], ak[i]);
+        fma4(wd * dq[i * cap + j], u[t], aq[i]);
+      }
+    }
+  }
+  // The checkpoint's decay e^{G_n} D_i folded into the drafts' keys and queries (their products above are formed), so
+  // that the pass adds e^{G_n} D_i S0^T k^_i and e^{G_n} D_i S0^T q^_i straight onto the buffer's share.
+  const float decay0 = bs.decay0[0];
+  for (int idx = threadIdx.x; idx < M * K; idx += THREADS) {
+    const int i = idx / K, r = idx % K;
+    const float d = decay0 * ds.D[i];
+    ds.k_at(i, r) *= d;
+    ds.q_at(i, r) *= d;
+  }
+
+  // One pass over the checkpoint rows for every draft, a chunk of 32 rows as soon as it has landed. Four of this
+  // lane's rows per step: r = sub + 8 (4 q + tt) (chunk q), their coefficients one float4 per draft.
+  static_assert(4 * SUBS == Tile::CHUNK_ROWS, "kvbuffer_verify_kernel: one pass step per copy chunk");
+#pragma unroll
+  for (int q = 0; q < Tile::CHUNKS; ++q) {
+    if (!early) cp_async_wait_pending(Tile::CHUNKS - 1 - q);
+    __syncthreads();  // chunk q visible to the block (and, at q = 0, the scaled keys and queries)
     float4 s[4];
 #pragma unroll
     for (int tt = 0; tt < 4; ++tt) s[tt] = tile.at(ln.sub + SUBS * (4 * q + tt), ln.c4);
@@ -372,53 +447,36 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
       fma4(qw.w, s[3], aq[i]);
     }
   }
-  const float decay0 = bs.decay0[0];
+  // Column totals, split over the row subgroups: this lane keeps a_i (kind 0) or o_i's pass share (kind 1) of one
+  // column c, for every draft.
+  float x[M];
+  VerifyLanes<VB>::reduce_scatter<M>(ak, aq, x);
+  const int c = VerifyLanes<VB>::column();
+  const bool kind_a = VerifyLanes<VB>::kind() == 0;
+
+  // The triangular dependency among the drafts in column c: a kind-0 lane turns its a_i into u_i, which its kind-1
+  // partner (lane + 16) takes to finish o_i.
+  float u[M];
 #pragma unroll
   for (int i = 0; i < M; ++i) {
-    const float d = decay0 * ds.D[i];
+    float corr = 0.f;
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      ak[i][c] *= d;
-      aq[i][c] *= d;
-    }
+    for (int ip = 0; ip < i; ++ip) corr = fmaf(ds.kk[ip][i], u[ip], corr);
+    u[i] = ds.beta[i] * (__bfloat162float(ds.v[i][4 * ln.c4 + c]) - x[i] - corr);  // v zero past V
   }
-  for (int j = ln.sub; j < n; j += SUBS) {
-    const float4 u = ln.active ? __ldg(reinterpret_cast<const float4*>(deltas + j * delta_stride))
-                               : make_float4(0.f, 0.f, 0.f, 0.f);
-    const float wj = bs.w[j] * bs.rk[j];
+#pragma unroll
+  for (int i = 0; i < M; ++i) {
+    const float partner = __shfl_xor_sync(0xffffffffu, u[i], 16);
+    if (!kind_a) u[i] = partner;
+  }
+  if (!kind_a && ln.active)
 #pragma unroll
     for (int i = 0; i < M; ++i) {
-      const float wd = wj * ds.D[i];
-      fma4(wd * dk[i * cap + j], u, ak[i]);
-      fma4(wd * dq[i * cap + j], u, aq[i]);
+      float o = x[i];
+#pragma unroll
+      for (int ip = 0; ip <= i; ++ip) o = fmaf(ds.kq[ip][i], u[ip], o);
+      store_output1(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V + ln.col + c, o);
     }
-  }
-#pragma unroll
-  for (int i = 0; i < M; ++i) {
-    VerifyLanes<VB>::reduce(ak[i]);
-    VerifyLanes<VB>::reduce(aq[i]);
-  }
-
-  // The triangular dependency among the drafts, column by column: ak[i] becomes u_i, aq[i] becomes o_i.
-#pragma unroll
-  for (int i = 0; i < M; ++i) {
-    const int64_t tok = int64_t(row) * M + i;
-    const int64_t vo = (tok * HV + h) * V + ln.col;
-    float vv[4];
-    load_bf16<4>(&ds.v[i][4 * ln.c4], vv);  // zero past V
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      float corr = 0.f;
-#pragma unroll
-      for (int ip = 0; ip < i; ++ip) corr = fmaf(ds.kk[ip][i], ak[ip][c], corr);
-      ak[i][c] = ds.beta[i] * (vv[c] - ak[i][c] - corr);
-      float o = aq[i][c];
-#pragma unroll
-      for (int ip = 0; ip <= i; ++ip) o = fmaf(ds.kq[ip][i], ak[ip][c], o);
-      aq[i][c] = o;
-    }
-    if (ln.sub == 0 && ln.active) store_output4(p.o, p.o_dtype, vo, aq[i]);
-  }
 
   // A due row: S0 <- e^{G_n} S0 + sum_{j<n} w_j k^_j u_j^T from the slice in shared memory, written once; its
   // entries are then free and the drafts take positions 0 .. m - 1.
@@ -428,19 +486,18 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
     // The drafts' deltas wait in shared memory (the drafts' keys and queries, read by every warp before this
     // barrier), so that their registers serve the fold.
     __syncthreads();
-    if (ln.sub == 0)
+    if (kind_a)
 #pragma unroll
-      for (int i = 0; i < M; ++i) ds.parked(i, ln.c4) = make_float4(ak[i][0], ak[i][1], ak[i][2], ak[i][3]);
+      for (int i = 0; i < M; ++i) reinterpret_cast<float*>(&ds.parked(i, ln.c4))[c] = u[i];
     fold_verify_tile<K, VB>(tile, bs, n, decay0, pool.deltas + (int64_t(slot) * cap * HV + h) * V, delta_stride,
                             pool.checkpoint + (int64_t(slot) * HV + h) * K * V, v0, V);
     __syncthreads();
     if (ln.sub == 0 && ln.active)
 #pragma unroll
       for (int i = 0; i < M; ++i) *reinterpret_cast<float4*>(deltas + i * delta_stride) = ds.parked(i, ln.c4);
-  } else if (ln.sub == 0 && ln.active) {
+  } else if (kind_a && ln.active) {
 #pragma unroll
-    for (int i = 0; i < M; ++i)
-      *reinterpret_cast<float4*>(deltas + (n + i) * delta_stride) = make_float4(ak[i][0], ak[i][1], ak[i][2], ak[i][3]);
+    for (int i = 0; i < M; ++i) deltas[(n + i) * delta_stride + c] = u[i];
   }
   if (flush) write_due_draft_entries(p, row, draft_entry, M);
 }
