@@ -140,11 +140,13 @@ struct VerifyTile {
 /// m ([K][V]) <- decay S + sum_{j<n} w_j k^_j u_j^T. Thread t owns float4 column t % (VB / 4) of 8-row bands
 /// t / (VB / 4), t / (VB / 4) + THREADS / (VB / 4), ..., a round of THREADS / (VB / 4) bands at a time. Once the
 /// first round's rows are in registers, their tile rows are free: the n deltas u_j (deltas: entry 0 of this slot
-/// and value head, entries delta_stride apart) are copied there in one go, one entry per freed row, followed by
-/// the raw keys when bs reads them from the pool (told apart by their pool stride H x K, so not with one key head)
-/// and they fit. Every entry is thus fetched once, all in flight together, instead of one round trip after another
-/// per entry and band (measured on the H200: verify + accept 4% to 9% faster with 4 drafts). With more entries than
-/// freed rows (64 at K >= 64, 32 at K = 32) the fold reads the deltas from the pool.
+/// and value head, entries delta_stride apart) are copied there in one go, one entry per freed row. Every entry is
+/// thus fetched once, all in flight together, instead of one round trip after another per entry and band (measured
+/// on the H200: verify + accept 4% to 9% faster with 4 drafts). After them, when they fit, go the keys scaled by
+/// their weights, w_j k_j / |k_j| in fp32 (formed once per block, so that a band's entry costs two float4 reads and
+/// its FMAs); else, the raw keys when bs reads them from the pool (told apart by their pool stride H x K, so not
+/// with one key head) and they fit. With more entries than freed rows (64 at K >= 64, 32 at K = 32) the fold reads
+/// the deltas from the pool.
 /// Masked columns are zero-filled and not written; the checkpoint is written once, streaming. Every thread of the
 /// block must call it (it holds barriers).
 template <int K, int VB>
@@ -159,10 +161,12 @@ __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, 
   const bool active = col < V;
   float4* const freed = tile.sm;     // rows [0, FREED), unswizzled: entry j's deltas at freed[j * CG + c]
   constexpr int KEY_CHUNKS = K / 8;  // 16-byte pieces of one raw key
-  // Entries whose deltas are staged: all of them, or none past FREED; raw keys read from the pool are staged after
-  // the deltas when they fit too.
+  // Entries whose deltas are staged: all of them, or none past FREED; after them the scaled keys ks ([n][K] fp32)
+  // when they fit, else raw keys read from the pool when those fit.
   const int staged = n <= FREED ? n : 0;
-  const bool stage_keys = bs.key_stride != K && n * (CG + KEY_CHUNKS) <= FREED * CG;
+  const bool scale_keys = n * (CG + K / 4) <= FREED * CG;
+  const bool stage_keys = !scale_keys && bs.key_stride != K && n * (CG + KEY_CHUNKS) <= FREED * CG;
+  float* const ks = reinterpret_cast<float*>(freed + n * CG);
   BufferSmem<K> fs = bs;  // bs, with the keys where the fold reads them
   if (stage_keys) {
     fs.keys = reinterpret_cast<bf16*>(freed + n * CG);
@@ -190,11 +194,36 @@ __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, 
           cp_async16(fs.keys + j * K + part * 8, bs.key(j) + part * 8, true);
         }
       cp_async_commit();
+      if (scale_keys)
+        for (int idx = threadIdx.x; idx < n * KEY_CHUNKS; idx += THREADS) {
+          const int j = idx / KEY_CHUNKS, part = idx % KEY_CHUNKS;
+          float kr[8];
+          load_bf16<8>(bs.key(j) + part * 8, kr);
+          const float wj = bs.w[j] * bs.rk[j];
+          float4* dst = reinterpret_cast<float4*>(ks + j * K + part * 8);
+          dst[0] = make_float4(kr[0] * wj, kr[1] * wj, kr[2] * wj, kr[3] * wj);
+          dst[1] = make_float4(kr[4] * wj, kr[5] * wj, kr[6] * wj, kr[7] * wj);
+        }
       cp_async_wait_all();
       __syncthreads();  // staged deltas and keys visible to the block
     }
     if (!has_band) continue;
-    if (staged == n) {
+    if (scale_keys) {
+#pragma unroll 2
+      for (int j = 0; j < n; ++j) {
+        const float4 k0 = *reinterpret_cast<const float4*>(ks + j * K + r0);
+        const float4 k1 = *reinterpret_cast<const float4*>(ks + j * K + r0 + 4);
+        const float kr[ROWS] = {k0.x, k0.y, k0.z, k0.w, k1.x, k1.y, k1.z, k1.w};
+        const float4 uj = freed[j * CG + cg];
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+          s[i].x = fmaf(kr[i], uj.x, s[i].x);
+          s[i].y = fmaf(kr[i], uj.y, s[i].y);
+          s[i].z = fmaf(kr[i], uj.z, s[i].z);
+          s[i].w = fmaf(kr[i], uj.w, s[i].w);
+        }
+      }
+    } else if (staged == n) {
       fold_entries<ROWS>(s, r0, n, fs, [&](int j) { return freed[j * CG + cg]; });
     } else {
       const float* u = deltas + (active ? col : 0);
