@@ -104,16 +104,35 @@ struct Gate {
   float beta;  ///< in (0, 1), kept in fp32
 };
 
+/// The loaded inputs of one token's gate (value head h): g itself when prepared (in.g), else a, A_log and dt_bias;
+/// beta itself when prepared (in.beta), else b. Loading and forming are apart so that the loads can be issued early.
+struct GateInputs {
+  float g_or_a = 0.f, A_log = 0.f, dt_bias = 0.f, beta_or_b = 0.f;
+};
+__device__ __forceinline__ GateInputs load_gate_inputs(const TokenInputs& in, int64_t tok, int h, int HV) {
+  GateInputs x;
+  const int64_t i = tok * HV + h;
+  if (in.g) {
+    x.g_or_a = in.g[i];
+  } else {
+    x.g_or_a = __bfloat162float(in.a[i]);
+    x.A_log = in.A_log[h];
+    x.dt_bias = in.dt_bias[h];
+  }
+  x.beta_or_b = in.beta ? in.beta[i] : __bfloat162float(in.b[i]);
+  return x;
+}
+/// g = -exp(A_log) softplus(a + dt_bias) and beta = sigmoid(b), or the prepared values (DESIGN.md section 2).
+__device__ __forceinline__ Gate form_gate(const TokenInputs& in, const GateInputs& x) {
+  Gate r;
+  r.g = in.g ? x.g_or_a : -expf(x.A_log) * softplus(x.g_or_a + x.dt_bias);
+  r.beta = in.beta ? x.beta_or_b : 1.f / (1.f + expf(-x.beta_or_b));
+  return r;
+}
 /// Gate of token `tok` (= row * T + t) and value head h: prepared values when given, else
 /// g = -exp(A_log[h]) softplus(a + dt_bias[h]), beta = sigmoid(b).
 __device__ __forceinline__ Gate prepare_gate(const TokenInputs& in, int64_t tok, int h, int HV) {
-  Gate r;
-  const int64_t i = tok * HV + h;
-  if (in.g) r.g = in.g[i];
-  else r.g = -expf(in.A_log[h]) * softplus(__bfloat162float(in.a[i]) + in.dt_bias[h]);
-  if (in.beta) r.beta = in.beta[i];
-  else r.beta = 1.f / (1.f + expf(-__bfloat162float(in.b[i])));
-  return r;
+  return form_gate(in, load_gate_inputs(in, tok, h, HV));
 }
 
 __device__ __forceinline__ float warp_sum(float x) {
@@ -165,6 +184,12 @@ struct WarpVecBf16 {
     }
     return s;
   }
+  __device__ __forceinline__ WarpVec<K> widen() const {
+    WarpVec<K> w;
+#pragma unroll
+    for (int i = 0; i < N; ++i) w.x[i] = __bfloat162float(x[i]);
+    return w;
+  }
 };
 
 /// Normalisation factors of one token for one key head, computed by every warp on its own (no block barrier):
@@ -183,24 +208,44 @@ __device__ __forceinline__ QKNorm warp_qk_norm(const WarpVec<K>& q, const WarpVe
   return n;
 }
 
+/// One draft token's inputs as loaded (token tok, key head hk, value head h): raw q and k spread over the warp like
+/// WarpVec, and on lane 0 its gate's inputs. Requested early (load_draft_inputs), used later (normalise_drafts).
+template <int K>
+struct DraftInputs {
+  WarpVecBf16<K> q, k;
+  GateInputs gate;
+};
+template <int K>
+__device__ __forceinline__ DraftInputs<K> load_draft_inputs(const TokenInputs& in, int64_t tok, int H, int HV,
+                                                            int h, int hk) {
+  const int lane = threadIdx.x % 32;
+  DraftInputs<K> d;
+  d.q.load(in.q + (tok * H + hk) * K, lane);
+  d.k.load(in.k + (tok * H + hk) * K, lane);
+  if (lane == 0) d.gate = load_gate_inputs(in, tok, h, HV);
+  return d;
+}
+
 /// The calling warp's share of a block's m draft tokens of row `row` (token row * m + i, key head hk, value head h):
 /// for i = first, first + stride, ... < m, hands raw(i, kv) the raw key as loaded (WarpVec, lane l holding elements
 /// [l * K/32, (l + 1) * K/32)), store(i, r, k^[r], q^[r]) every element r this lane holds (q^ includes the scale),
-/// and on lane 0 gate(i, Gate of draft i, k^ . q^). DESIGN.md section 2.
+/// and on lane 0 gate(i, Gate of draft i, k^ . q^). DESIGN.md section 2. `first_inputs`, when given, are draft
+/// `first`'s inputs already loaded (load_draft_inputs).
 template <int K, class RawKey, class Store, class GateSink>
 __device__ __forceinline__ void normalise_drafts(const TokenInputs& in, int row, int m, int first, int stride, int H,
-                                                 int HV, int h, int hk, RawKey raw, Store store, GateSink gate) {
+                                                 int HV, int h, int hk, RawKey raw, Store store, GateSink gate,
+                                                 const DraftInputs<K>* first_inputs = nullptr) {
   const int lane = threadIdx.x % 32;
   for (int i = first; i < m; i += stride) {
     const int64_t tok = int64_t(row) * m + i;
-    WarpVec<K> qv, kv;
-    qv.load(in.q + (tok * H + hk) * K, lane);
-    kv.load(in.k + (tok * H + hk) * K, lane);
-    raw(i, static_cast<const WarpVec<K>&>(kv));
+    const DraftInputs<K> d =
+        first_inputs && i == first ? *first_inputs : load_draft_inputs<K>(in, tok, H, HV, h, hk);
+    const WarpVec<K> qv = d.q.widen(), kv = d.k.widen();
+    raw(i, kv);
     const QKNorm nrm = warp_qk_norm<K>(qv, kv, in.scale);
 #pragma unroll
     for (int e = 0; e < WarpVec<K>::N; ++e) store(i, lane * WarpVec<K>::N + e, kv.x[e] * nrm.rk, qv.x[e] * nrm.rq);
-    if (lane == 0) gate(i, prepare_gate(in, tok, h, HV), nrm.kq);
+    if (lane == 0) gate(i, form_gate(in, d.gate), nrm.kq);
   }
 }
 
@@ -224,6 +269,8 @@ __device__ __forceinline__ void cp_async8(void* smem, const void* gmem, bool val
   const int src_bytes = valid ? 8 : 0;
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes) : "memory");
 }
+/// Asks L2 for the line holding p (global memory), without waiting.
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p)); }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 /// Waits until at most N of this thread's cp.async groups are pending (groups complete in commit order).

@@ -312,6 +312,9 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   if (early) tile.load_chunks_async(s0, v0, V);
   pdl_wait();
   pdl_launch_dependents();
+  // This warp's first draft's inputs are requested with the buffer position (neither waits for the other).
+  DraftInputs<K> first_inputs;
+  if (warp < M) first_inputs = load_draft_inputs<K>(p.in, int64_t(row) * M + warp, H, HV, h, hk);
   // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams).
   const int n = min(max(pool.fill[slot], 0), cap);
   const bool flush = n >= pool.buffer_size;
@@ -334,6 +337,9 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   const VerifyLanes<VB> ln(v0, V);
   float* deltas = pool.deltas + (int64_t(slot) * cap * HV + h) * V + (ln.active ? ln.col : 0);
   const int64_t delta_stride = int64_t(HV) * V;
+  // Into L2 now, so that the buffer pass's reads of them, after the coefficients, wait on L2 rather than DRAM.
+  if (ln.active)
+    for (int j = ln.sub; j < n; j += SUBS) prefetch_l2(deltas + j * delta_stride);
 
   // The drafts' normalised keys and queries and their gates, while the copies are in flight.
   // A row that is not due takes its drafts' keys and log-decays past its entries as soon as it has them (no block
@@ -356,7 +362,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
         ds.g[i] = gate.g;
         ds.beta[i] = gate.beta;
         if (!flush && blockIdx.x == 0) pool.log_decay[(draft_entry + i) * HV + h] = gate.g;
-      });
+      },
+      &first_inputs);
   if (early) cp_async_wait_all();  // its slice's groups, committed first, are complete too
   else cp_async_wait_group<Tile::CHUNKS>();
   __syncthreads();  // drafts, log-decays and draft values in shared memory; the slice still streaming
