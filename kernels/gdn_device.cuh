@@ -104,8 +104,27 @@ struct Gate {
   float beta;  ///< in (0, 1), kept in fp32
 };
 
+/// The gate's formulas (DESIGN.md section 2): g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b).
+__device__ __forceinline__ float gate_log_decay(float A_log, float a, float dt_bias) {
+  return -expf(A_log) * softplus(a + dt_bias);
+}
+__device__ __forceinline__ float gate_beta(float b) { return 1.f / (1.f + expf(-b)); }
+
+/// Gate of token `tok` (= row * T + t) and value head h: prepared values when given, else
+/// g = -exp(A_log[h]) softplus(a + dt_bias[h]), beta = sigmoid(b).
+__device__ __forceinline__ Gate prepare_gate(const TokenInputs& in, int64_t tok, int h, int HV) {
+  Gate r;
+  const int64_t i = tok * HV + h;
+  if (in.g) r.g = in.g[i];
+  else r.g = gate_log_decay(in.A_log[h], __bfloat162float(in.a[i]), in.dt_bias[h]);
+  if (in.beta) r.beta = in.beta[i];
+  else r.beta = gate_beta(__bfloat162float(in.b[i]));
+  return r;
+}
+
 /// The loaded inputs of one token's gate (value head h): g itself when prepared (in.g), else a, A_log and dt_bias;
-/// beta itself when prepared (in.beta), else b. Loading and forming are apart so that the loads can be issued early.
+/// beta itself when prepared (in.beta), else b. Loaded early (load_gate_inputs), formed later (form_gate): the same
+/// values as prepare_gate.
 struct GateInputs {
   float g_or_a = 0.f, A_log = 0.f, dt_bias = 0.f, beta_or_b = 0.f;
 };
@@ -122,17 +141,11 @@ __device__ __forceinline__ GateInputs load_gate_inputs(const TokenInputs& in, in
   x.beta_or_b = in.beta ? in.beta[i] : __bfloat162float(in.b[i]);
   return x;
 }
-/// g = -exp(A_log) softplus(a + dt_bias) and beta = sigmoid(b), or the prepared values (DESIGN.md section 2).
 __device__ __forceinline__ Gate form_gate(const TokenInputs& in, const GateInputs& x) {
   Gate r;
-  r.g = in.g ? x.g_or_a : -expf(x.A_log) * softplus(x.g_or_a + x.dt_bias);
-  r.beta = in.beta ? x.beta_or_b : 1.f / (1.f + expf(-x.beta_or_b));
+  r.g = in.g ? x.g_or_a : gate_log_decay(x.A_log, x.g_or_a, x.dt_bias);
+  r.beta = in.beta ? x.beta_or_b : gate_beta(x.beta_or_b);
   return r;
-}
-/// Gate of token `tok` (= row * T + t) and value head h: prepared values when given, else
-/// g = -exp(A_log[h]) softplus(a + dt_bias[h]), beta = sigmoid(b).
-__device__ __forceinline__ Gate prepare_gate(const TokenInputs& in, int64_t tok, int h, int HV) {
-  return form_gate(in, load_gate_inputs(in, tok, h, HV));
 }
 
 __device__ __forceinline__ float warp_sum(float x) {
@@ -238,14 +251,21 @@ __device__ __forceinline__ void normalise_drafts(const TokenInputs& in, int row,
   const int lane = threadIdx.x % 32;
   for (int i = first; i < m; i += stride) {
     const int64_t tok = int64_t(row) * m + i;
-    const DraftInputs<K> d =
-        first_inputs && i == first ? *first_inputs : load_draft_inputs<K>(in, tok, H, HV, h, hk);
-    const WarpVec<K> qv = d.q.widen(), kv = d.k.widen();
-    raw(i, kv);
+    const bool preloaded = first_inputs && i == first;
+    WarpVec<K> qv, kv;
+    if (preloaded) {
+      qv = first_inputs->q.widen();
+      kv = first_inputs->k.widen();
+    } else {
+      qv.load(in.q + (tok * H + hk) * K, lane);
+      kv.load(in.k + (tok * H + hk) * K, lane);
+    }
+    raw(i, static_cast<const WarpVec<K>&>(kv));
     const QKNorm nrm = warp_qk_norm<K>(qv, kv, in.scale);
 #pragma unroll
     for (int e = 0; e < WarpVec<K>::N; ++e) store(i, lane * WarpVec<K>::N + e, kv.x[e] * nrm.rk, qv.x[e] * nrm.rq);
-    if (lane == 0) gate(i, form_gate(in, d.gate), nrm.kq);
+    if (lane == 0)
+      gate(i, preloaded ? form_gate(in, first_inputs->gate) : prepare_gate(in, tok, h, HV), nrm.kq);
   }
 }
 

@@ -1,0 +1,41 @@
+#!/bin/bash
+# Commit with the drafts' inputs requested with the buffer position and the deltas prefetched into L2 (v3), after
+# v2 (dev56): every GPU test, compute-sanitizer on the verify tests, interleaved A/B runs (PDL) of KVBuffer verify:
+# v2 and v3.
+ROOT=$PWD
+B=$ROOT/.carry/b58
+mkdir -p $B/tests && xz -dc $B/kvb_tests.xz > $B/tests/kvb_tests && chmod +x $B/tests/kvb_tests
+xz -dc $B/kvb.xz > $B/kvb && chmod +x $B/kvb
+ln -sfn $B $ROOT/build-lead
+mkdir -p /work && ln -sfn $ROOT /work/main
+cd /work/main
+T=/tmp/t58; mkdir -p $T
+xz -dc $B/kvb_v2.xz > $T/kvb_v2 && chmod +x $T/kvb_v2
+cp $B/kvb $T/kvb_v3
+W=/tmp/w58; mkdir -p $W/ab
+trap 'cp $ROOT/.carry/dev58.sh $W/; tar czf $OUT/dev58.tgz -C $W .' EXIT
+nvidia-smi > $W/nvidia_smi.txt 2>&1
+$B/tests/kvb_tests --gtest_filter='*Gpu*:CapacityProbe*:LaunchValidation*' > $W/gtest_gpu.txt 2>&1; rc=$?; echo "gtest rc=$rc"; grep -E "^\[  FAILED|PASSED  \]|FAILED TEST" $W/gtest_gpu.txt | head -20
+[ $rc -eq 0 ] || exit 1
+timeout 150 compute-sanitizer --tool racecheck $B/tests/kvb_tests --gtest_filter='VerifyGpu.GoldenDraft4:PdlLaunchGpu.VerifyCheck*:KVBufferVerifyGpu.LongBuffers*:KVBufferVerifyGpu.SlicedHeads*' > $W/sanitizer_racecheck.txt 2>&1; echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|PASSED|FAILED" $W/sanitizer_racecheck.txt | tail -3
+timeout 150 compute-sanitizer --tool memcheck $B/tests/kvb_tests --gtest_filter='VerifyGpu.GoldenDraft4:PdlLaunchGpu.VerifyCheck*:KVBufferVerifyGpu.*' > $W/sanitizer_memcheck.txt 2>&1; echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|PASSED|FAILED" $W/sanitizer_memcheck.txt | tail -3
+run() {  # name binary
+  timeout 90 $T/kvb_$2 sweep --config experiments/spec_verify.toml --set variant=kvbuffer_verify --set launch=pdl --set batch=64,256 --set draft_tokens=4 --set accepted=all,0.7 --set buffer_size=8,16,32 --no-cupti --max-seconds 0.4 --out $W/ab/sv_$1.csv > $W/ab/sv_$1.log 2>&1; echo "sv $1 rc=$?"
+}
+for r in 1 2; do run v2_$r v2; run v3_$r v3; done
+python3 - <<'PY' > $W/ab/summary.txt
+import csv, glob, statistics, collections, os
+W = '/tmp/w58/ab'
+for col in ('verify_us_median', 'verify_accept_us_median'):
+  runs = collections.defaultdict(dict)
+  for f in sorted(glob.glob(W + '/sv_*.csv')):
+    name = os.path.basename(f)[3:-4]
+    for r in csv.DictReader(open(f)):
+      if r['status'] == 'ok': runs[name][(r['batch'], r['buffer_size'], r['accepted'])] = (float(r[col]), r['verify_accept_floor_us' if 'accept' in col else 'verify_floor_us'])
+  names = sorted(runs)
+  print(col, ' '.join(names), '| v3/v2, floor')
+  for k in sorted(runs['v2_1']):
+    m = {v: statistics.mean(runs[n][k][0] for n in names if n.startswith(v + '_') and k in runs[n]) for v in ('v2', 'v3')}
+    print(*k, ' '.join('%.2f' % runs[n][k][0] if k in runs[n] else 'nan' for n in names), '| %.4f' % (m['v3'] / m['v2']), runs['v2_1'][k][1])
+PY
+cat $W/ab/summary.txt
