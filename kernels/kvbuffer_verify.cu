@@ -312,29 +312,29 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   if (early) tile.load_chunks_async(s0, v0, V);
   pdl_wait();
   pdl_launch_dependents();
-  // Requested together, none waiting for another: this warp's first draft's inputs, the buffer position, then the
-  // copy groups: the log-decays (and staged keys) of every entry the buffer can hold, whatever the position (it is
-  // not known yet; entries past it are copied unused, and may be being written by this launch: a not-due row's
-  // drafts), and the drafts' values; then the checkpoint slice's chunks (a first-wave PDL block copied them before
-  // the wait), which keep streaming while the drafts are normalised, the coefficients formed and the buffer's share
-  // summed.
+  // This warp's first draft's inputs are requested with the buffer position (neither waits for the other).
   DraftInputs<K> first_inputs;
   if (warp < M) first_inputs = load_draft_inputs<K>(p.in, int64_t(row) * M + warp, H, HV, h, hk);
-  const int fill = pool.fill[slot];
+  // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams).
+  const int n = min(max(pool.fill[slot], 0), cap);
+  const bool flush = n >= pool.buffer_size;
+  const int64_t draft_entry = int64_t(slot) * cap + (flush ? 0 : n);  // the drafts' first buffer entry
+
   BufferSmem<K> bs;
   if constexpr (kSmemKeys) bs.setup(dyn_smem + Tile::kBytes, cap);
   else bs.setup_pool_keys(dyn_smem + Tile::kBytes, cap, pool, H, slot, hk);
   float* dk = reinterpret_cast<float*>(dyn_smem + Tile::kBytes + verify_buffer_bytes<K>(cap, kSmemKeys));  // [M][cap]
   float* dq = dk + M * cap;
-  if constexpr (kSmemKeys) bs.load_async(pool, H, HV, slot, h, hk, cap);
-  else bs.load_log_decay_async(pool, HV, slot, h, cap);
+  // Copy groups: the log-decays (and staged keys) of the n entries and the drafts' values, then the checkpoint
+  // slice's chunks (a first-wave PDL block copied them before the wait), which keep streaming while the drafts are
+  // normalised, the coefficients formed and the buffer's share summed. (Copying every entry the buffer can hold
+  // without waiting for the position cost 3% to 4% more DRAM bytes and was 2% to 6% slower at B = 8:
+  // results/h200-2026-11-30d/explore/verify_all_entries/.)
+  if constexpr (kSmemKeys) bs.load_async(pool, H, HV, slot, h, hk, n);
+  else bs.load_log_decay_async(pool, HV, slot, h, n);
   load_draft_values_async<VB>(p.in.v, row, M, HV, h, V, v0, ds.v);
   cp_async_commit();
   if (!early) tile.load_chunks_async(s0, v0, V);
-  // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams).
-  const int n = min(max(fill, 0), cap);
-  const bool flush = n >= pool.buffer_size;
-  const int64_t draft_entry = int64_t(slot) * cap + (flush ? 0 : n);  // the drafts' first buffer entry
   // This lane's buffered deltas u_j, j = sub, sub + 8, ... (each read by this lane alone, in the buffer pass), and
   // the raw keys where the coefficients read them from the pool: into L2 now, so that those reads, after the first
   // barrier, wait on L2 rather than DRAM.
