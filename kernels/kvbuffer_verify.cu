@@ -69,7 +69,7 @@ struct VerifyLanes {
   __device__ __forceinline__ static int column() { return (threadIdx.x >> 2) & 3; }
   /// Sums ak and aq ([M][4]: drafts x this lane's columns) over the warp's 8 row subgroups, splitting the totals: each
   /// lane of a column group keeps the M totals of its kind() and column() (x[i]). Three exchange rounds of halves,
-  /// (2 M + M + M / 2) shuffles in all instead of 24 M for every lane to get every total.
+  /// 4 M + 2 M + M shuffles in all instead of 24 M for every lane to get every total.
   template <int M>
   __device__ __forceinline__ static void reduce_scatter(const float (&ak)[M][4], const float (&aq)[M][4],
                                                         float (&x)[M]) {
