@@ -482,6 +482,18 @@ __device__ __forceinline__ void fma4(float a, const float4& u, float (&acc)[4]) 
   acc[3] = fmaf(a, u.w, acc[3]);
 }
 
+/// s[i] += k[i] u for i < N: a rank-1 update of N state rows held as float4 columns (a fold's entry).
+template <int N>
+__device__ __forceinline__ void fma_rows(float4 (&s)[N], const float (&k)[N], const float4& u) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    s[i].x = fmaf(k[i], u.x, s[i].x);
+    s[i].y = fmaf(k[i], u.y, s[i].y);
+    s[i].z = fmaf(k[i], u.z, s[i].z);
+    s[i].w = fmaf(k[i], u.w, s[i].w);
+  }
+}
+
 /// Number of VB-wide column slices covering V.
 __host__ __device__ constexpr int num_slices(int V, int VB) { return (V + VB - 1) / VB; }
 

@@ -246,14 +246,7 @@ __device__ __forceinline__ void fold_chunk(const ChainSmem<K, VB>& sm, const Til
     for (int jj = 0; jj < cn; ++jj) {
       float kr[RB];
       load_bf16<RB>(sm.keys + (c0 + jj) * KS + tile.row(r0), kr);
-      const float4 w = reinterpret_cast<const float4*>(sm.scratch + jj * VB)[tile.cg];
-#pragma unroll
-      for (int i = 0; i < RB; ++i) {
-        s[i].x = fmaf(kr[i], w.x, s[i].x);
-        s[i].y = fmaf(kr[i], w.y, s[i].y);
-        s[i].z = fmaf(kr[i], w.z, s[i].z);
-        s[i].w = fmaf(kr[i], w.w, s[i].w);
-      }
+      fma_rows<RB>(s, kr, reinterpret_cast<const float4*>(sm.scratch + jj * VB)[tile.cg]);
     }
 #pragma unroll
     for (int i = 0; i < RB; ++i) {

@@ -214,14 +214,7 @@ __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, 
         const float4 k0 = *reinterpret_cast<const float4*>(ks + j * K + r0);
         const float4 k1 = *reinterpret_cast<const float4*>(ks + j * K + r0 + 4);
         const float kr[ROWS] = {k0.x, k0.y, k0.z, k0.w, k1.x, k1.y, k1.z, k1.w};
-        const float4 uj = freed[j * CG + cg];
-#pragma unroll
-        for (int i = 0; i < ROWS; ++i) {
-          s[i].x = fmaf(kr[i], uj.x, s[i].x);
-          s[i].y = fmaf(kr[i], uj.y, s[i].y);
-          s[i].z = fmaf(kr[i], uj.z, s[i].z);
-          s[i].w = fmaf(kr[i], uj.w, s[i].w);
-        }
+        fma_rows<ROWS>(s, kr, freed[j * CG + cg]);
       }
     } else if (staged == n) {
       fold_entries<ROWS>(s, r0, n, fs, [&](int j) { return freed[j * CG + cg]; });
