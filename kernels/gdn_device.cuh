@@ -109,6 +109,8 @@ __device__ __forceinline__ float gate_log_decay(float A_log, float a, float dt_b
   return -expf(A_log) * softplus(a + dt_bias);
 }
 __device__ __forceinline__ float gate_beta(float b) { return 1.f / (1.f + expf(-b)); }
+// prepare_gate keeps its own branches (rather than form_gate(load_gate_inputs)) so that the decode kernels compile
+// exactly as they were measured.
 
 /// Gate of token `tok` (= row * T + t) and value head h: prepared values when given, else
 /// g = -exp(A_log[h]) softplus(a + dt_bias[h]), beta = sigmoid(b).
@@ -128,6 +130,7 @@ __device__ __forceinline__ Gate prepare_gate(const TokenInputs& in, int64_t tok,
 struct GateInputs {
   float g_or_a = 0.f, A_log = 0.f, dt_bias = 0.f, beta_or_b = 0.f;
 };
+/// Loads token tok's gate inputs for value head h (TokenInputs layouts: [N, T, HV] per token, [HV] per head).
 __device__ __forceinline__ GateInputs load_gate_inputs(const TokenInputs& in, int64_t tok, int h, int HV) {
   GateInputs x;
   const int64_t i = tok * HV + h;
@@ -141,6 +144,7 @@ __device__ __forceinline__ GateInputs load_gate_inputs(const TokenInputs& in, in
   x.beta_or_b = in.beta ? in.beta[i] : __bfloat162float(in.b[i]);
   return x;
 }
+/// The gate from its loaded inputs: the same values as prepare_gate.
 __device__ __forceinline__ Gate form_gate(const TokenInputs& in, const GateInputs& x) {
   Gate r;
   r.g = in.g ? x.g_or_a : gate_log_decay(x.A_log, x.g_or_a, x.dt_bias);
@@ -197,6 +201,7 @@ struct WarpVecBf16 {
     }
     return s;
   }
+  /// The same vector in fp32 (exact).
   __device__ __forceinline__ WarpVec<K> widen() const {
     WarpVec<K> w;
 #pragma unroll
@@ -228,6 +233,7 @@ struct DraftInputs {
   WarpVecBf16<K> q, k;
   GateInputs gate;
 };
+/// Requests draft token tok's inputs (q, k of key head hk; on lane 0 the gate's of value head h); every lane calls it.
 template <int K>
 __device__ __forceinline__ DraftInputs<K> load_draft_inputs(const TokenInputs& in, int64_t tok, int H, int HV,
                                                             int h, int hk) {
@@ -256,7 +262,7 @@ __device__ __forceinline__ void normalise_drafts(const TokenInputs& in, int row,
     if (preloaded) {
       qv = first_inputs->q.widen();
       kv = first_inputs->k.widen();
-    } else {
+    } else {  // loaded straight into fp32, as recurrent verify was measured (not through load_draft_inputs)
       qv.load(in.q + (tok * H + hk) * K, lane);
       kv.load(in.k + (tok * H + hk) * K, lane);
     }
@@ -298,7 +304,8 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait_group() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-/// cp_async_wait_group<n> for n in [0, 8] known only after unrolling (a loop index); above 8, waits for all.
+/// cp_async_wait_group<n> for n in [0, 8] known only after unrolling (a loop index: verify's chunk waits go up to 7,
+/// at K = 256); above 8, waits for all.
 __device__ __forceinline__ void cp_async_wait_pending(int n) {
   switch (n) {
     case 0: cp_async_wait_group<0>(); break;

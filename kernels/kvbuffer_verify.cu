@@ -25,7 +25,8 @@ using namespace dev;
 /// rows r = sub, sub + 8, ... four at a time, and the 8 subgroups of a warp hit distinct banks); gates,
 /// D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i) and
 /// kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i); and the drafts' value slices v[i][c] (bf16, the block's VB columns).
-/// The kernel's only static shared memory, so its size is known to the launcher without asking the driver.
+/// Once the coefficients are formed, khat and qhat are scaled in place by the checkpoint's decay e^{G_n} D[i] for
+/// the pass, and after it they hold the drafts' parked deltas. The kernel's only static shared memory, so its size is known to the launcher without asking the driver.
 template <int K, int VB, int M>
 struct DraftSmem {
   static constexpr int kSubs = 8, kPitch = K / kSubs + 4;
@@ -46,8 +47,9 @@ struct DraftSmem {
 
 /// Verify pass layout: the block covers VB columns of one (row, value head) with VB / 16 warps; warp w owns the 16
 /// columns [v0 + 16 w, v0 + 16 w + 16) over every state row, lane = 4 sub + cg holds 4 of them (cg) and the rows
-/// sub, sub + 8, sub + 16, ... Partial sums therefore meet inside one warp (three shuffles, no block barrier), and
-/// the 8 row subgroups read 8 consecutive coefficients per step (one shared-memory wavefront).
+/// sub, sub + 8, sub + 16, ... Partial sums therefore meet inside one warp (reduce_scatter: three exchange rounds, no
+/// block barrier), and the 8 row subgroups read 8 consecutive coefficients per step (one shared-memory wavefront).
+/// Every thread of the block is one of these lanes: the block has exactly THREADS threads.
 template <int VB>
 struct VerifyLanes {
   static constexpr int THREADS = VB / 16 * 32;
@@ -143,8 +145,8 @@ struct VerifyTile {
 /// and value head, entries delta_stride apart) are copied there in one go, one entry per freed row. Every entry is
 /// thus fetched once, all in flight together, instead of one round trip after another per entry and band (measured
 /// on the H200: verify + accept 4% to 9% faster with 4 drafts). After them, when they fit, go the keys scaled by
-/// their weights, w_j k_j / |k_j| in fp32 (formed once per block, so that a band's entry costs two float4 reads and
-/// its FMAs); else, the raw keys when bs reads them from the pool (told apart by their pool stride H x K, so not
+/// their weights, w_j k_j / |k_j| in fp32 (formed once per block, so that a band's entry costs three float4 reads,
+/// two of key and one of delta, and its FMAs); else, the raw keys when bs reads them from the pool (told apart by their pool stride H x K, so not
 /// with one key head) and they fit. With more entries than freed rows (64 at K >= 64, 32 at K = 32) the fold reads
 /// the deltas from the pool.
 /// Masked columns are zero-filled and not written; the checkpoint is written once, streaming. Every thread of the
@@ -321,14 +323,14 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   // Copy groups: the log-decays (and staged keys) of the n entries and the drafts' values, then the checkpoint
   // slice's chunks (a first-wave PDL block copied them before the wait), which keep streaming while the drafts are
   // normalised, the coefficients formed and the buffer's share summed. (Copying every entry the buffer can hold
-  // without waiting for the position cost 3% to 4% more DRAM bytes and was 2% to 6% slower at B = 8:
+  // without waiting for the position moved 1.4% to 2.1% more DRAM bytes and was 2% to 6% slower at B = 8:
   // results/h200-2026-11-30d/explore/verify_all_entries/.)
   if constexpr (kSmemKeys) bs.load_async(pool, H, HV, slot, h, hk, n);
   else bs.load_log_decay_async(pool, HV, slot, h, n);
   load_draft_values_async<VB>(p.in.v, row, M, HV, h, V, v0, ds.v);
   cp_async_commit();
   if (!early) tile.load_chunks_async(s0, v0, V);
-  // This lane's buffered deltas u_j, j = sub, sub + 8, ... (each read by this lane alone, in the buffer pass), and
+  // This lane's buffered deltas u_j, j = sub, sub + 8, ... (each read by this lane alone, in the buffer's share), and
   // the raw keys where the coefficients read them from the pool: into L2 now, so that those reads, after the first
   // barrier, wait on L2 rather than DRAM.
   const VerifyLanes<VB> ln(v0, V);
@@ -367,7 +369,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
       &first_inputs);
   if (early) cp_async_wait_all();  // its slice's groups, committed first, are complete too
   else cp_async_wait_group<Tile::CHUNKS>();
-  __syncthreads();  // drafts, log-decays and draft values in shared memory; the slice still streaming
+  __syncthreads();  // drafts, log-decays and draft values in shared memory; a later block's slice still streaming
 
   // Buffer weights w_j = e^{sum of g after j} and 1/|k_j| (warp 0 scan, all warps norms).
   buffer_coefficients<K>(n, 0.f, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bs);
@@ -484,8 +486,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
       fma4(qw.w, s[3], aq[i]);
     }
   }
-  // Column totals, split over the row subgroups: this lane keeps a_i (kind 0) or o_i's pass share (kind 1) of one
-  // column c, for every draft.
+  // Column totals (checkpoint and buffer shares), split over the row subgroups: this lane keeps a_i (kind 0) or the
+  // drafts' query products (kind 1, o_i before the drafts' own terms) of one column c, for every draft.
   float x[M];
   VerifyLanes<VB>::reduce_scatter<M>(ak, aq, x);
   const int c = VerifyLanes<VB>::column();
@@ -517,7 +519,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
 
   // A due row: S0 <- e^{G_n} S0 + sum_{j<n} w_j k^_j u_j^T from the slice in shared memory, written once; its
   // entries are then free and the drafts take positions 0 .. m - 1.
-  // Every read of its entries by this block (buffer pass, coefficients, fold) is complete past the barrier; only
+  // Every read of its entries by this block (buffer's share, coefficients, fold) is complete past the barrier; only
   // then may the drafts' deltas (this block's columns) replace them. A row that is not due writes past its entries.
   if (flush) {
     // The drafts' deltas wait in shared memory (the drafts' keys and queries, read by every warp before this
