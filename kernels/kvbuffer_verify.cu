@@ -139,7 +139,7 @@ struct VerifyTile {
 };
 
 /// The flush of a due row inside verify, from the checkpoint slice already in the tile: columns [v0, v0 + VB) of
-/// m ([K][V]) <- decay S + sum_{j<n} w_j k^_j u_j^T. Thread t owns float4 column t % (VB / 4) of 4-row bands
+/// m ([K][V]) <- decay S + sum_{j<n} w_j k^_j u_j^T. Thread t owns float4 column t % (VB / 4) of 8-row bands
 /// t / (VB / 4), t / (VB / 4) + THREADS / (VB / 4), ..., a round of THREADS / (VB / 4) bands at a time. Once the
 /// first round's rows are in registers, their tile rows are free: the n deltas u_j (deltas: entry 0 of this slot
 /// and value head, entries delta_stride apart) are copied there in one go, one entry per freed row. Every entry is
@@ -155,7 +155,7 @@ template <int K, int VB>
 __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, const BufferSmem<K>& bs, int n,
                                                  float decay, const float* __restrict__ deltas, int64_t delta_stride,
                                                  float* __restrict__ m, int v0, int V) {
-  constexpr int CG = VB / 4, ROWS = 4, BANDS = K / ROWS, THREADS = VerifyLanes<VB>::THREADS;
+  constexpr int CG = VB / 4, ROWS = 8, BANDS = K / ROWS, THREADS = VerifyLanes<VB>::THREADS;
   constexpr int PER_ROUND = THREADS / CG, ROUNDS = (BANDS + PER_ROUND - 1) / PER_ROUND;
   constexpr int FREED = (PER_ROUND < BANDS ? PER_ROUND : BANDS) * ROWS;  // tile rows free after round 0's loads
   static_assert(K % ROWS == 0 && THREADS % CG == 0, "fold_verify_tile: unsupported K x VB");
@@ -214,7 +214,8 @@ __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, 
 #pragma unroll 2
       for (int j = 0; j < n; ++j) {
         const float4 k0 = *reinterpret_cast<const float4*>(ks + j * K + r0);
-        const float kr[ROWS] = {k0.x, k0.y, k0.z, k0.w};
+        const float4 k1 = *reinterpret_cast<const float4*>(ks + j * K + r0 + 4);
+        const float kr[ROWS] = {k0.x, k0.y, k0.z, k0.w, k1.x, k1.y, k1.z, k1.w};
         fma_rows<ROWS>(s, kr, freed[j * CG + cg]);
       }
     } else if (staged == n) {
