@@ -109,11 +109,10 @@ __device__ __forceinline__ float gate_log_decay(float A_log, float a, float dt_b
   return -expf(A_log) * softplus(a + dt_bias);
 }
 __device__ __forceinline__ float gate_beta(float b) { return 1.f / (1.f + expf(-b)); }
-// prepare_gate keeps its own branches (rather than form_gate(load_gate_inputs)) so that the decode kernels compile
-// exactly as they were measured.
 
 /// Gate of token `tok` (= row * T + t) and value head h: prepared values when given, else
-/// g = -exp(A_log[h]) softplus(a + dt_bias[h]), beta = sigmoid(b).
+/// g = -exp(A_log[h]) softplus(a + dt_bias[h]), beta = sigmoid(b). It keeps its own branches rather than being
+/// form_gate(load_gate_inputs(...)), so that the decode kernels compile exactly as they were measured.
 __device__ __forceinline__ Gate prepare_gate(const TokenInputs& in, int64_t tok, int h, int HV) {
   Gate r;
   const int64_t i = tok * HV + h;

@@ -26,7 +26,8 @@ using namespace dev;
 /// D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i) and
 /// kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i); and the drafts' value slices v[i][c] (bf16, the block's VB columns).
 /// Once the coefficients are formed, khat and qhat are scaled in place by the checkpoint's decay e^{G_n} D[i] for
-/// the pass, and after it they hold the drafts' parked deltas. The kernel's only static shared memory, so its size is known to the launcher without asking the driver.
+/// the pass, and after it they hold the drafts' parked deltas. The kernel's only static shared memory, so its size
+/// is known to the launcher without asking the driver.
 template <int K, int VB, int M>
 struct DraftSmem {
   static constexpr int kSubs = 8, kPitch = K / kSubs + 4;
@@ -66,7 +67,8 @@ struct VerifyLanes {
     active = col < V;
   }
   /// Which of the totals reduce_scatter leaves a lane: kind 0 (a, from ak) or 1 (o, from aq) of column c (0 to 3)
-  /// among its four, for every draft. Lane bit 4 picks the kind, bits 3 and 2 the column: 2 bit 3 + bit 2.
+  /// among its four, for every draft. Lane bit 4 picks the kind, bits 3 and 2 the column: 2 bit 3 + bit 2 (that is,
+  /// sub >> 2 and sub & 3, read straight from the lane as reduce_scatter's exchanges are).
   __device__ __forceinline__ static int kind() { return (threadIdx.x >> 4) & 1; }
   __device__ __forceinline__ static int column() { return (threadIdx.x >> 2) & 3; }
   /// Sums ak and aq ([M][4]: drafts x this lane's columns) over the warp's 8 row subgroups, splitting the totals: each
@@ -146,8 +148,8 @@ struct VerifyTile {
 /// thus fetched once, all in flight together, instead of one round trip after another per entry and band (measured
 /// on the H200: verify + accept 4% to 9% faster with 4 drafts). After them, when they fit, go the keys scaled by
 /// their weights, w_j k_j / |k_j| in fp32 (formed once per block, so that a band's entry costs three float4 reads,
-/// two of key and one of delta, and its FMAs); else, the raw keys when bs reads them from the pool (told apart by their pool stride H x K, so not
-/// with one key head) and they fit. With more entries than freed rows (64 at K >= 64, 32 at K = 32) the fold reads
+/// two of key and one of delta, and its FMAs); else, the raw keys when bs reads them from the pool (told apart by
+/// their pool stride H x K, so not with one key head) and they fit. With more entries than freed rows (64 at K >= 64, 32 at K = 32) the fold reads
 /// the deltas from the pool.
 /// Masked columns are zero-filled and not written; the checkpoint is written once, streaming. Every thread of the
 /// block must call it (it holds barriers).
@@ -168,10 +170,11 @@ __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, 
   const int staged = n <= FREED ? n : 0;
   const bool scale_keys = n * (CG + K / 4) <= FREED * CG;
   const bool stage_keys = !scale_keys && bs.key_stride != K && n * (CG + KEY_CHUNKS) <= FREED * CG;
-  float* const ks = reinterpret_cast<float*>(freed + n * CG);
+  float4* const after_deltas = freed + n * CG;  // the scaled or raw keys, when staged
+  float* const ks = reinterpret_cast<float*>(after_deltas);
   BufferSmem<K> fs = bs;  // bs, with the keys where the fold reads them
   if (stage_keys) {
-    fs.keys = reinterpret_cast<bf16*>(freed + n * CG);
+    fs.keys = reinterpret_cast<bf16*>(after_deltas);
     fs.key_stride = K;
   }
 #pragma unroll 1
