@@ -149,8 +149,8 @@ struct VerifyTile {
 /// on the H200: verify + accept 4% to 9% faster with 4 drafts). After them, when they fit, go the keys scaled by
 /// their weights, w_j k_j / |k_j| in fp32 (formed once per block, so that a band's entry costs three float4 reads,
 /// two of key and one of delta, and its FMAs); else, the raw keys when bs reads them from the pool (told apart by
-/// their pool stride H x K, so not with one key head) and they fit. With more entries than freed rows (64 at K >= 64, 32 at K = 32) the fold reads
-/// the deltas from the pool.
+/// their pool stride H x K, so not with one key head) and they fit. With more entries than freed rows (64 at
+/// K >= 64, 32 at K = 32) the fold reads the deltas from the pool.
 /// Masked columns are zero-filled and not written; the checkpoint is written once, streaming. Every thread of the
 /// block must call it (it holds barriers).
 template <int K, int VB>
