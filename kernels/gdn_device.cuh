@@ -157,6 +157,32 @@ __device__ __forceinline__ float warp_sum(float x) {
   return x;
 }
 
+/// Sums P values (P a power of two, at most 32) over the warp at once, each lane ending with one total: lane l gets
+/// the total of value l / (32 / P), as do the other lanes of its group of 32 / P. Each exchange round sends half of
+/// the values still held to the partner lane and keeps the other half; then log2(32 / P) butterfly rounds: P - 1 +
+/// log2(32 / P) shuffles in all instead of 5 P. v is overwritten.
+template <int P>
+__device__ __forceinline__ float warp_sum_scatter(float (&v)[P]) {
+  static_assert(P >= 1 && P <= 32 && (P & (P - 1)) == 0, "warp_sum_scatter: P must be a power of two <= 32");
+  constexpr int ROUNDS = P >= 32 ? 5 : P >= 16 ? 4 : P >= 8 ? 3 : P >= 4 ? 2 : P >= 2 ? 1 : 0;  // log2 P
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int r = 0; r < ROUNDS; ++r) {
+    const int half = P >> (r + 1), off = 16 >> r;
+    const bool upper = lane & off;  // keeps values [half, 2 half), sends [0, half)
+#pragma unroll
+    for (int i = 0; i < P / 2; ++i)
+      if (i < half) {
+        const float keep = upper ? v[half + i] : v[i], send = upper ? v[i] : v[half + i];
+        v[i] = keep + __shfl_xor_sync(0xffffffffu, send, off);
+      }
+  }
+  float x = v[0];
+#pragma unroll
+  for (int r = ROUNDS; r < 5; ++r) x += __shfl_xor_sync(0xffffffffu, x, 16 >> r);
+  return x;
+}
+
 /// A K-vector spread over one warp: lane l holds elements [l * K/32, (l + 1) * K/32).
 template <int K>
 struct WarpVec {

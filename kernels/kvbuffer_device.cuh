@@ -73,32 +73,40 @@ struct BufferSmem {
   }
 };
 
+/// The decay weights of the buffer in shared memory (its log-decays g copied and synchronised), formed by one warp
+/// (the caller's): w[j] = e^{gt + g_{j+1} + ... + g_{n-1}} and decay0[0] = e^{gt + g_0 + ... + g_{n-1}}, by a suffix
+/// sum of g, 32 entries per round from the newest down. gt: the current token's log-decay (0 with none).
+/// Writes shared memory only: the caller synchronises before reading.
+template <int K>
+__device__ __forceinline__ void buffer_weights(int n, float gt, const BufferSmem<K>& bs) {
+  const int lane = threadIdx.x % 32;
+  float carry = 0.f;  // sum of g over the entries above the current round
+  for (int c = (n + 31) / 32 - 1; c >= 0; --c) {
+    const int j = c * 32 + lane;
+    const float gj = j < n ? bs.g[j] : 0.f;
+    float incl = gj;  // sum of g over entries j .. end of round
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const float y = __shfl_down_sync(0xffffffffu, incl, off);
+      if (lane + off < 32) incl += y;
+    }
+    const float above = __shfl_down_sync(0xffffffffu, incl, 1);
+    if (j < n) bs.w[j] = expf(gt + (lane < 31 ? above : 0.f) + carry);
+    carry += __shfl_sync(0xffffffffu, incl, 0);
+  }
+  if (lane == 0) bs.decay0[0] = expf(gt + carry);
+}
+
 /// Fills the per-entry values from the buffer in shared memory (cp.async complete and synchronised): warp 0 forms
-/// the decay weights w[j] and decay0 by a suffix sum of g, 32 entries per round from the newest down; every warp
-/// forms rk, ck, cq for entries w, w + 4, ... kt/qt: the current token's raw key and query as warp vectors, with
-/// its norms and log-decay gt (nullptr and gt = 0 for a flush with no current token: ck/cq are then unset).
+/// the decay weights w[j] and decay0 (buffer_weights); every warp forms rk, ck, cq for entries w, w + 4, ...
+/// kt/qt: the current token's raw key and query as warp vectors, with its norms and log-decay gt (nullptr and gt = 0
+/// for a flush with no current token: ck/cq are then unset).
 /// Writes shared memory only: the caller synchronises before reading.
 template <int K>
 __device__ __forceinline__ void buffer_coefficients(int n, float gt, const WarpVec<K>* kt, const WarpVec<K>* qt,
                                                     const QKNorm& nrm, const BufferSmem<K>& bs) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (warp == 0) {
-    float carry = 0.f;  // sum of g over the entries above the current round
-    for (int c = (n + 31) / 32 - 1; c >= 0; --c) {
-      const int j = c * 32 + lane;
-      const float gj = j < n ? bs.g[j] : 0.f;
-      float incl = gj;  // sum of g over entries j .. end of round
-#pragma unroll
-      for (int off = 1; off < 32; off <<= 1) {
-        const float y = __shfl_down_sync(0xffffffffu, incl, off);
-        if (lane + off < 32) incl += y;
-      }
-      const float above = __shfl_down_sync(0xffffffffu, incl, 1);
-      if (j < n) bs.w[j] = expf(gt + (lane < 31 ? above : 0.f) + carry);
-      carry += __shfl_sync(0xffffffffu, incl, 0);
-    }
-    if (lane == 0) bs.decay0[0] = expf(gt + carry);
-  }
+  if (warp == 0) buffer_weights<K>(n, gt, bs);
   for (int j = warp; j < n; j += int(blockDim.x / 32)) {
     WarpVecBf16<K> kj;
     kj.load(bs.key(j), lane);

@@ -234,6 +234,69 @@ __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, 
   }
 }
 
+/// The smallest power of two >= x (x >= 1).
+constexpr int pow2_at_least(int x) { return x <= 1 ? 1 : 2 * pow2_at_least((x + 1) / 2); }
+
+/// The buffer's per-entry products with the drafts, for entries j < n (raw keys k_j from bs): 1 / |k_j| into
+/// bs.rk[j], and dk[i * cap + j] = k_j . k^_i, dq[i * cap + j] = k_j . q^_i ([M][cap], no decay, no 1 / |k_j|).
+/// Warp w takes entries w, w + WARPS, ..., with their keys read kBatch at a time, loads issued together (keys from the
+/// pool: four, one round trip to L2 per four entries, not per entry; keys in shared memory: one); the 2M products of an entry are summed over the warp at
+/// once (warp_sum_scatter), and the drafts' k^ and q^ are held in registers where they take at most 32 of them.
+/// Writes shared memory only: the caller synchronises before reading.
+template <int K, int VB, int M, int WARPS, bool kSmemKeys>
+__device__ __forceinline__ void buffer_draft_products(int n, DraftSmem<K, VB, M>& ds, const BufferSmem<K>& bs,
+                                                      float* dk, float* dq, int cap) {
+  constexpr int N = WarpVec<K>::N, P = pow2_at_least(2 * M), kBatch = kSmemKeys ? 1 : 4;
+  constexpr int GROUP = 32 / P;  // lanes that end with the same total
+  constexpr bool kHold = 2 * M * N <= 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (warp >= n) return;
+  WarpVec<K> kd[kHold ? M : 1], qd[kHold ? M : 1];
+  const auto draft = [&](int i, WarpVec<K>& k, WarpVec<K>& q) {
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+      k.x[e] = ds.k_at(i, lane * N + e);
+      q.x[e] = ds.q_at(i, lane * N + e);
+    }
+  };
+  if constexpr (kHold)
+#pragma unroll
+    for (int i = 0; i < M; ++i) draft(i, kd[i], qd[i]);
+  const int total = lane / GROUP;  // which of the 2M sums this lane ends with: k^_i (i < M) or q^_{i - M}
+  float* const dst = total < M ? dk + total * cap : dq + (total - M) * cap;
+  const bool writes = lane % GROUP == 0 && total < 2 * M;
+  for (int j0 = warp; j0 < n; j0 += kBatch * WARPS) {
+    WarpVecBf16<K> kj[kBatch];
+#pragma unroll
+    for (int t = 0; t < kBatch; ++t)
+      if (j0 + t * WARPS < n) kj[t].load(bs.key(j0 + t * WARPS), lane);
+#pragma unroll
+    for (int t = 0; t < kBatch; ++t) {
+      const int j = j0 + t * WARPS;
+      if (j >= n) break;
+      float v[P];
+#pragma unroll
+      for (int i = 0; i < M; ++i) {
+        if constexpr (kHold) {
+          v[i] = kj[t].dot(kd[i]);
+          v[M + i] = kj[t].dot(qd[i]);
+        } else {
+          WarpVec<K> ki, qi;
+          draft(i, ki, qi);
+          v[i] = kj[t].dot(ki);
+          v[M + i] = kj[t].dot(qi);
+        }
+      }
+#pragma unroll
+      for (int i = 2 * M; i < P; ++i) v[i] = 0.f;
+      const float norm2 = warp_sum(kj[t].norm2());
+      const float x = warp_sum_scatter<P>(v);
+      if (writes) dst[j] = x;
+      if (lane == 0) bs.rk[j] = rsqrtf(norm2 + kL2NormEps);
+    }
+  }
+}
+
 /// Shared-memory bytes of the verify kernel's BufferSmem for `capacity` entries, with or without the staged keys.
 template <int K>
 constexpr size_t verify_buffer_bytes(int capacity, bool smem_keys) {
@@ -374,27 +437,9 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   else cp_async_wait_group<Tile::CHUNKS>();
   __syncthreads();  // drafts, log-decays and draft values in shared memory; a later block's slice still streaming
 
-  // Buffer weights w_j = e^{sum of g after j} and 1/|k_j| (warp 0 scan, all warps norms).
-  buffer_coefficients<K>(n, 0.f, nullptr, nullptr, QKNorm{1.f, 1.f, 0.f}, bs);
-  // Raw buffer-draft products k_j . k^_i and k_j . q^_i.
-  for (int j = warp; j < n; j += WARPS) {
-    WarpVecBf16<K> kj;
-    kj.load(bs.key(j), lane);
-#pragma unroll
-    for (int i = 0; i < M; ++i) {
-      WarpVec<K> ki, qi;
-#pragma unroll
-      for (int e = 0; e < WarpVec<K>::N; ++e) {
-        ki.x[e] = ds.k_at(i, lane * WarpVec<K>::N + e);
-        qi.x[e] = ds.q_at(i, lane * WarpVec<K>::N + e);
-      }
-      const float a = warp_sum(kj.dot(ki)), b = warp_sum(kj.dot(qi));
-      if (lane == 0) {
-        dk[i * cap + j] = a;
-        dq[i * cap + j] = b;
-      }
-    }
-  }
+  // Buffer weights w_j = e^{sum of g after j} (warp 0), 1/|k_j| and the raw buffer-draft products (every warp).
+  if (warp == 0) buffer_weights<K>(n, 0.f, bs);
+  buffer_draft_products<K, VB, M, WARPS, kSmemKeys>(n, ds, bs, dk, dq, cap);
   // Draft-draft coefficients with their decays (sums of at most M g's).
   for (int pair = warp; pair < M * M; pair += WARPS) {
     const int ip = pair / M, i = pair % M;  // earlier draft ip, later draft i
@@ -470,8 +515,10 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   static_assert(4 * SUBS == Tile::CHUNK_ROWS, "kvbuffer_verify_kernel: one pass step per copy chunk");
 #pragma unroll
   for (int q = 0; q < Tile::CHUNKS; ++q) {
+    // Chunk q visible to the block (and, at q = 0, the scaled keys and queries); an early block's chunks all landed
+    // before its first barrier, so it needs only that one.
     if (!early) cp_async_wait_pending(Tile::CHUNKS - 1 - q);
-    __syncthreads();  // chunk q visible to the block (and, at q = 0, the scaled keys and queries)
+    if (q == 0 || !early) __syncthreads();
     float4 s[4];
 #pragma unroll
     for (int tt = 0; tt < 4; ++tt) s[tt] = tile.at(ln.sub + SUBS * (4 * q + tt), ln.c4);
