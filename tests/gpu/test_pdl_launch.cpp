@@ -32,40 +32,65 @@ DecodeConfig pdl_config(DecodeVariant variant, int buffer_size, bool pdl) {
   return c;
 }
 
-/// Outputs and states (or checkpoints) of every set after `steps` graph replays of one model step.
+/// What replays of one model step leave behind, gathered from every pool set: outputs, states (or checkpoints), and
+/// for KVBuffer verify its buffered deltas and buffer positions.
 struct StepResult {
   std::vector<unsigned char> o;
-  std::vector<float> states;
+  std::vector<float> states, deltas;
+  std::vector<int32_t> fill;
 };
 
-StepResult run_steps(const DecodeConfig& cfg, int steps) {
+/// Captures the model step `enqueue(prob, stream)` in a CUDA graph, replays it `steps` times and gathers the result
+/// with `collect(prob, result)`.
+template <class Problem, class Enqueue, class Collect>
+StepResult replay_steps(Problem& prob, int steps, Enqueue enqueue, Collect collect) {
   CudaStream stream;
-  DecodeProblem prob(cfg);
-  const CudaGraph graph = CudaGraph::capture(stream.get(), [&](cudaStream_t s) { prob.enqueue_step(s); });
+  const CudaGraph graph = CudaGraph::capture(stream.get(), [&](cudaStream_t s) { enqueue(prob, s); });
   for (int i = 0; i < steps; ++i) graph.launch(stream.get());
   KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   StepResult r;
-  for (int set = 0; set < prob.sets(); ++set) {
-    const auto o = download(static_cast<const unsigned char*>(prob.o(set)), prob.o_bytes_per_set());
-    r.o.insert(r.o.end(), o.begin(), o.end());
-    const auto st = download(prob.state(set), prob.state_elems_per_set());
-    r.states.insert(r.states.end(), st.begin(), st.end());
-  }
+  collect(prob, r);
   return r;
+}
+
+/// Appends n elements of device array p to `to`.
+template <class T>
+void append_download(std::vector<T>& to, const T* p, size_t n) {
+  const auto v = download(p, n);
+  to.insert(to.end(), v.begin(), v.end());
+}
+
+/// PDL replays match plain ones bit for bit, and moved the states (the comparison is not between untouched pools).
+void expect_same_bits(const StepResult& plain, const StepResult& pdl, const StepResult& fresh) {
+  ASSERT_EQ(plain.o.size(), pdl.o.size());
+  ASSERT_EQ(plain.states.size(), pdl.states.size());
+  ASSERT_EQ(plain.deltas.size(), pdl.deltas.size());
+  EXPECT_EQ(std::memcmp(plain.o.data(), pdl.o.data(), plain.o.size()), 0) << "outputs differ";
+  EXPECT_EQ(std::memcmp(plain.states.data(), pdl.states.data(), plain.states.size() * sizeof(float)), 0)
+      << "states or checkpoints differ";
+  EXPECT_EQ(std::memcmp(plain.deltas.data(), pdl.deltas.data(), plain.deltas.size() * sizeof(float)), 0)
+      << "buffered deltas differ";
+  EXPECT_EQ(plain.fill, pdl.fill) << "buffer positions differ";
+  EXPECT_NE(std::memcmp(fresh.states.data(), pdl.states.data(), pdl.states.size() * sizeof(float)), 0);
+}
+
+StepResult run_steps(const DecodeConfig& cfg, int steps) {
+  DecodeProblem prob(cfg);
+  return replay_steps(
+      prob, steps, [](DecodeProblem& p, cudaStream_t s) { p.enqueue_step(s); },
+      [](DecodeProblem& p, StepResult& r) {
+        for (int set = 0; set < p.sets(); ++set) {
+          append_download(r.o, static_cast<const unsigned char*>(p.o(set)), p.o_bytes_per_set());
+          append_download(r.states, p.state(set), p.state_elems_per_set());
+        }
+      });
 }
 
 void expect_pdl_matches_plain(DecodeVariant variant, int buffer_size) {
   const int steps = 2 * buffer_size + 1;  // two whole flush cycles and one step more
-  const StepResult plain = run_steps(pdl_config(variant, buffer_size, false), steps);
-  const StepResult pdl = run_steps(pdl_config(variant, buffer_size, true), steps);
-  ASSERT_EQ(plain.o.size(), pdl.o.size());
-  ASSERT_EQ(plain.states.size(), pdl.states.size());
-  EXPECT_EQ(std::memcmp(plain.o.data(), pdl.o.data(), plain.o.size()), 0) << "outputs differ";
-  EXPECT_EQ(std::memcmp(plain.states.data(), pdl.states.data(), plain.states.size() * sizeof(float)), 0)
-      << "states differ";
-  // The states moved: the comparison is not between two untouched pools.
-  const StepResult fresh = run_steps(pdl_config(variant, buffer_size, false), 0);
-  EXPECT_NE(std::memcmp(fresh.states.data(), pdl.states.data(), pdl.states.size() * sizeof(float)), 0);
+  expect_same_bits(run_steps(pdl_config(variant, buffer_size, false), steps),
+                   run_steps(pdl_config(variant, buffer_size, true), steps),
+                   run_steps(pdl_config(variant, buffer_size, false), 0));
 }
 
 TEST(PdlLaunchGpu, RecurrentStepsMatchPlainLaunchesBitForBit) {
@@ -113,53 +138,30 @@ VerifyConfig verify_pdl_config(VerifyVariant variant, bool pdl) {
   return c;
 }
 
-/// Outputs, states (recurrent) or checkpoints, buffered deltas and positions (KVBuffer) of every set after `steps`
-/// graph replays of one verify + accept model step.
-struct VerifyStepResult {
-  std::vector<unsigned char> o;
-  std::vector<float> states, deltas;
-  std::vector<int32_t> fill;
-};
-
-VerifyStepResult run_verify_steps(const VerifyConfig& cfg, int steps) {
-  CudaStream stream;
+StepResult run_verify_steps(const VerifyConfig& cfg, int steps) {
   VerifyProblem prob(cfg);
-  const CudaGraph graph = CudaGraph::capture(stream.get(), [&](cudaStream_t s) { prob.enqueue_verify_accept(s); });
-  for (int i = 0; i < steps; ++i) graph.launch(stream.get());
-  KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-  VerifyStepResult r;
-  const size_t N = size_t(cfg.batch), se = size_t(cfg.shape.state_elems());
-  for (int set = 0; set < prob.sets(); ++set) {
-    const auto o = download(static_cast<const unsigned char*>(prob.o(set)), prob.o_bytes_per_set());
-    r.o.insert(r.o.end(), o.begin(), o.end());
-    const auto st = download(prob.state(set), N * se);
-    r.states.insert(r.states.end(), st.begin(), st.end());
-    if (prob.kvbuffer()) {
-      const KVBufferPool pool = prob.kvbuffer_verify_params(set).pool;
-      const auto d = download(pool.deltas, N * pool.capacity * cfg.shape.heads_v * cfg.shape.head_dim_v);
-      r.deltas.insert(r.deltas.end(), d.begin(), d.end());
-    }
-  }
-  if (prob.kvbuffer()) r.fill = download(prob.fill(0), N);
-  return r;
+  return replay_steps(
+      prob, steps, [](VerifyProblem& p, cudaStream_t s) { p.enqueue_verify_accept(s); },
+      [&cfg](VerifyProblem& p, StepResult& r) {
+        const size_t N = size_t(cfg.batch), se = size_t(cfg.shape.state_elems());
+        for (int set = 0; set < p.sets(); ++set) {
+          append_download(r.o, static_cast<const unsigned char*>(p.o(set)), p.o_bytes_per_set());
+          append_download(r.states, p.state(set), N * se);
+          if (p.kvbuffer()) {
+            const KVBufferPool pool = p.kvbuffer_verify_params(set).pool;
+            append_download(r.deltas, pool.deltas,
+                            N * pool.capacity * cfg.shape.heads_v * cfg.shape.head_dim_v);
+          }
+        }
+        if (p.kvbuffer()) append_download(r.fill, p.fill(0), N);
+      });
 }
 
 void expect_verify_pdl_matches_plain(VerifyVariant variant) {
-  const int steps = 9;  // two cycles of a 4-entry buffer and one step more
-  const VerifyStepResult plain = run_verify_steps(verify_pdl_config(variant, false), steps);
-  const VerifyStepResult pdl = run_verify_steps(verify_pdl_config(variant, true), steps);
-  ASSERT_EQ(plain.o.size(), pdl.o.size());
-  ASSERT_EQ(plain.states.size(), pdl.states.size());
-  ASSERT_EQ(plain.deltas.size(), pdl.deltas.size());
-  EXPECT_EQ(std::memcmp(plain.o.data(), pdl.o.data(), plain.o.size()), 0) << "outputs differ";
-  EXPECT_EQ(std::memcmp(plain.states.data(), pdl.states.data(), plain.states.size() * sizeof(float)), 0)
-      << "states or checkpoints differ";
-  EXPECT_EQ(std::memcmp(plain.deltas.data(), pdl.deltas.data(), plain.deltas.size() * sizeof(float)), 0)
-      << "buffered deltas differ";
-  EXPECT_EQ(plain.fill, pdl.fill) << "buffer positions differ";
-  // The states or checkpoints moved (accepts, folds): the comparison is not between two untouched pools.
-  const VerifyStepResult fresh = run_verify_steps(verify_pdl_config(variant, false), 0);
-  EXPECT_NE(std::memcmp(fresh.states.data(), pdl.states.data(), pdl.states.size() * sizeof(float)), 0);
+  const int steps = 9;  // two cycles of a 4-entry buffer and one step more (accepts and folds move the states)
+  expect_same_bits(run_verify_steps(verify_pdl_config(variant, false), steps),
+                   run_verify_steps(verify_pdl_config(variant, true), steps),
+                   run_verify_steps(verify_pdl_config(variant, false), 0));
 }
 
 TEST(PdlLaunchGpu, RecurrentVerifyAcceptStepsMatchPlainLaunchesBitForBit) {
