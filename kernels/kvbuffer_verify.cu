@@ -239,16 +239,17 @@ constexpr int pow2_at_least(int x) { return x <= 1 ? 1 : 2 * pow2_at_least((x + 
 
 /// The buffer's per-entry products with the drafts, for entries j < n (raw keys k_j from bs): 1 / |k_j| into
 /// bs.rk[j], and dk[i * cap + j] = k_j . k^_i, dq[i * cap + j] = k_j . q^_i ([M][cap], no decay, no 1 / |k_j|).
-/// Warp w takes entries w, w + WARPS, ..., with their keys read kBatch at a time, loads issued together (keys from the
-/// pool: four, one round trip to L2 per four entries, not per entry; keys in shared memory: one); the 2M products of an entry are summed over the warp at
-/// once (warp_sum_scatter), and the drafts' k^ and q^ are held in registers where they take at most 32 of them.
+/// Warp w takes entries w, w + WARPS, ...; keys read from the pool are requested four at a time (one round trip to
+/// L2 per four entries, not per entry) and the drafts' k^ and q^ held in registers where they take at most 32 of
+/// them; keys in shared memory are read one at a time and the drafts with them (fewer registers held). The 2M
+/// products of an entry are summed over the warp at once (warp_sum_scatter).
 /// Writes shared memory only: the caller synchronises before reading.
 template <int K, int VB, int M, int WARPS, bool kSmemKeys>
 __device__ __forceinline__ void buffer_draft_products(int n, DraftSmem<K, VB, M>& ds, const BufferSmem<K>& bs,
                                                       float* dk, float* dq, int cap) {
   constexpr int N = WarpVec<K>::N, P = pow2_at_least(2 * M), kBatch = kSmemKeys ? 1 : 4;
   constexpr int GROUP = 32 / P;  // lanes that end with the same total
-  constexpr bool kHold = 2 * M * N <= 32;
+  constexpr bool kHold = !kSmemKeys && 2 * M * N <= 32;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp >= n) return;
   WarpVec<K> kd[kHold ? M : 1], qd[kHold ? M : 1];
@@ -402,8 +403,15 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   const VerifyLanes<VB> ln(v0, V);
   float* deltas = pool.deltas + (int64_t(slot) * cap * HV + h) * V + (ln.active ? ln.col : 0);
   const int64_t delta_stride = int64_t(HV) * V;
+  // With the keys in shared memory, this lane's first entry's delta goes straight into registers (used after the
+  // coefficients' barrier); the rest, and every delta otherwise, into L2 (measured on the H200: verify + accept 1% to
+  // 2% faster at B = 8 with the early delta, 1% to 2% slower at B = 16 and 32, keys from the pool, where it spills).
+  constexpr bool kEarlyDelta = kSmemKeys;
+  float4 u_first = make_float4(0.f, 0.f, 0.f, 0.f);
+  if constexpr (kEarlyDelta)
+    if (ln.active && ln.sub < n) u_first = __ldg(reinterpret_cast<const float4*>(deltas + ln.sub * delta_stride));
   if (ln.active)
-    for (int j = ln.sub; j < n; j += SUBS) prefetch_l2(deltas + j * delta_stride);
+    for (int j = ln.sub + (kEarlyDelta ? SUBS : 0); j < n; j += SUBS) prefetch_l2(deltas + j * delta_stride);
   if constexpr (!kSmemKeys) {
     constexpr int KEY_LINES = K >= 64 ? K / 64 : 1;  // 128-byte lines of one bf16 key
     for (int idx = threadIdx.x; idx < n * KEY_LINES; idx += THREADS)
@@ -437,49 +445,64 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   else cp_async_wait_group<Tile::CHUNKS>();
   __syncthreads();  // drafts, log-decays and draft values in shared memory; a later block's slice still streaming
 
-  // Buffer weights w_j = e^{sum of g after j} (warp 0), 1/|k_j| and the raw buffer-draft products (every warp).
-  if (warp == 0) buffer_weights<K>(n, 0.f, bs);
+  // Buffer weights w_j = e^{sum of g after j} and the drafts' decays D_i (the last warp, which has the fewest
+  // draft-draft pairs and buffer entries), 1/|k_j| and the raw buffer-draft products (every warp).
+  if (warp == WARPS - 1) {
+    buffer_weights<K>(n, 0.f, bs);
+    if (lane == 0) {
+      float gsum = 0.f;
+#pragma unroll
+      for (int i = 0; i < M; ++i) {
+        gsum += ds.g[i];
+        ds.D[i] = expf(gsum);
+      }
+    }
+  }
   buffer_draft_products<K, VB, M, WARPS, kSmemKeys>(n, ds, bs, dk, dq, cap);
-  // Draft-draft coefficients with their decays (sums of at most M g's).
-  for (int pair = warp; pair < M * M; pair += WARPS) {
-    const int ip = pair / M, i = pair % M;  // earlier draft ip, later draft i
-    if (ip > i) continue;
-    float sk = 0.f, sq = 0.f;
+  // Draft-draft coefficients with their decays (sums of at most M g's): pair (ip, i), ip <= i, numbered row by row,
+  // pair t to warp t % WARPS; its two sums at once (lanes 0-15 end with k^_ip . k^_i, lanes 16-31 with k^_ip . q^_i).
+  for (int pair = warp; pair < M * (M + 1) / 2; pair += WARPS) {
+    int ip = 0, i = pair;  // earlier draft ip, later draft i
+    while (i >= M - ip) i -= M - ip++;
+    i += ip;
+    float v[2] = {0.f, 0.f};
 #pragma unroll
     for (int e = 0; e < WarpVec<K>::N; ++e) {
       const int c = lane * WarpVec<K>::N + e;
-      sk = fmaf(ds.k_at(ip, c), ds.k_at(i, c), sk);
-      sq = fmaf(ds.k_at(ip, c), ds.q_at(i, c), sq);
+      v[0] = fmaf(ds.k_at(ip, c), ds.k_at(i, c), v[0]);
+      v[1] = fmaf(ds.k_at(ip, c), ds.q_at(i, c), v[1]);
     }
-    sk = warp_sum(sk);
-    sq = warp_sum(sq);
-    if (lane == 0) {
+    const float x = warp_sum_scatter<2>(v);
+    if (lane % 16 == 0) {
       float gsum = 0.f;
       for (int l = ip + 1; l <= i; ++l) gsum += ds.g[l];
       const float w = expf(gsum);
-      ds.kk[ip][i] = ip < i ? w * sk : 0.f;
-      ds.kq[ip][i] = w * sq;
-    }
-  }
-  if (threadIdx.x == 0) {
-    float gsum = 0.f;
-#pragma unroll
-    for (int i = 0; i < M; ++i) {
-      gsum += ds.g[i];
-      ds.D[i] = expf(gsum);
+      if (lane == 0) ds.kk[ip][i] = ip < i ? w * x : 0.f;
+      else ds.kq[ip][i] = w * x;
     }
   }
   __syncthreads();  // coefficients in shared memory
 
   // The buffer's share first, while the slice streams: a_i, o_i = sum_{j<n} w_j D_i (k^_j . k^_i, k^_j . q^_i) u_j,
-  // this lane's entries j = sub, sub + 8, ... four at a time (their deltas read by this lane alone, in flight
-  // together).
+  // this lane's entries j = sub (its delta already requested, kEarlyDelta), then sub + 8, ... four at a time (their
+  // deltas read by this lane alone, in flight together).
   float ak[M][4], aq[M][4];
 #pragma unroll
   for (int i = 0; i < M; ++i)
 #pragma unroll
     for (int c = 0; c < 4; ++c) ak[i][c] = aq[i][c] = 0.f;
-  for (int j0 = ln.sub; j0 < n; j0 += 4 * SUBS) {
+  const auto add_entry = [&](int j, const float4& u) {
+    const float wj = bs.w[j] * bs.rk[j];
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      const float wd = wj * ds.D[i];
+      fma4(wd * dk[i * cap + j], u, ak[i]);
+      fma4(wd * dq[i * cap + j], u, aq[i]);
+    }
+  };
+  if constexpr (kEarlyDelta)
+    if (ln.sub < n) add_entry(ln.sub, u_first);
+  for (int j0 = ln.sub + (kEarlyDelta ? SUBS : 0); j0 < n; j0 += 4 * SUBS) {
     float4 u[4];
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
@@ -491,13 +514,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
     for (int t = 0; t < 4; ++t) {
       const int j = j0 + t * SUBS;
       if (j >= n) break;
-      const float wj = bs.w[j] * bs.rk[j];
-#pragma unroll
-      for (int i = 0; i < M; ++i) {
-        const float wd = wj * ds.D[i];
-        fma4(wd * dk[i * cap + j], u[t], ak[i]);
-        fma4(wd * dq[i * cap + j], u[t], aq[i]);
-      }
+      add_entry(j, u[t]);
     }
   }
   // The checkpoint's decay e^{G_n} D_i folded into the drafts' keys and queries (their products above are formed), so
