@@ -309,39 +309,51 @@ constexpr size_t verify_buffer_bytes(int capacity, bool smem_keys) {
 template <int VB, int M>
 constexpr int verify_min_blocks() { return VB == 128 ? (M <= 4 ? 3 : 2) : 1; }
 
-/// Copies the m drafts' raw keys of key head hk (verify's input k, [N, m, H, K]) to buffer entries e0 .. e0 + m - 1.
-__device__ __forceinline__ void copy_draft_keys(const KVBufferVerifyParams& p, int row, int64_t e0, int m, int hk) {
-  const int H = p.shape.heads_qk, K = p.shape.head_dim_k, chunks = K / 8;  // 16-byte pieces of one key
-  for (int idx = threadIdx.x; idx < m * chunks; idx += blockDim.x) {
+/// The m drafts' raw keys of key head hk (verify's input k, [N, m, H, K]) and their log-decays (every value head of
+/// the key group) into buffer entries e0 .. e0 + m - 1, by threads t = 0 .. nthreads - 1 of the caller's.
+__device__ __forceinline__ void write_draft_entries(const KVBufferVerifyParams& p, int row, int64_t e0, int m, int hk,
+                                                    int t, int nthreads) {
+  const int H = p.shape.heads_qk, HV = p.shape.heads_v, K = p.shape.head_dim_k, group = p.shape.group();
+  const int chunks = K / 8;  // 16-byte pieces of one key
+  for (int idx = t; idx < m * chunks; idx += nthreads) {
     const int i = idx / chunks, part = idx % chunks;
     reinterpret_cast<uint4*>(p.pool.keys + ((e0 + i) * H + hk) * K)[part] =
         reinterpret_cast<const uint4*>(p.in.k + ((int64_t(row) * m + i) * H + hk) * K)[part];
   }
+  for (int idx = t; idx < m * group; idx += nthreads) {
+    const int i = idx / group, h = hk * group + idx % group;
+    p.pool.log_decay[(e0 + i) * HV + h] = prepare_gate(p.in, int64_t(row) * m + i, h, HV).g;
+  }
 }
 
-/// A due row's drafts' raw keys and log-decays (all value heads of key head hk = blockIdx.y / group) into entries
-/// e0 .. e0 + m - 1, which replace entries other blocks of the key group may still be reading: the last block of the
-/// group to get here (arrival count in p.group_arrivals[row, hk], set back to 0 by that block) writes them. Call
-/// after a barrier that follows this block's last read of the buffer. (A row that is not due writes its drafts' keys
-/// and log-decays as soon as it has them: they land past its entries, where no block reads.)
+/// A due row's key group (the blocks of row `row` whose value heads share key head hk) counts its blocks in
+/// p.group_arrivals[row, hk]: `arrival` is what this block's atomicAdd returned, and it is the last of the group when
+/// every other block has arrived (the count is then set back to 0, ready for the next launch).
+__device__ __forceinline__ bool last_in_key_group(const KVBufferVerifyParams& p, int row, int hk, int arrival) {
+  const bool last = arrival == p.shape.group() * int(gridDim.x) - 1;
+  if (last) p.group_arrivals[int64_t(row) * p.shape.heads_qk + hk] = 0;
+  return last;
+}
+__device__ __forceinline__ int* key_group_arrivals(const KVBufferVerifyParams& p, int row, int hk) {
+  return p.group_arrivals + int64_t(row) * p.shape.heads_qk + hk;
+}
+
+/// A due row's drafts' raw keys and log-decays into entries e0 .. e0 + m - 1, which replace entries other blocks of
+/// the key group may still be reading from the pool: the last block of the group to get here writes them. Call after
+/// a barrier that follows this block's last read of the buffer. (A row that is not due writes its drafts' keys and
+/// log-decays as soon as it has them: they land past its entries, where no block reads. With the keys in shared
+/// memory the kernel counts its arrival earlier, once its copies of the entries have landed.)
 __device__ __forceinline__ void write_due_draft_entries(const KVBufferVerifyParams& p, int row, int64_t e0, int m) {
   __shared__ int last;
-  const int H = p.shape.heads_qk, HV = p.shape.heads_v, group = p.shape.group();
-  const int hk = blockIdx.y / group;
+  const int hk = blockIdx.y / p.shape.group();
   if (threadIdx.x == 0) {
     __threadfence();
-    int* arrivals = p.group_arrivals + int64_t(row) * H + hk;
-    last = atomicAdd(arrivals, 1) == group * int(gridDim.x) - 1;
-    if (last) *arrivals = 0;  // every block of the group has arrived: ready for the next launch
+    last = last_in_key_group(p, row, hk, atomicAdd(key_group_arrivals(p, row, hk), 1));
   }
   __syncthreads();
   if (!last) return;
   __threadfence();
-  copy_draft_keys(p, row, e0, m, hk);
-  for (int idx = threadIdx.x; idx < m * group; idx += blockDim.x) {
-    const int i = idx / group, h = hk * group + idx % group;
-    p.pool.log_decay[(e0 + i) * HV + h] = prepare_gate(p.in, int64_t(row) * m + i, h, HV).g;
-  }
+  write_draft_entries(p, row, e0, m, hk, threadIdx.x, blockDim.x);
 }
 
 /// kSmemKeys: the buffer's keys are staged in shared memory (BufferSmem::setup) rather than read from the pool by
@@ -445,6 +457,14 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   else cp_async_wait_group<Tile::CHUNKS>();
   __syncthreads();  // drafts, log-decays and draft values in shared memory; a later block's slice still streaming
 
+  // A due row with the keys in shared memory has read the pool's entries for the last time: one lane of the last warp
+  // counts the block's arrival in its key group now, and learns whether it is the last only before the coefficients'
+  // barrier (the atomic's round trip hidden behind its warp's coefficients; due_last, read at the end).
+  __shared__ int due_last;
+  const bool arrives_early = kSmemKeys && flush && threadIdx.x == THREADS - 32;
+  int arrival = 0;
+  if (arrives_early) arrival = atomicAdd(key_group_arrivals(p, row, hk), 1);
+
   // Buffer weights w_j = e^{sum of g after j} and the drafts' decays D_i (the last warp, which has the fewest
   // draft-draft pairs and buffer entries), 1/|k_j| and the raw buffer-draft products (every warp).
   if (warp == WARPS - 1) {
@@ -481,6 +501,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
       else ds.kq[ip][i] = w * x;
     }
   }
+  if (arrives_early) due_last = last_in_key_group(p, row, hk, arrival);
   __syncthreads();  // coefficients in shared memory
 
   // The buffer's share first, while the slice streams: a_i, o_i = sum_{j<n} w_j D_i (k^_j . k^_i, k^_j . q^_i) u_j,
@@ -605,7 +626,15 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
 #pragma unroll
     for (int i = 0; i < M; ++i) deltas[(n + i) * delta_stride + c] = u[i];
   }
-  if (flush) write_due_draft_entries(p, row, draft_entry, M);
+  if (!flush) return;
+  if constexpr (kSmemKeys) {
+    if (due_last && warp == WARPS - 1) {  // every block of the key group has read its entries
+      __threadfence();
+      write_draft_entries(p, row, draft_entry, M, hk, lane, 32);
+    }
+  } else {
+    write_due_draft_entries(p, row, draft_entry, M);
+  }
 }
 
 __global__ void kvbuffer_advance_accepted_kernel(int32_t* fill, const int32_t* slot, const int32_t* accepted,
