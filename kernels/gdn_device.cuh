@@ -157,6 +157,11 @@ __device__ __forceinline__ float warp_sum(float x) {
   return x;
 }
 
+/// The smallest power of two >= x (x >= 1).
+constexpr int pow2_at_least(int x) { return x <= 1 ? 1 : 2 * pow2_at_least((x + 1) / 2); }
+/// floor(log2 x) (x >= 1).
+constexpr int log2_floor(int x) { return x <= 1 ? 0 : 1 + log2_floor(x / 2); }
+
 /// Sums P values (P a power of two, at most 32) over the warp at once, each lane ending with one total: lane l gets
 /// the total of value l / (32 / P), as do the other lanes of its group of 32 / P. Each exchange round sends half of
 /// the values still held to the partner lane and keeps the other half; then log2(32 / P) butterfly rounds: P - 1 +
@@ -164,7 +169,7 @@ __device__ __forceinline__ float warp_sum(float x) {
 template <int P>
 __device__ __forceinline__ float warp_sum_scatter(float (&v)[P]) {
   static_assert(P >= 1 && P <= 32 && (P & (P - 1)) == 0, "warp_sum_scatter: P must be a power of two <= 32");
-  constexpr int ROUNDS = P >= 32 ? 5 : P >= 16 ? 4 : P >= 8 ? 3 : P >= 4 ? 2 : P >= 2 ? 1 : 0;  // log2 P
+  constexpr int ROUNDS = log2_floor(P);
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int r = 0; r < ROUNDS; ++r) {
@@ -226,6 +231,8 @@ struct WarpVecBf16 {
     }
     return s;
   }
+  /// 1 / sqrt(|x|^2 + eps) of the whole vector (every lane calls it; Qwen3-Next's l2-norm, DESIGN.md section 2).
+  __device__ __forceinline__ float inverse_norm() const { return rsqrtf(warp_sum(norm2()) + kL2NormEps); }
   /// The same vector in fp32 (exact).
   __device__ __forceinline__ WarpVec<K> widen() const {
     WarpVec<K> w;

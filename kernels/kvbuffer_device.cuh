@@ -98,7 +98,7 @@ __device__ __forceinline__ void buffer_weights(int n, float gt, const BufferSmem
 }
 
 /// Fills the per-entry values from the buffer in shared memory (cp.async complete and synchronised): warp 0 forms
-/// the decay weights w[j] and decay0 (buffer_weights); every warp forms rk, ck, cq for entries w, w + 4, ...
+/// the decay weights w[j] and decay0 (buffer_weights); warp v forms rk, ck, cq for entries v, v + W, ... (W warps).
 /// kt/qt: the current token's raw key and query as warp vectors, with its norms and log-decay gt (nullptr and gt = 0
 /// for a flush with no current token: ck/cq are then unset).
 /// Writes shared memory only: the caller synchronises before reading.
@@ -110,7 +110,7 @@ __device__ __forceinline__ void buffer_coefficients(int n, float gt, const WarpV
   for (int j = warp; j < n; j += int(blockDim.x / 32)) {
     WarpVecBf16<K> kj;
     kj.load(bs.key(j), lane);
-    const float rkj = rsqrtf(warp_sum(kj.norm2()) + kL2NormEps);
+    const float rkj = kj.inverse_norm();
     float kd = 0.f, qd = 0.f;
     if (kt) {
       kd = warp_sum(kj.dot(*kt));

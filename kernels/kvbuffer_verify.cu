@@ -234,9 +234,6 @@ __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, 
   }
 }
 
-/// The smallest power of two >= x (x >= 1).
-constexpr int pow2_at_least(int x) { return x <= 1 ? 1 : 2 * pow2_at_least((x + 1) / 2); }
-
 /// The buffer's per-entry products with the drafts, for entries j < n (raw keys k_j from bs): 1 / |k_j| into
 /// bs.rk[j], and dk[i * cap + j] = k_j . k^_i, dq[i * cap + j] = k_j . q^_i ([M][cap], no decay, no 1 / |k_j|).
 /// Warp w takes entries w, w + WARPS, ...; keys read from the pool are requested four at a time (one round trip to
@@ -247,7 +244,7 @@ constexpr int pow2_at_least(int x) { return x <= 1 ? 1 : 2 * pow2_at_least((x + 
 template <int K, int VB, int M, int WARPS, bool kSmemKeys>
 __device__ __forceinline__ void buffer_draft_products(int n, DraftSmem<K, VB, M>& ds, const BufferSmem<K>& bs,
                                                       float* dk, float* dq, int cap) {
-  constexpr int N = WarpVec<K>::N, P = pow2_at_least(2 * M), kBatch = kSmemKeys ? 1 : 4;
+  constexpr int N = WarpVec<K>::N, P = pow2_at_least(2 * M), BATCH = kSmemKeys ? 1 : 4;
   constexpr int GROUP = 32 / P;  // lanes that end with the same total
   constexpr bool kHold = !kSmemKeys && 2 * M * N <= 32;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -264,15 +261,14 @@ __device__ __forceinline__ void buffer_draft_products(int n, DraftSmem<K, VB, M>
 #pragma unroll
     for (int i = 0; i < M; ++i) draft(i, kd[i], qd[i]);
   const int total = lane / GROUP;  // which of the 2M sums this lane ends with: k^_i (i < M) or q^_{i - M}
-  float* const dst = total < M ? dk + total * cap : dq + (total - M) * cap;
   const bool writes = lane % GROUP == 0 && total < 2 * M;
-  for (int j0 = warp; j0 < n; j0 += kBatch * WARPS) {
-    WarpVecBf16<K> kj[kBatch];
+  for (int j0 = warp; j0 < n; j0 += BATCH * WARPS) {
+    WarpVecBf16<K> kj[BATCH];
 #pragma unroll
-    for (int t = 0; t < kBatch; ++t)
+    for (int t = 0; t < BATCH; ++t)
       if (j0 + t * WARPS < n) kj[t].load(bs.key(j0 + t * WARPS), lane);
 #pragma unroll
-    for (int t = 0; t < kBatch; ++t) {
+    for (int t = 0; t < BATCH; ++t) {
       const int j = j0 + t * WARPS;
       if (j >= n) break;
       float v[P];
@@ -290,10 +286,10 @@ __device__ __forceinline__ void buffer_draft_products(int n, DraftSmem<K, VB, M>
       }
 #pragma unroll
       for (int i = 2 * M; i < P; ++i) v[i] = 0.f;
-      const float norm2 = warp_sum(kj[t].norm2());
+      const float rk = kj[t].inverse_norm();
       const float x = warp_sum_scatter<P>(v);
-      if (writes) dst[j] = x;
-      if (lane == 0) bs.rk[j] = rsqrtf(norm2 + kL2NormEps);
+      if (writes) (total < M ? dk + total * cap : dq + (total - M) * cap)[j] = x;
+      if (lane == 0) bs.rk[j] = rk;
     }
   }
 }
@@ -410,8 +406,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   cp_async_commit();
   if (!early) tile.load_chunks_async(s0, v0, V);
   // This lane's buffered deltas u_j, j = sub, sub + 8, ... (each read by this lane alone, in the buffer's share), and
-  // the raw keys where the coefficients read them from the pool: into L2 now, so that those reads, after the first
-  // barrier, wait on L2 rather than DRAM.
+  // the raw keys where the coefficients read them from the pool: requested now (into L2, or the first delta into
+  // registers, below), so that those reads, after the first barrier, wait on L2 rather than DRAM.
   const VerifyLanes<VB> ln(v0, V);
   float* deltas = pool.deltas + (int64_t(slot) * cap * HV + h) * V + (ln.active ? ln.col : 0);
   const int64_t delta_stride = int64_t(HV) * V;
@@ -553,8 +549,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   static_assert(4 * SUBS == Tile::CHUNK_ROWS, "kvbuffer_verify_kernel: one pass step per copy chunk");
 #pragma unroll
   for (int q = 0; q < Tile::CHUNKS; ++q) {
-    // Chunk q visible to the block (and, at q = 0, the scaled keys and queries); an early block's chunks all landed
-    // before its first barrier, so it needs only that one.
+    // Chunk q visible to the block (and, at q = 0, the scaled keys and queries). An early block's chunks have all been
+    // visible since its first barrier: it keeps only the q = 0 barrier, for the scaled keys and queries.
     if (!early) cp_async_wait_pending(Tile::CHUNKS - 1 - q);
     if (q == 0 || !early) __syncthreads();
     float4 s[4];
