@@ -17,10 +17,10 @@
 #include "harness/capacity/capacity_probe.h"
 #include "harness/capacity/capacity_table.h"
 #include "harness/cli/commands.h"
-#include "harness/sweep/shard.h"
 #include "harness/device/device_info.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/experiment_kind.h"
+#include "harness/sweep/shard.h"
 
 namespace kvb::cli {
 namespace {

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
-#include "harness/sweep/shard.h"
 #include "harness/sweep/experiment_kind.h"
+#include "harness/sweep/shard.h"
 #include "kernels/cuda_check.h"
 
 int main(int argc, char** argv) {
@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
   reproduce_cmd->add_flag("--quick", reproduce.quick, "reduced grids (fewer batches, buffer sizes and lengths; under a minute on one H200)");
   reproduce_cmd->add_option("--out-dir", reproduce.out_dir, "folder of the CSVs and figures/ (default results)");
   reproduce_cmd->add_flag("--no-plots", reproduce.no_plots, "do not run plots/make_all.py");
-  reproduce_cmd->add_option("--device", reproduce.device, "CUDA device index")->check(CLI::Range(0, kvb::kMaxDeviceIndex));
+  reproduce_cmd->add_option("--device", reproduce.device, "CUDA device index")
+      ->check(CLI::Range(0, kvb::kMaxDeviceIndex));
 
   if (argc > 1 && argv[1][0] != '-') {  // a word that names no subcommand: say which ones exist
     std::string known;
