@@ -21,8 +21,10 @@ namespace {
 using namespace dev;
 
 /// The drafts of one (row, value head) in shared memory: normalised keys and queries (q^ includes the scale) stored
-/// by row subgroup, khat[i][r % 8][r / 8] = k^_i[r] (rows padded by 4 floats: a lane reads the coefficients of its
-/// rows r = sub, sub + 8, ... four at a time, and the 8 subgroups of a warp hit distinct banks); gates,
+/// by row subgroup, khat[i][r % 8][r / 8] = k^_i[r] (a lane reads the coefficients of its rows r = sub, sub + 8, ...
+/// four at a time, and the 8 subgroups of a quarter warp's two rows hit distinct banks; rows are not padded, so that
+/// the keys of a buffer of 16 fit beside a 4-draft block of 128 columns at three blocks per SM: the warp-vector reads
+/// of a draft, lane l at rows 4 l .. 4 l + 3, then meet 2-way bank conflicts, off the pass); gates,
 /// D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i) and
 /// kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i); and the drafts' value slices v[i][c] (bf16, the block's VB columns).
 /// Once the coefficients are formed, khat and qhat are scaled in place by the checkpoint's decay e^{G_n} D[i] for
@@ -30,7 +32,7 @@ using namespace dev;
 /// is known to the launcher without asking the driver.
 template <int K, int VB, int M>
 struct DraftSmem {
-  static constexpr int kSubs = 8, kPitch = K / kSubs + 4;
+  static constexpr int kSubs = 8, kPitch = K / kSubs;
   static_assert(K % 32 == 0, "DraftSmem: K must be a multiple of 32");
   __align__(16) float khat[M][kSubs][kPitch];
   __align__(16) float qhat[M][kSubs][kPitch];
@@ -294,10 +296,11 @@ __device__ __forceinline__ void buffer_draft_products(int n, DraftSmem<K, VB, M>
   }
 }
 
-/// Shared-memory bytes of the verify kernel's BufferSmem for `capacity` entries, with or without the staged keys.
+/// Shared-memory bytes of the verify kernel's BufferSmem for `capacity` entries, with or without the staged keys (no
+/// room for decode's ck and cq: verify's products go to dk and dq).
 template <int K>
 constexpr size_t verify_buffer_bytes(int capacity, bool smem_keys) {
-  return smem_keys ? BufferSmem<K>::bytes(capacity) : BufferSmem<K>::values_bytes(capacity);
+  return smem_keys ? BufferSmem<K>::bytes(capacity, false) : BufferSmem<K>::values_bytes(capacity, false);
 }
 
 /// Blocks per SM the verify kernel's registers must allow at 128 columns: three for up to 4 drafts (what its shared
@@ -391,8 +394,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   const int64_t draft_entry = int64_t(slot) * cap + (flush ? 0 : n);  // the drafts' first buffer entry
 
   BufferSmem<K> bs;
-  if constexpr (kSmemKeys) bs.setup(dyn_smem + Tile::kBytes, cap);
-  else bs.setup_pool_keys(dyn_smem + Tile::kBytes, cap, pool, H, slot, hk);
+  if constexpr (kSmemKeys) bs.setup(dyn_smem + Tile::kBytes, cap, false);
+  else bs.setup_pool_keys(dyn_smem + Tile::kBytes, cap, pool, H, slot, hk, false);
   float* dk = reinterpret_cast<float*>(dyn_smem + Tile::kBytes + verify_buffer_bytes<K>(cap, kSmemKeys));  // [M][cap]
   float* dq = dk + M * cap;
   // Copy groups: the log-decays (and staged keys) of the n entries and the drafts' values, then the checkpoint
@@ -536,12 +539,13 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   }
   // The checkpoint's decay e^{G_n} D_i folded into the drafts' keys and queries (their products above are formed), so
   // that the pass adds e^{G_n} D_i S0^T k^_i and e^{G_n} D_i S0^T q^_i straight onto the buffer's share.
+  // In storage order (conflict-free): khat and qhat are [M][K] floats each.
   const float decay0 = bs.decay0[0];
+  static_assert(sizeof(ds.khat) == sizeof(float) * M * K, "DraftSmem: draft rows must be unpadded");
   for (int idx = threadIdx.x; idx < M * K; idx += THREADS) {
-    const int i = idx / K, r = idx % K;
-    const float d = decay0 * ds.D[i];
-    ds.k_at(i, r) *= d;
-    ds.q_at(i, r) *= d;
+    const float d = decay0 * ds.D[idx / K];
+    (&ds.khat[0][0][0])[idx] *= d;
+    (&ds.qhat[0][0][0])[idx] *= d;
   }
 
   // One pass over the checkpoint rows for every draft, a chunk of 32 rows as soon as it has landed. Four of this
