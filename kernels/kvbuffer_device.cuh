@@ -29,35 +29,30 @@ struct BufferSmem {
   float* cq;
   float* decay0;
   /// Carves the arrays for `capacity` entries, keys included, out of shared memory at `base` (16-byte aligned).
-  /// products: room for ck and cq (decode and flush); verify forms its own products and leaves them unset.
-  __device__ __forceinline__ void setup(void* base, int capacity, bool products = true) {
+  __device__ __forceinline__ void setup(void* base, int capacity) {
     keys = static_cast<bf16*>(base);
     key_stride = K;
-    setup_values(static_cast<char*>(base) + size_t(capacity) * K * sizeof(bf16), capacity, products);
+    setup_values(static_cast<char*>(base) + size_t(capacity) * K * sizeof(bf16), capacity);
   }
   /// Carves only the per-entry values out of shared memory at `base`; the keys are read where they lie in the pool
   /// (slot's entry 0 of key head hk, H key heads per entry), by the warp that uses each (no reuse across warps).
   __device__ __forceinline__ void setup_pool_keys(void* base, int capacity, const KVBufferPool& pool, int H,
-                                                  int slot, int hk, bool products = true) {
+                                                  int slot, int hk) {
     keys = pool.keys + (int64_t(slot) * pool.capacity * H + hk) * K;
     key_stride = H * K;
-    setup_values(base, capacity, products);
+    setup_values(base, capacity);
   }
-  __device__ __forceinline__ void setup_values(void* base, int capacity, bool products) {
+  __device__ __forceinline__ void setup_values(void* base, int capacity) {
     g = static_cast<float*>(base);
     w = g + capacity;
     rk = w + capacity;
-    ck = products ? rk + capacity : nullptr;
-    cq = products ? ck + capacity : nullptr;
-    decay0 = rk + (products ? 3 : 1) * capacity;
+    ck = rk + capacity;
+    cq = ck + capacity;
+    decay0 = cq + capacity;
   }
   __device__ __forceinline__ const bf16* key(int j) const { return keys + int64_t(j) * key_stride; }
-  static constexpr size_t values_bytes(int capacity, bool products = true) {
-    return size_t(capacity) * (products ? 5 : 3) * sizeof(float) + sizeof(float);
-  }
-  static constexpr size_t bytes(int capacity, bool products = true) {
-    return size_t(capacity) * K * sizeof(bf16) + values_bytes(capacity, products);
-  }
+  static constexpr size_t values_bytes(int capacity) { return size_t(capacity) * 5 * sizeof(float) + sizeof(float); }
+  static constexpr size_t bytes(int capacity) { return size_t(capacity) * K * sizeof(bf16) + values_bytes(capacity); }
 
   /// Starts copying the n entries' raw keys (key head hk) and log-decays (value head h) of `slot` into shared memory.
   __device__ __forceinline__ void load_async(const KVBufferPool& pool, int H, int HV, int slot, int h, int hk,

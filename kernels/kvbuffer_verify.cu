@@ -22,29 +22,33 @@ using namespace dev;
 
 /// The drafts of one (row, value head) in shared memory: normalised keys and queries (q^ includes the scale) stored
 /// by row subgroup, khat[i][slot(r % 8)][r / 8] = k^_i[r]: a lane of the pass reads the coefficients of its rows
-/// r = sub, sub + 8, ... four at a time. The rows are not padded (so that the keys of a buffer of 16 fit beside a
-/// 4-draft block of 128 columns at three blocks per SM); instead subgroups 4 and 5, 6 and 7 swap places (slot), which
-/// puts in opposite bank halves both the two subgroups a quarter warp of the pass reads and the subgroups s and s + 4
-/// that a warp-vector read of a draft (lane l at rows 4 l .. 4 l + 3) meets: both conflict-free (with the rows in
-/// order, the warp-vector reads were 2-way conflicts and verify + accept measured 2% to 3% slower at B = 8); gates,
+/// r = sub, sub + 8, ... four at a time, and the 8 subgroups of a warp hit distinct banks. Two layouts:
+/// - padded (the default): rows in order, padded by 4 floats;
+/// - packed (kPacked, up to K = 128): rows unpadded, 1 KB less at 4 drafts, so that the keys of a buffer of 16 fit
+///   beside a 4-draft block of 128 columns at three blocks per SM. Subgroups 4 and 5, 6 and 7 swap places (slot),
+///   which puts in opposite bank halves both the two subgroups a quarter warp of the pass reads and the subgroups s
+///   and s + 4 that a warp-vector read of a draft (lane l at rows 4 l .. 4 l + 3) meets. With the rows in order, those
+///   reads were 2-way conflicts and verify + accept measured 2% to 3% slower at B = 8; with the swap, still 1% to 2%
+///   slower than padded (more spills), so the launcher packs only where that keeps the keys in shared memory.
+/// Then gates,
 /// D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i) and
 /// kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i); and the drafts' value slices v[i][c] (bf16, the block's VB columns).
 /// Once the coefficients are formed, khat and qhat are scaled in place by the checkpoint's decay e^{G_n} D[i] for
 /// the pass, and after it they hold the drafts' parked deltas. The kernel's only static shared memory, so its size
 /// is known to the launcher without asking the driver.
-template <int K, int VB, int M>
+template <int K, int VB, int M, bool kPacked = false>
 struct DraftSmem {
-  /// Row pitch: unpadded up to K = 128; at K = 256 a row spans all 32 banks, and 4 floats of padding keep the two
-  /// rows of a pass quarter warp apart.
-  static constexpr int kSubs = 8, kPitch = K / kSubs + (K > 128 ? 4 : 0);
+  /// Row pitch: packed rows are unpadded up to K = 128 (at K = 256 a row spans all 32 banks, and 4 floats of padding
+  /// keep the two rows of a pass quarter warp apart).
+  static constexpr int kSubs = 8, kPitch = K / kSubs + (kPacked && K <= 128 ? 0 : 4);
   static_assert(K % 32 == 0, "DraftSmem: K must be a multiple of 32");
   __align__(16) float khat[M][kSubs][kPitch];
   __align__(16) float qhat[M][kSubs][kPitch];
   __align__(16) bf16 v[M][VB];
   float g[M], beta[M], D[M];
   float kk[M][M], kq[M][M];
-  /// Where subgroup sub's row lies: subgroups 4 and 5, 6 and 7 swapped.
-  __device__ __forceinline__ static int slot(int sub) { return sub ^ ((sub >> 2) & 1); }
+  /// Where subgroup sub's row lies: packed, subgroups 4 and 5, 6 and 7 swapped.
+  __device__ __forceinline__ static int slot(int sub) { return kPacked ? sub ^ ((sub >> 2) & 1) : sub; }
   __device__ __forceinline__ float& k_at(int i, int r) { return khat[i][slot(r % kSubs)][r / kSubs]; }
   /// Draft i's deltas for float4 column c of the block, parked over khat and qhat once every warp is done with them.
   __device__ __forceinline__ float4& parked(int i, int c) {
@@ -249,9 +253,9 @@ __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, 
 /// them; keys in shared memory are read one at a time and the drafts with them (fewer registers held). The 2M
 /// products of an entry are summed over the warp at once (warp_sum_scatter).
 /// Writes shared memory only: the caller synchronises before reading.
-template <int K, int VB, int M, int WARPS, bool kSmemKeys>
-__device__ __forceinline__ void buffer_draft_products(int n, DraftSmem<K, VB, M>& ds, const BufferSmem<K>& bs,
-                                                      float* dk, float* dq, int cap) {
+template <int K, int M, int WARPS, bool kSmemKeys, class Drafts>
+__device__ __forceinline__ void buffer_draft_products(int n, Drafts& ds, const BufferSmem<K>& bs, float* dk, float* dq,
+                                                      int cap) {
   constexpr int N = WarpVec<K>::N, P = pow2_at_least(2 * M), BATCH = kSmemKeys ? 1 : 4;
   constexpr int GROUP = 32 / P;  // lanes that end with the same total
   constexpr bool kHold = !kSmemKeys && 2 * M * N <= 32;
@@ -302,11 +306,10 @@ __device__ __forceinline__ void buffer_draft_products(int n, DraftSmem<K, VB, M>
   }
 }
 
-/// Shared-memory bytes of the verify kernel's BufferSmem for `capacity` entries, with or without the staged keys (no
-/// room for decode's ck and cq: verify's products go to dk and dq).
+/// Shared-memory bytes of the verify kernel's BufferSmem for `capacity` entries, with or without the staged keys.
 template <int K>
 constexpr size_t verify_buffer_bytes(int capacity, bool smem_keys) {
-  return smem_keys ? BufferSmem<K>::bytes(capacity, false) : BufferSmem<K>::values_bytes(capacity, false);
+  return smem_keys ? BufferSmem<K>::bytes(capacity) : BufferSmem<K>::values_bytes(capacity);
 }
 
 /// Blocks per SM the verify kernel's registers must allow at 128 columns: three for up to 4 drafts (what its shared
@@ -362,14 +365,16 @@ __device__ __forceinline__ void write_due_draft_entries(const KVBufferVerifyPara
 }
 
 /// kSmemKeys: the buffer's keys are staged in shared memory (BufferSmem::setup) rather than read from the pool by
-/// the warp that uses each (setup_pool_keys); the launcher stages them when that costs no block per SM.
-template <int K, int VB, int M, bool kSmemKeys>
+/// the warp that uses each (setup_pool_keys); the launcher stages them when that costs no block per SM, packing the
+/// drafts' rows (kPacked, DraftSmem) where only that keeps them there.
+template <int K, int VB, int M, bool kSmemKeys, bool kPacked>
 __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB, M>())
     kvbuffer_verify_kernel(const KVBufferVerifyParams p, int early_blocks) {
   constexpr int THREADS = VerifyLanes<VB>::THREADS, WARPS = THREADS / 32, SUBS = VerifyLanes<VB>::SUBS;
   using Tile = VerifyTile<K, VB>;
+  using Drafts = DraftSmem<K, VB, M, kPacked>;
   extern __shared__ __align__(16) char dyn_smem[];  // tile (K rows) | BufferSmem (cap) | dk, dq [M][cap]
-  __shared__ DraftSmem<K, VB, M> ds;
+  __shared__ Drafts ds;
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const KVBufferPool& pool = p.pool;
@@ -400,8 +405,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   const int64_t draft_entry = int64_t(slot) * cap + (flush ? 0 : n);  // the drafts' first buffer entry
 
   BufferSmem<K> bs;
-  if constexpr (kSmemKeys) bs.setup(dyn_smem + Tile::kBytes, cap, false);
-  else bs.setup_pool_keys(dyn_smem + Tile::kBytes, cap, pool, H, slot, hk, false);
+  if constexpr (kSmemKeys) bs.setup(dyn_smem + Tile::kBytes, cap);
+  else bs.setup_pool_keys(dyn_smem + Tile::kBytes, cap, pool, H, slot, hk);
   float* dk = reinterpret_cast<float*>(dyn_smem + Tile::kBytes + verify_buffer_bytes<K>(cap, kSmemKeys));  // [M][cap]
   float* dq = dk + M * cap;
   // Copy groups: the log-decays (and staged keys) of the n entries and the drafts' values, then the checkpoint
@@ -483,7 +488,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
       }
     }
   }
-  buffer_draft_products<K, VB, M, WARPS, kSmemKeys>(n, ds, bs, dk, dq, cap);
+  buffer_draft_products<K, M, WARPS, kSmemKeys>(n, ds, bs, dk, dq, cap);
   // Draft-draft coefficients with their decays (sums of at most M g's): pair (ip, i), ip <= i, numbered row by row,
   // pair t to warp t % WARPS; its two sums at once (lanes 0-15 end with k^_ip . k^_i, lanes 16-31 with k^_ip . q^_i).
   for (int pair = warp; pair < M * (M + 1) / 2; pair += WARPS) {
@@ -545,20 +550,29 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   }
   // The checkpoint's decay e^{G_n} D_i folded into the drafts' keys and queries (their products above are formed), so
   // that the pass adds e^{G_n} D_i S0^T k^_i and e^{G_n} D_i S0^T q^_i straight onto the buffer's share.
-  // In storage order (conflict-free; any padding scaled too): khat and qhat are [M][DRAFT_FLOATS] each.
+  // Packed, in storage order (conflict-free; any padding scaled too): khat and qhat are [M][DRAFT_FLOATS] each.
   const float decay0 = bs.decay0[0];
-  constexpr int DRAFT_FLOATS = DraftSmem<K, VB, M>::kSubs * DraftSmem<K, VB, M>::kPitch;
-  for (int idx = threadIdx.x; idx < M * DRAFT_FLOATS; idx += THREADS) {
-    const float d = decay0 * ds.D[idx / DRAFT_FLOATS];
-    (&ds.khat[0][0][0])[idx] *= d;
-    (&ds.qhat[0][0][0])[idx] *= d;
+  constexpr int DRAFT_FLOATS = Drafts::kSubs * Drafts::kPitch;
+  if constexpr (kPacked) {
+    for (int idx = threadIdx.x; idx < M * DRAFT_FLOATS; idx += THREADS) {
+      const float d = decay0 * ds.D[idx / DRAFT_FLOATS];
+      (&ds.khat[0][0][0])[idx] *= d;
+      (&ds.qhat[0][0][0])[idx] *= d;
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < M * K; idx += THREADS) {
+      const int i = idx / K, r = idx % K;
+      const float d = decay0 * ds.D[i];
+      ds.k_at(i, r) *= d;
+      ds.q_at(i, r) *= d;
+    }
   }
 
   // One pass over the checkpoint rows for every draft, a chunk of 32 rows as soon as it has landed. Four of this
   // lane's rows per step: r = sub + 8 (4 q + tt) (chunk q), their coefficients one float4 per draft.
   static_assert(4 * SUBS == Tile::CHUNK_ROWS, "kvbuffer_verify_kernel: one pass step per copy chunk");
   // This lane's coefficient row of draft 0 in khat (qhat lies one khat further on); draft i's is DRAFT_FLOATS on.
-  const float* const coef_row = &ds.khat[0][DraftSmem<K, VB, M>::slot(ln.sub)][0];
+  const float* const coef_row = &ds.khat[0][Drafts::slot(ln.sub)][0];
   static_assert(sizeof(ds.khat) == sizeof(float) * M * DRAFT_FLOATS, "DraftSmem: qhat must follow khat");
 #pragma unroll
   for (int q = 0; q < Tile::CHUNKS; ++q) {
@@ -571,8 +585,10 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
     for (int tt = 0; tt < 4; ++tt) s[tt] = tile.at(ln.sub + SUBS * (4 * q + tt), ln.c4);
 #pragma unroll
     for (int i = 0; i < M; ++i) {
-      const float4 kw = *reinterpret_cast<const float4*>(coef_row + i * DRAFT_FLOATS + 4 * q);
-      const float4 qw = *reinterpret_cast<const float4*>(coef_row + (M + i) * DRAFT_FLOATS + 4 * q);
+      const float4 kw = kPacked ? *reinterpret_cast<const float4*>(coef_row + i * DRAFT_FLOATS + 4 * q)
+                                : *reinterpret_cast<const float4*>(&ds.khat[i][ln.sub][4 * q]);
+      const float4 qw = kPacked ? *reinterpret_cast<const float4*>(coef_row + (M + i) * DRAFT_FLOATS + 4 * q)
+                                : *reinterpret_cast<const float4*>(&ds.qhat[i][ln.sub][4 * q]);
       fma4(kw.x, s[0], ak[i]);
       fma4(kw.y, s[1], ak[i]);
       fma4(kw.z, s[2], ak[i]);
@@ -671,19 +687,21 @@ __global__ void kvbuffer_commit_accepted_kernel(int32_t* fill, const int32_t* sl
 template <int K, int VB, int M>
 cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t stream) {
   const int cap = p.pool.capacity;
-  const auto with_keys = kvbuffer_verify_kernel<K, VB, M, true>;
-  const auto without_keys = kvbuffer_verify_kernel<K, VB, M, false>;
+  const auto with_keys = kvbuffer_verify_kernel<K, VB, M, true, false>;
+  const auto with_keys_packed = kvbuffer_verify_kernel<K, VB, M, true, true>;
+  const auto without_keys = kvbuffer_verify_kernel<K, VB, M, false, false>;
   constexpr int threads = VerifyLanes<VB>::THREADS;
   const auto smem_for = [&](bool smem_keys) {
     return VerifyTile<K, VB>::kBytes + verify_buffer_bytes<K>(cap, smem_keys) + 2 * size_t(M) * cap * sizeof(float);
   };
-  // Stage the keys in shared memory unless that costs a block per SM, decided from the sizes alone so that only the
-  // kernel launched is ever loaded.
-  constexpr size_t static_bytes = sizeof(DraftSmem<K, VB, M>);
-  const bool smem_keys =
-      smem_blocks_per_sm(smem_for(true) + static_bytes) >= smem_blocks_per_sm(smem_for(false) + static_bytes);
-  const auto kernel = smem_keys ? with_keys : without_keys;
-  const size_t smem = smem_for(smem_keys);
+  // Stage the keys in shared memory unless that costs a block per SM (with the drafts' rows packed if only that
+  // keeps it), decided from the sizes alone so that only the kernel launched is ever loaded.
+  constexpr size_t padded_bytes = sizeof(DraftSmem<K, VB, M, false>), packed_bytes = sizeof(DraftSmem<K, VB, M, true>);
+  const int pool_keys_blocks = smem_blocks_per_sm(smem_for(false) + padded_bytes);
+  const bool smem_keys = smem_blocks_per_sm(smem_for(true) + padded_bytes) >= pool_keys_blocks;
+  const bool packed = !smem_keys && smem_blocks_per_sm(smem_for(true) + packed_bytes) >= pool_keys_blocks;
+  const auto kernel = smem_keys ? with_keys : packed ? with_keys_packed : without_keys;
+  const size_t smem = smem_for(smem_keys || packed);
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   int early_blocks = 0;
