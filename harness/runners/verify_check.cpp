@@ -154,7 +154,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
   if (kvb) {
     // The step's commit, then the next verify of the same drafts: a row the commit took to B entries or more is
     // due, and that verify folds its entries into the checkpoint before it writes the new drafts at position 0.
-    KVB_CUDA_CHECK(launch_kvbuffer_commit_accepted(p.fill(0), p.slots(), p.accepted_device(), N, B, m, stream));
+    p.enqueue_advance_positions(0, stream);
     KVB_CUDA_CHECK(cudaStreamSynchronize(stream));
     const std::vector<int32_t> fill_next = download(p.fill(0), size_t(N));
     bool written_next = false;

@@ -162,14 +162,19 @@ void VerifyProblem::enqueue_verify_accept(cudaStream_t stream) const {
       enqueue_verify_layer(set, stream);
       enqueue_accept_layer(set, stream);
     }
-    int32_t* positions = kvbuffer() ? fill(cfg_.share_pools ? 0 : g) : nullptr;
-    if (raw())
-      KVB_CUDA_CHECK(launch_kvbuffer_advance_accepted(positions, slot_.get(), accepted_.get(), cfg_.batch,
-                                                      cfg_.buffer_size, stream));
-    else if (kvbuffer())
-      KVB_CUDA_CHECK(launch_kvbuffer_commit_accepted(positions, slot_.get(), accepted_.get(), cfg_.batch,
-                                                     cfg_.buffer_size, cfg_.draft_tokens, stream, cfg_.pdl));
+    enqueue_advance_positions(g, stream);
   }
+}
+
+void VerifyProblem::enqueue_advance_positions(int group, cudaStream_t stream) const {
+  if (!kvbuffer()) return;
+  int32_t* positions = fill(cfg_.share_pools ? 0 : group);
+  if (raw())
+    KVB_CUDA_CHECK(launch_kvbuffer_advance_accepted(positions, slot_.get(), accepted_.get(), cfg_.batch,
+                                                    cfg_.buffer_size, stream));
+  else
+    KVB_CUDA_CHECK(launch_kvbuffer_commit_accepted(positions, slot_.get(), accepted_.get(), cfg_.batch,
+                                                   cfg_.buffer_size, cfg_.draft_tokens, stream, cfg_.pdl));
 }
 
 /// The per-row view the byte model sums over: group 0's initial positions by row, and the accepted counts.
