@@ -8,6 +8,7 @@
 // The drafts' keys and log-decays join them (for a due row, written by the last block of each key group to finish
 // reading), so accept is only the buffer position moving (launch_kvbuffer_commit_accepted); rejection costs nothing.
 // Grid: (V slices, HV, N).
+#include <cstddef>
 #include <string>
 
 #include "kernels/gdn_params.h"
@@ -22,26 +23,28 @@ using namespace dev;
 
 /// The drafts of one (row, value head) in shared memory: normalised keys and queries (q^ includes the scale) stored
 /// by row subgroup, khat[i][slot(r % 8)][r / 8] = k^_i[r]: a lane of the pass reads the coefficients of its rows
-/// r = sub, sub + 8, ... four at a time, and the 8 subgroups of a warp hit distinct banks. Two layouts:
+/// r = sub, sub + 8, ... four at a time, and the two subgroups a quarter warp reads hit distinct banks. Two layouts:
 /// - padded (the default): rows in order, padded by 4 floats;
-/// - packed (kPacked, up to K = 128): rows unpadded, 1 KB less at 4 drafts, so that the keys of a buffer of 16 fit
-///   beside a 4-draft block of 128 columns at three blocks per SM. Subgroups 4 and 5, 6 and 7 swap places (slot),
-///   which puts in opposite bank halves both the two subgroups a quarter warp of the pass reads and the subgroups s
-///   and s + 4 that a warp-vector read of a draft (lane l at rows 4 l .. 4 l + 3) meets. With the rows in order, those
-///   reads were 2-way conflicts and verify + accept measured 2% to 3% slower at B = 8; with the swap, still 1% to 2%
-///   slower than padded (more spills), so the launcher packs only where that keeps the keys in shared memory.
-/// Then gates,
-/// D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i) and
-/// kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i); and the drafts' value slices v[i][c] (bf16, the block's VB columns).
-/// Once the coefficients are formed, khat and qhat are scaled in place by the checkpoint's decay e^{G_n} D[i] for
-/// the pass, and after it they hold the drafts' parked deltas. The kernel's only static shared memory, so its size
-/// is known to the launcher without asking the driver.
+/// - packed (kPacked, K <= 128): rows unpadded, 1 KB less at 4 drafts, so that the keys of a buffer of 16 fit beside
+///   a 4-draft block of 128 columns at three blocks per SM. Subgroups 4 and 5, 6 and 7 swap places (slot): at
+///   K = 128 that puts in opposite bank halves both the two subgroups a quarter warp of the pass reads and the
+///   subgroups s and s + 4 that a warp-vector read of a draft (lane l at rows 4 l .. 4 l + 3) meets, and at K = 64
+///   it spreads the four subgroups of such a read over distinct banks too. With the rows in order, those reads were
+///   2-way conflicts and verify + accept measured 2% to 3% slower at B = 8; with the swap, still 1% to 2% slower
+///   than padded (8 bytes a thread more spills), so the launcher packs only where that keeps the keys in shared
+///   memory (launch_verify_tile).
+/// Then gates, D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i)
+/// and kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i); and the drafts' value slices v[i][c] (bf16, the block's VB
+/// columns). Once the coefficients are formed, khat and qhat are scaled in place by the checkpoint's decay
+/// e^{G_n} D[i] for the pass, and after it they hold the drafts' parked deltas. With the two ints of
+/// kVerifyStaticScalars, the kernel's whole static shared memory, so its size is known to the launcher without
+/// asking the driver.
 template <int K, int VB, int M, bool kPacked = false>
 struct DraftSmem {
-  /// Row pitch: packed rows are unpadded up to K = 128 (at K = 256 a row spans all 32 banks, and 4 floats of padding
-  /// keep the two rows of a pass quarter warp apart).
-  static constexpr int kSubs = 8, kPitch = K / kSubs + (kPacked && K <= 128 ? 0 : 4);
+  /// Row subgroups, and floats from one subgroup's row to the next.
+  static constexpr int kSubs = 8, kPitch = K / kSubs + (kPacked ? 0 : 4);
   static_assert(K % 32 == 0, "DraftSmem: K must be a multiple of 32");
+  static_assert(!kPacked || K <= 128, "DraftSmem: packed rows up to K = 128 (a row of 256 / 8 spans every bank)");
   __align__(16) float khat[M][kSubs][kPitch];
   __align__(16) float qhat[M][kSubs][kPitch];
   __align__(16) bf16 v[M][VB];
@@ -57,11 +60,14 @@ struct DraftSmem {
   static_assert(2 * sizeof(float) * kSubs * kPitch >= sizeof(float) * VB, "DraftSmem: no room to park the deltas");
   __device__ __forceinline__ float& q_at(int i, int r) { return qhat[i][slot(r % kSubs)][r / kSubs]; }
 };
+/// The verify kernel's static shared memory besides DraftSmem: due_last (kvbuffer_verify_kernel) and last
+/// (write_due_draft_entries), one int each.
+constexpr size_t kVerifyStaticScalars = 2 * sizeof(int);
 
 /// Verify pass layout: the block covers VB columns of one (row, value head) with VB / 16 warps; warp w owns the 16
 /// columns [v0 + 16 w, v0 + 16 w + 16) over every state row, lane = 4 sub + cg holds 4 of them (cg) and the rows
 /// sub, sub + 8, sub + 16, ... Partial sums therefore meet inside one warp (reduce_scatter: three exchange rounds, no
-/// block barrier), and the 8 row subgroups read 8 consecutive coefficients per step (one shared-memory wavefront).
+/// block barrier), and a step reads four consecutive coefficients per row subgroup (one float4 per draft).
 /// Every thread of the block is one of these lanes: the block has exactly THREADS threads.
 template <int VB>
 struct VerifyLanes {
@@ -573,7 +579,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   static_assert(4 * SUBS == Tile::CHUNK_ROWS, "kvbuffer_verify_kernel: one pass step per copy chunk");
   // This lane's coefficient row of draft 0 in khat (qhat lies one khat further on); draft i's is DRAFT_FLOATS on.
   const float* const coef_row = &ds.khat[0][Drafts::slot(ln.sub)][0];
-  static_assert(sizeof(ds.khat) == sizeof(float) * M * DRAFT_FLOATS, "DraftSmem: qhat must follow khat");
+  static_assert(offsetof(Drafts, qhat) == offsetof(Drafts, khat) + sizeof(ds.khat), "DraftSmem: qhat must follow khat");
 #pragma unroll
   for (int q = 0; q < Tile::CHUNKS; ++q) {
     // Chunk q visible to the block (and, at q = 0, the scaled keys and queries). An early block's chunks have all been
@@ -684,11 +690,16 @@ __global__ void kvbuffer_commit_accepted_kernel(int32_t* fill, const int32_t* sl
   fill[s] = (n >= buffer_size ? 0 : max(n, 0)) + min(max(accepted[i], 0), draft_tokens);
 }
 
+/// Launches the verify kernel for p, or, with `describe`, fills it instead (KVBufferVerifyLaunch) and launches nothing.
 template <int K, int VB, int M>
-cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t stream) {
+cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
+  // Packed draft rows only where registers hold the kernel to exactly the blocks its shared memory is chosen for:
+  // 128 columns and up to 4 drafts, three blocks per SM (verify_min_blocks) at 80 registers.
+  constexpr bool kMayPack = VB == 128 && M <= 4;
+  constexpr int kRegisterBlocks = 3;
   const int cap = p.pool.capacity;
   const auto with_keys = kvbuffer_verify_kernel<K, VB, M, true, false>;
-  const auto with_keys_packed = kvbuffer_verify_kernel<K, VB, M, true, true>;
+  const auto with_keys_packed = kvbuffer_verify_kernel<K, VB, M, true, kMayPack>;  // with_keys where it cannot pack
   const auto without_keys = kvbuffer_verify_kernel<K, VB, M, false, false>;
   constexpr int threads = VerifyLanes<VB>::THREADS;
   const auto smem_for = [&](bool smem_keys) {
@@ -696,12 +707,28 @@ cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t strea
   };
   // Stage the keys in shared memory unless that costs a block per SM (with the drafts' rows packed if only that
   // keeps it), decided from the sizes alone so that only the kernel launched is ever loaded.
-  constexpr size_t padded_bytes = sizeof(DraftSmem<K, VB, M, false>), packed_bytes = sizeof(DraftSmem<K, VB, M, true>);
-  const int pool_keys_blocks = smem_blocks_per_sm(smem_for(false) + padded_bytes);
-  const bool smem_keys = smem_blocks_per_sm(smem_for(true) + padded_bytes) >= pool_keys_blocks;
-  const bool packed = !smem_keys && smem_blocks_per_sm(smem_for(true) + packed_bytes) >= pool_keys_blocks;
+  constexpr size_t padded_static = sizeof(DraftSmem<K, VB, M, false>) + kVerifyStaticScalars;
+  constexpr size_t packed_static = sizeof(DraftSmem<K, VB, M, kMayPack>) + kVerifyStaticScalars;
+  const auto blocks = [&](size_t bytes) {
+    const int b = smem_blocks_per_sm(bytes);
+    return kMayPack && b > kRegisterBlocks ? kRegisterBlocks : b;
+  };
+  const int pool_keys_blocks = blocks(smem_for(false) + padded_static);
+  const int smem_keys_blocks = blocks(smem_for(true) + padded_static);
+  const int packed_blocks = blocks(smem_for(true) + packed_static);
+  const bool smem_keys = smem_keys_blocks >= pool_keys_blocks;
+  const bool packed = kMayPack && !smem_keys && packed_blocks >= pool_keys_blocks;
   const auto kernel = smem_keys ? with_keys : packed ? with_keys_packed : without_keys;
   const size_t smem = smem_for(smem_keys || packed);
+  if (describe) {
+    describe->smem_keys = smem_keys;
+    describe->packed = packed;
+    describe->smem_bytes = smem + (packed ? packed_static : padded_static);
+    describe->predicted_blocks_per_sm = smem_keys ? smem_keys_blocks : packed ? packed_blocks : pool_keys_blocks;
+    if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
+    return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem,
+                                  describe->resident_blocks_per_sm);
+  }
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   int early_blocks = 0;
@@ -712,16 +739,16 @@ cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t strea
 
 /// The draft count as a compile-time constant (every loop over drafts fully unrolled).
 template <int K, int VB>
-cudaError_t launch_verify_drafts(const KVBufferVerifyParams& p, cudaStream_t stream) {
+cudaError_t launch_verify_drafts(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
   switch (p.in.tokens) {
-    case 1: return launch_verify_tile<K, VB, 1>(p, stream);
-    case 2: return launch_verify_tile<K, VB, 2>(p, stream);
-    case 3: return launch_verify_tile<K, VB, 3>(p, stream);
-    case 4: return launch_verify_tile<K, VB, 4>(p, stream);
-    case 5: return launch_verify_tile<K, VB, 5>(p, stream);
-    case 6: return launch_verify_tile<K, VB, 6>(p, stream);
-    case 7: return launch_verify_tile<K, VB, 7>(p, stream);
-    case 8: return launch_verify_tile<K, VB, 8>(p, stream);
+    case 1: return launch_verify_tile<K, VB, 1>(p, stream, describe);
+    case 2: return launch_verify_tile<K, VB, 2>(p, stream, describe);
+    case 3: return launch_verify_tile<K, VB, 3>(p, stream, describe);
+    case 4: return launch_verify_tile<K, VB, 4>(p, stream, describe);
+    case 5: return launch_verify_tile<K, VB, 5>(p, stream, describe);
+    case 6: return launch_verify_tile<K, VB, 6>(p, stream, describe);
+    case 7: return launch_verify_tile<K, VB, 7>(p, stream, describe);
+    case 8: return launch_verify_tile<K, VB, 8>(p, stream, describe);
   }
   return cudaErrorInvalidValue;
 }
@@ -742,19 +769,31 @@ std::string validate(const KVBufferVerifyParams& p) {
   return "";
 }
 
-cudaError_t launch_kvbuffer_verify(const KVBufferVerifyParams& p, cudaStream_t stream) {
+namespace {
+/// The head-dimension and slice-width dispatch of launch_kvbuffer_verify and describe_kvbuffer_verify_launch.
+cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
   switch (p.shape.head_dim_k) {
-    case 32: return launch_verify_drafts<32, 64>(p, stream);
-    case 64: return launch_verify_drafts<64, 64>(p, stream);
+    case 32: return launch_verify_drafts<32, 64>(p, stream, describe);
+    case 64: return launch_verify_drafts<64, 64>(p, stream, describe);
     case 128:
       // One block per value head at batch * HV >= 4 blocks per SM; half heads below.
       if (tile_override() == 64128 || int64_t(p.batch) * p.shape.heads_v < 4 * sm_count())
-        return launch_verify_drafts<128, 64>(p, stream);
-      return launch_verify_drafts<128, 128>(p, stream);
-    case 256: return launch_verify_drafts<256, 64>(p, stream);
+        return launch_verify_drafts<128, 64>(p, stream, describe);
+      return launch_verify_drafts<128, 128>(p, stream, describe);
+    case 256: return launch_verify_drafts<256, 64>(p, stream, describe);
   }
   return cudaErrorInvalidValue;
+}
+}  // namespace
+
+cudaError_t launch_kvbuffer_verify(const KVBufferVerifyParams& p, cudaStream_t stream) {
+  return dispatch_verify(p, stream, nullptr);
+}
+
+cudaError_t describe_kvbuffer_verify_launch(const KVBufferVerifyParams& p, KVBufferVerifyLaunch& out) {
+  out = KVBufferVerifyLaunch{};
+  return dispatch_verify(p, nullptr, &out);
 }
 
 cudaError_t launch_kvbuffer_advance_accepted(int32_t* fill, const int32_t* slot, const int32_t* accepted, int batch,

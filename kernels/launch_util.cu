@@ -118,7 +118,8 @@ int smem_blocks_per_sm(size_t block_bytes) {
       cache[dev] = lim;
     }
   }
-  return int(size_t(lim.per_sm) / (block_bytes + size_t(lim.reserved_per_block)));
+  constexpr size_t kUnit = 128;  // shared-memory allocation unit (sm_80 and later)
+  return int(size_t(lim.per_sm) / ((block_bytes + kUnit - 1) / kUnit * kUnit + size_t(lim.reserved_per_block)));
 }
 
 bool narrow_slices(int batch, const GdnShape& shape) {

@@ -40,9 +40,10 @@ cudaError_t allow_dynamic_smem(Kernel kernel, size_t bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
 }
 
-/// Blocks of `block_bytes` of shared memory each (dynamic plus static) that one SM of the current device holds, with
-/// the per-block reservation counted (device attributes read once per device and cached; 2 when they cannot be
-/// read). Lets a launcher choose between kernel variants by size without loading either.
+/// Blocks of `block_bytes` of shared memory each (dynamic plus static) that one SM of the current device holds, each
+/// rounded up to the 128-byte allocation unit and with the per-block reservation counted (device attributes read
+/// once per device and cached; 2 when they cannot be read). Lets a launcher choose between kernel variants by size
+/// without loading either; registers may hold a kernel to fewer blocks.
 int smem_blocks_per_sm(size_t block_bytes);
 
 /// Streaming multiprocessors of the current device (cached per device; 132 when it cannot be read).

@@ -80,8 +80,8 @@ class VerifyProblem {
   /// The verify, or the accept, of one layer-set alone (used by the checks). Throws CudaError.
   void enqueue_verify_layer(int set, cudaStream_t stream) const;
   void enqueue_accept_layer(int set, cudaStream_t stream) const;
-  /// Moves group g's buffer positions by the accepted counts, once per model step after its layers' verifies (and
-  /// accepts): delta form launch_kvbuffer_commit_accepted (with PDL when configured), raw form
+  /// Moves the buffer positions of group `group` by the accepted counts, once per model step after its layers'
+  /// verifies (and accepts): delta form launch_kvbuffer_commit_accepted (with PDL when configured), raw form
   /// launch_kvbuffer_advance_accepted; nothing for recurrent verification. Throws CudaError.
   void enqueue_advance_positions(int group, cudaStream_t stream) const;
 

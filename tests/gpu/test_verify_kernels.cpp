@@ -2,6 +2,7 @@
 // entry in the buffer), its accept for every accepted count (the commit; rows left due, B entries or more, folded by
 // their next verify), decoding after accept, recurrent verify (outputs and intermediate states) and its accept,
 // padding rows, and the golden draft4 case.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -418,6 +419,47 @@ TEST(VerifyValidation, BadParamsAreRejectedWithReasons) {
   r.in.scale = 1;
   EXPECT_NE(validate(r).find("draft_tokens"), std::string::npos);
   EXPECT_EQ(launch_recurrent_verify(r, nullptr), cudaErrorInvalidValue);
+}
+
+
+// The launcher picks among keys from the pool, keys in shared memory and keys in shared memory with packed draft rows
+// by a size model (no kernel loaded). Registers can hold a kernel to fewer blocks than its shared memory allows, so
+// the prediction is an upper bound; where the launcher may pack (whole value heads, up to 4 drafts, registers held
+// to three blocks) it must be exact, since the choice there turns on a few bytes.
+TEST(VerifyLaunchGpu, PredictedBlocksPerSmMatchTheOccupancyOfTheKernelChosen) {
+  KVB_REQUIRE_GPU();
+  int32_t dummy[4] = {};
+  const GdnShape shape{16, 32, 128, 128};  // Qwen3-Next TP1
+  bool saw_packed = false, saw_pool_keys = false, saw_smem_keys = false;
+  for (const int batch : {16, 256}) {  // 64-column blocks below 4 blocks per SM, whole value heads above
+    for (int m = 1; m <= kMaxDraftTokens; ++m) {
+      for (const int B : {2, 4, 8, 12, 13, 16, 24, 32, 64, 128}) {
+        KVBufferVerifyParams v =
+            token_launch<KVBufferVerifyParams>(shape, batch, TokenInputs{}, dummy, dummy, OutputDtype::fp32);
+        v.in.tokens = m;
+        v.in.q = v.in.k = v.in.v = reinterpret_cast<const bf16*>(16);  // never read: nothing is launched
+        v.in.g = v.in.beta = reinterpret_cast<const float*>(16);
+        v.in.scale = 1;
+        v.pool = KVBufferPool{reinterpret_cast<float*>(16), reinterpret_cast<bf16*>(16), reinterpret_cast<float*>(16),
+                              reinterpret_cast<float*>(16), dummy, 4, B - 1 + m, B};
+        v.group_arrivals = dummy;
+        ASSERT_EQ(validate(v), "") << "batch " << batch << ", m " << m << ", B " << B;
+        KVBufferVerifyLaunch d;
+        ASSERT_EQ(describe_kvbuffer_verify_launch(v, d), cudaSuccess);
+        const std::string where = fmt::format("batch {}, m {}, B {}: keys in shared memory {}, packed {}, {} bytes",
+                                              batch, m, B, d.smem_keys, d.packed, d.smem_bytes);
+        EXPECT_GE(d.predicted_blocks_per_sm, d.resident_blocks_per_sm) << where;
+        if (batch == 256 && m <= 4) {
+          EXPECT_EQ(d.predicted_blocks_per_sm, d.resident_blocks_per_sm) << where;
+        }
+        EXPECT_GE(d.resident_blocks_per_sm, 1);
+        saw_packed |= d.packed;
+        saw_smem_keys |= d.smem_keys;
+        saw_pool_keys |= !d.smem_keys && !d.packed;
+      }
+    }
+  }
+  EXPECT_TRUE(saw_packed && saw_smem_keys && saw_pool_keys) << "every kind of launch should be met";
 }
 
 }  // namespace
