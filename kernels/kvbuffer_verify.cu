@@ -61,8 +61,9 @@ struct DraftSmem {
   __device__ __forceinline__ float& q_at(int i, int r) { return qhat[i][slot(r % kSubs)][r / kSubs]; }
 };
 /// The verify kernel's static shared memory besides DraftSmem: due_last (kvbuffer_verify_kernel) and last
-/// (write_due_draft_entries), one int each.
-constexpr size_t kVerifyStaticScalars = 2 * sizeof(int);
+/// (write_due_draft_entries), one int each, which take 16 bytes beside DraftSmem's 16-byte alignment (`ptxas -v`
+/// reports sizeof(DraftSmem) + 16 bytes for every verify kernel).
+constexpr size_t kVerifyStaticScalars = 16;
 
 /// Verify pass layout: the block covers VB columns of one (row, value head) with VB / 16 warps; warp w owns the 16
 /// columns [v0 + 16 w, v0 + 16 w + 16) over every state row, lane = 4 sub + cg holds 4 of them (cg) and the rows
