@@ -30,9 +30,9 @@ using namespace dev;
 ///   K = 128 that puts in opposite bank halves both the two subgroups a quarter warp of the pass reads and the
 ///   subgroups s and s + 4 that a warp-vector read of a draft (lane l at rows 4 l .. 4 l + 3) meets, and at K = 64
 ///   it spreads the four subgroups of such a read over distinct banks too. With the rows in order, those reads were
-///   2-way conflicts and verify + accept measured 2% to 3% slower at B = 8; with the swap, still 1% to 2% slower
-///   than padded (8 bytes a thread more spills), so the launcher packs only where that keeps the keys in shared
-///   memory (launch_verify_tile).
+///   2-way conflicts and verify + accept measured 1.6% to 3.1% slower at B = 8; with the swap, still 1.4% to 2.4%
+///   slower than padded (8 bytes a thread more spills), so the launcher packs only where that keeps the keys in
+///   shared memory (launch_verify_tile).
 /// Then gates, D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i)
 /// and kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i); and the drafts' value slices v[i][c] (bf16, the block's VB
 /// columns). Once the coefficients are formed, khat and qhat are scaled in place by the checkpoint's decay
