@@ -18,31 +18,36 @@ bool parse_int(const std::string& s, long long& out) {
 }
 }  // namespace
 
-std::function<std::string(const std::string&)> int_axis(const std::string& name, long long lo, long long hi) {
-  return [=](const std::string& v) -> std::string {
-    long long x = 0;
-    if (!parse_int(v, x))
-      return fmt::format("{} = '{}' is not an integer (allowed: integers {} to {})", name, v, lo, hi);
-    if (x < lo || x > hi) return fmt::format("{} = '{}' is out of range (allowed: integers {} to {})", name, v, lo, hi);
-    return "";
-  };
+AxisCheck int_axis(const std::string& name, long long lo, long long hi) {
+  const std::string words = fmt::format("integers {} to {}", lo, hi);
+  return {[=](const std::string& v) -> std::string {
+            long long x = 0;
+            if (!parse_int(v, x)) return fmt::format("{} = '{}' is not an integer (allowed: {})", name, v, words);
+            if (x < lo || x > hi) return fmt::format("{} = '{}' is out of range (allowed: {})", name, v, words);
+            return "";
+          },
+          words};
 }
 
-std::function<std::string(const std::string&)> int_set_axis(const std::string& name, const std::vector<long long>& allowed) {
-  return [=](const std::string& v) -> std::string {
-    long long x = 0;
-    if (!parse_int(v, x) || std::find(allowed.begin(), allowed.end(), x) == allowed.end())
-      return fmt::format("{} = '{}' is not supported (allowed: {})", name, v, fmt::join(allowed, ", "));
-    return "";
-  };
+AxisCheck int_set_axis(const std::string& name, const std::vector<long long>& allowed) {
+  const std::string words = fmt::format("{}", fmt::join(allowed, ", "));
+  return {[=](const std::string& v) -> std::string {
+            long long x = 0;
+            if (!parse_int(v, x) || std::find(allowed.begin(), allowed.end(), x) == allowed.end())
+              return fmt::format("{} = '{}' is not supported (allowed: {})", name, v, words);
+            return "";
+          },
+          words};
 }
 
-std::function<std::string(const std::string&)> word_axis(const std::string& name, const std::vector<std::string>& allowed) {
-  return [=](const std::string& v) -> std::string {
-    if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
-      return fmt::format("{} = '{}' is not known (allowed: {})", name, v, fmt::join(allowed, ", "));
-    return "";
-  };
+AxisCheck word_axis(const std::string& name, const std::vector<std::string>& allowed) {
+  const std::string words = fmt::format("{}", fmt::join(allowed, ", "));
+  return {[=](const std::string& v) -> std::string {
+            if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+              return fmt::format("{} = '{}' is not known (allowed: {})", name, v, words);
+            return "";
+          },
+          words};
 }
 
 }  // namespace kvb

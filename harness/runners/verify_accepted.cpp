@@ -27,9 +27,7 @@ bool parse_number(const std::string& value, double& out) {
 std::string check_accepted(const std::string& value) {
   double r = 0;
   if (value == "all" || value == "none" || (parse_number(value, r) && r > 0 && r < 1)) return "";
-  return fmt::format("accepted = '{}' is not allowed (allowed: all, none, or an acceptance rate strictly between 0 "
-                     "and 1)",
-                     value);
+  return fmt::format("accepted = '{}' is not allowed (allowed: {})", value, kAcceptedAllowed);
 }
 
 AcceptedSpec parse_accepted(const std::string& value) {

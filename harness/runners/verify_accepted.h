@@ -15,8 +15,11 @@ struct AcceptedSpec {
   double rate = 0;  ///< Kind::rate only
 };
 
+/// The values the `accepted` axis allows, in words.
+constexpr const char* kAcceptedAllowed = "all, none, or an acceptance rate strictly between 0 and 1";
+
 /// "" when `value` is "all", "none" or a number strictly between 0 and 1, else a one-line reason naming the axis
-/// `accepted` and the allowed values.
+/// `accepted` and the allowed values (kAcceptedAllowed).
 std::string check_accepted(const std::string& value);
 
 /// Parses an `accepted` value. Throws UsageError (harness/sweep/experiment_kind.h) with check_accepted's reason.

@@ -97,7 +97,7 @@ ExperimentKind spec_verify_experiment_kind() {
        word_axis("variant", {"recurrent_verify", "kvbuffer_verify"})},
       {"batch", {"64"}, int_axis("batch", 1, 4096)},
       {"draft_tokens", {"4"}, int_axis("draft_tokens", 1, kMaxDraftTokens)},
-      {"accepted", {"all"}, check_accepted},
+      {"accepted", {"all"}, AxisCheck(check_accepted, kAcceptedAllowed)},
       {"buffer_size", {"8"}, int_axis("buffer_size", 1, 64)},
       buffer_form_axis(),
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},

@@ -176,13 +176,9 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
     overridden.push_back(axis);
     const size_t i = index_of(axis, "--set");
     if (std::find(values.begin(), values.end(), "") != values.end()) {
-      std::string allowed;  // the "(allowed: ...)" part of the axis check's answer to an empty value
-      if (kind.axes[i].check) {
-        const std::string reason = kind.axes[i].check("");
-        const auto at = reason.find("(allowed:");
-        allowed = at != std::string::npos ? " " + reason.substr(at) : reason.empty() ? "" : " (" + reason + ")";
-      }
-      throw UsageError(fmt::format("--set {}: empty value{}", axis, allowed));
+      const std::string& allowed = kind.axes[i].check.allowed;
+      throw UsageError(
+          fmt::format("--set {}: empty value{}", axis, allowed.empty() ? "" : " (allowed: " + allowed + ")"));
     }
     axes[i].second = values;
   }

@@ -5,6 +5,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -46,12 +47,25 @@ struct SweepContext {
   double target_noise_pct = 1.0;
 };
 
-/// An axis: its name, the values used when the config does not list it, and a validator returning "" or the reason
-/// (naming the axis and the allowed values) for one value.
+/// An axis's validator: `allowed`, its allowed values in words ("integers 1 to 4096", "plain, pdl"; empty when not
+/// given), and `reason(value)`, "" for an allowed value, else a one-line reason naming the axis and the allowed values.
+/// Called as check(value) ("" when no validator is set); false when none is.
+struct AxisCheck {
+  std::string allowed;
+  std::function<std::string(const std::string& value)> reason;
+  AxisCheck() = default;
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, AxisCheck> &&
+                                              std::is_invocable_r_v<std::string, F, const std::string&>>>
+  AxisCheck(F f, std::string allowed_values = "") : allowed(std::move(allowed_values)), reason(std::move(f)) {}
+  std::string operator()(const std::string& value) const { return reason ? reason(value) : ""; }
+  explicit operator bool() const { return bool(reason); }
+};
+
+/// An axis: its name, the values used when the config does not list it, and its validator.
 struct AxisSpec {
   std::string name;
   std::vector<std::string> defaults;
-  std::function<std::string(const std::string& value)> check;
+  AxisCheck check;
   /// The kind gained this axis after CSVs of it were written: a CSV without the column is still of this kind, and
   /// its rows hold the axis's single default (csv_kind, RowKeyer; a sweep resuming such a file, load_resume_table).
   bool added_later = false;

@@ -169,6 +169,22 @@ TEST(SpecVerifyAxes, BufferFormConfigComparesBothFormsOfKVBufferOnly) {
   EXPECT_EQ(raw, 24);
 }
 
+// Every axis states its allowed values on its own, so that an empty --set value is refused with them (the accepted
+// axis, whose values are not a range or a list of words, as much as the others).
+TEST(SpecVerifyAxes, EmptyValueNamesTheAllowedValuesOfEveryAxis) {
+  for (const AxisSpec& a : find_experiment_kind("spec_verify").axes) {
+    ASSERT_TRUE(a.check) << a.name;
+    EXPECT_FALSE(a.check.allowed.empty()) << a.name;
+    EXPECT_NE(a.check("").find("(allowed: " + a.check.allowed + ")"), std::string::npos) << a.name;
+    try {
+      grid_with("spec_verify", {a.name + "="});
+      FAIL() << a.name << "= resolved";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), "--set " + a.name + ": empty value (allowed: " + a.check.allowed + ")");
+    }
+  }
+}
+
 TEST(SpecVerifyAccepted, AllAndNone) {
   EXPECT_EQ(draw_accepted(parse_accepted("all"), 5, 3, 1), (std::vector<int32_t>{3, 3, 3, 3, 3}));
   EXPECT_EQ(draw_accepted(parse_accepted("none"), 4, 8, 1), (std::vector<int32_t>{0, 0, 0, 0}));
