@@ -592,10 +592,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
     for (int tt = 0; tt < 4; ++tt) s[tt] = tile.at(ln.sub + SUBS * (4 * q + tt), ln.c4);
 #pragma unroll
     for (int i = 0; i < M; ++i) {
-      const float4 kw = kPacked ? *reinterpret_cast<const float4*>(coef_row + i * DRAFT_FLOATS + 4 * q)
-                                : *reinterpret_cast<const float4*>(&ds.khat[i][ln.sub][4 * q]);
-      const float4 qw = kPacked ? *reinterpret_cast<const float4*>(coef_row + (M + i) * DRAFT_FLOATS + 4 * q)
-                                : *reinterpret_cast<const float4*>(&ds.qhat[i][ln.sub][4 * q]);
+      const float4 kw = *reinterpret_cast<const float4*>(coef_row + i * DRAFT_FLOATS + 4 * q);
+      const float4 qw = *reinterpret_cast<const float4*>(coef_row + (M + i) * DRAFT_FLOATS + 4 * q);
       fma4(kw.x, s[0], ak[i]);
       fma4(kw.y, s[1], ak[i]);
       fma4(kw.z, s[2], ak[i]);
@@ -721,16 +719,15 @@ cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t strea
   const bool packed = kMayPack && !smem_keys && packed_blocks >= pool_keys_blocks;
   const auto kernel = smem_keys ? with_keys : packed ? with_keys_packed : without_keys;
   const size_t smem = smem_for(smem_keys || packed);
+  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   if (describe) {
     describe->smem_keys = smem_keys;
     describe->packed = packed;
     describe->smem_bytes = smem + (packed ? packed_static : padded_static);
     describe->predicted_blocks_per_sm = smem_keys ? smem_keys_blocks : packed ? packed_blocks : pool_keys_blocks;
-    if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
     return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem,
                                   describe->resident_blocks_per_sm);
   }
-  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   int early_blocks = 0;
   if (const cudaError_t e = pdl_first_wave_blocks(kernel, threads, smem, p.pdl, early_blocks); e != cudaSuccess)
