@@ -44,7 +44,7 @@ int run_info(const InfoOptions& options) {
   const size_t bytes = static_cast<size_t>(options.buffer_mib * double(1 << 20));
   const double copy = measure_copy_gbps(options.device, bytes);
   const double read = measure_read_gbps(options.device, bytes);
-  fmt::print("GPU {} measured bandwidth ({:.0f} MiB buffers, best of 10):\n", options.device, options.buffer_mib);
+  fmt::print("GPU {} measured bandwidth ({:.0f} MiB buffers, best launch after a 25 ms warm-up):\n", options.device, options.buffer_mib);
   fmt::print("  copy (bytes read + written): {:.1f} GB/s\n", copy);
   fmt::print("  read:                        {:.1f} GB/s\n", read);
   return 0;

@@ -1,6 +1,7 @@
 // Kernels that move a known number of DRAM bytes: the L2 flush, the checks of the CUPTI range profiler and the
-// bandwidth measurement (harness/device/bandwidth.h). Grid-stride loops over 16-byte words, 256 threads per block,
-// as many blocks as fit on the device at once (fewer for small data). Launchers return the launch's cudaError_t
+// bandwidth measurement (harness/device/bandwidth.h). Loops over 16-byte words, 256 threads per block: grid-stride
+// with as many blocks as fit on the device at once (fewer for small data), except the read kernel, whose blocks make
+// one pass each. Launchers return the launch's cudaError_t
 // (never throw, never synchronise).
 #pragma once
 
@@ -26,7 +27,7 @@ cudaError_t launch_copy_probe(const void* src, void* dst, size_t bytes, cudaStre
 
 /// Reads src[0, bytes) and writes nothing but, when the xor of all 32-bit words equals `never` (chosen by the caller
 /// as a value the data cannot produce), one word to *sink; this keeps the loads alive. Eight independent read-only
-/// (__ldg) loads in flight per thread. Moves `bytes` of reads.
+/// (__ldg) loads in flight per thread, one pass (as many blocks as that takes). Moves `bytes` of reads.
 /// `src` 16-byte aligned, `bytes` a multiple of 16, `sink` a device pointer to one uint32_t.
 cudaError_t launch_read_probe(const void* src, size_t bytes, uint32_t never, uint32_t* sink, cudaStream_t stream);
 

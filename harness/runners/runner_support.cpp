@@ -89,6 +89,13 @@ SamplingRule sampling_rule(const SweepContext& ctx, double seconds_share) {
   return rule;
 }
 
+namespace {
+/// Least warm-up of a point, ms. Memory freed by the previous point keeps the driver busy in DRAM for a while after
+/// the free: on the H200, reads ran 13% slow for about 3.5 ms after 2 GiB were freed, and a batch-512 point frees
+/// up to about 38 GB of pools (results/h200-2026-11-30g/explore/bandwidth/).
+constexpr double kMinWarmupMs = 100.0;
+}  // namespace
+
 StepTiming time_model_steps(int device, const CudaGraph& graph, cudaStream_t stream, int cycle, int layer_steps,
                             const SamplingRule& rule, L2Flusher* flusher,
                             const std::function<void(cudaStream_t)>& before_sample) {
@@ -101,7 +108,7 @@ StepTiming time_model_steps(int device, const CudaGraph& graph, cudaStream_t str
   int warm_steps = 0;
   {
     ScopedRange r("warm-up");
-    while (warm_steps < 3 * cycle || warm_ms < 30.0) {
+    while (warm_steps < 3 * cycle || warm_ms < kMinWarmupMs) {
       warm_ms += replay(cycle);
       warm_steps += cycle;
     }

@@ -91,7 +91,7 @@ struct StepTiming {
 };
 
 /// Warms up and samples replays of `graph` on CUDA device `device` (one model step per launch of `layer_steps`
-/// layer-steps): warm-up of whole cycles of `cycle` steps for at least 3 cycles and 30 ms; then samples of a whole
+/// layer-steps): warm-up of whole cycles of `cycle` steps for at least 3 cycles and 100 ms; then samples of a whole
 /// number of cycles lasting at least 2 ms (CUDA-event resolution is about 0.5 us). Before each sample, untimed:
 /// `before_sample(stream)` when given, then `flusher->flush` when a flusher is given (cold L2). NVTX ranges
 /// "warm-up" and "timing". Throws CudaError.
