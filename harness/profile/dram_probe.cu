@@ -125,7 +125,9 @@ cudaError_t launch_read_probe(const void* src, size_t bytes, uint32_t never, uin
   if (bytes == 0) return cudaSuccess;
   const size_t n = bytes / 16;
   // One pass: every thread issues its kReadDepth loads once and exits, so blocks stream through the SMs instead of
-  // looping over the buffer (4.67 against 4.59 TB/s on the H200 with a grid of resident blocks only).
+  // looping over the buffer. A standalone probe on the H200 read 4.65 to 4.69 TB/s this way against 4.58 to 4.62
+  // with a grid of resident blocks only (results/h200-2026-11-30g/explore/bandwidth/read_patterns_*.txt); inside
+  // kvb, after its copy measurement, it read 4.54 to 4.59 TB/s (results/h200-2026-11-30g/info.txt, the CSVs).
   const size_t per_block = size_t(kThreads) * kReadDepth;
   const unsigned grid = static_cast<unsigned>(std::min<size_t>((n + per_block - 1) / per_block, 0x7fffffffu));
   read_probe_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const uint4*>(src), n, never, sink);
