@@ -27,13 +27,17 @@ constexpr size_t smem_bytes(int capacity) {
 }
 
 /// Blocks per SM the decode kernel's registers must allow: 128-thread blocks of a 64-column slice take about 40 KB of
-/// shared memory at B <= 16, so five fit an SM; the registers are held to that too (at most 96 per thread).
-template <int VB, int THREADS>
-constexpr int decode_min_blocks() { return THREADS == 128 && VB == 64 ? 5 : 1; }
+/// shared memory at B <= 16, so five fit an SM; the registers are held to that too (at most 96 per thread). The
+/// stateless kernel's whole-head blocks (K <= 128) are held to four (at most 128 registers), as many as its shared
+/// memory allows at B = 64.
+template <int K, int VB, int THREADS>
+constexpr int decode_min_blocks() {
+  return THREADS != 128 ? 1 : VB == 64 ? 5 : VB == 128 && K <= 128 ? 4 : 1;
+}
 
 /// kStateless: a stateless batch (KVBufferDecodeParams::stateless_batch): no checkpoint tile at all.
 template <int K, int VB, int THREADS, bool kStateless>
-__global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
+__global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
     kvbuffer_decode_kernel(const KVBufferDecodeParams p, int early_blocks) {
   using Tile = SmemTile<K, VB, THREADS, kStateless>;
   extern __shared__ __align__(16) char dyn_smem[];  // smem_bytes<K, VB>(capacity)
@@ -134,7 +138,9 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<VB, THREADS>())
 
   if (flush) {  // S0 <- e^{G_t} S0 + k^_t u_t^T + sum_j w_j k^_j u_j^T, written once
     if (!s0) return;  // stateless row without a checkpoint row: nothing written
-    fold_and_store<K>(s0, V, decay0, kr, u, /*from_zero=*/kStateless || !has_state, n, bs, tile);  // from S0 = 0
+    // Rows per fold pass: 8 under the five-blocks register cap, else 16 (fewer passes over the entries).
+    constexpr int kFoldRows = decode_min_blocks<K, VB, THREADS>() > 4 ? 8 : 16;
+    fold_and_store<K, kFoldRows>(s0, V, decay0, kr, u, /*from_zero=*/kStateless || !has_state, n, bs, tile);
     return;
   }
   // Append entry n: u_t (this slice), g_t (one thread per head), the raw key (one block per key head).

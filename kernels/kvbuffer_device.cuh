@@ -169,14 +169,16 @@ __device__ __forceinline__ void fold_entries(float4 (&s)[CH], int r0, int n, con
 /// The flush, written straight to the checkpoint m ([K][V], this thread's rows and columns):
 ///   m <- decay S + kcol u^T + sum_{j<n} w_j k^_j[rows] u_j[cols]
 /// with S the tile's state rows (from_zero: S = 0, a stateless request's first state, the tile's rows not read).
-/// Rows are taken 8 at a time into registers and every entry folded there, so the tile is read once and the
-/// state written once (streaming); keys, weights and deltas u_j (the tile's extra rows) come from shared memory.
-/// No token: kcol and u zero.
-template <int K, class Tile>
+/// Rows are taken kFoldRows at a time into registers and every entry folded there, so the tile is read once and the
+/// state written once (streaming); keys, weights and deltas u_j (the tile's extra rows) come from shared memory, once
+/// per pass of kFoldRows rows. 8 rows fit kernels held to 96 registers (decode's five 64-column blocks per SM); 16
+/// halve the passes over the entries where registers allow (a stateless flush of 63 entries: 9% faster on the H200,
+/// results/h200-2026-11-30g/explore/stateless_fold/). No token: kcol and u zero.
+template <int K, int kFoldRows = 8, class Tile>
 __device__ __forceinline__ void fold_and_store(float* __restrict__ m, int V, float decay,
                                                const float (&kcol)[Tile::ROWS], const float (&u)[4], bool from_zero,
                                                int n, const BufferSmem<K>& bs, const Tile& tile) {
-  constexpr int CH = Tile::ROWS < 8 ? Tile::ROWS : 8;
+  constexpr int CH = Tile::ROWS < kFoldRows ? Tile::ROWS : kFoldRows;
   static_assert(Tile::ROWS % CH == 0, "fold_and_store: rows per thread must be a multiple of the chunk");
 #pragma unroll
   for (int c0 = 0; c0 < Tile::ROWS; c0 += CH) {
