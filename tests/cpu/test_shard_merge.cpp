@@ -159,12 +159,13 @@ TEST_F(ShardRuns, HeaderOnlyShardIsAccepted) {
   EXPECT_EQ(merge_csv_tables(inputs, {kind}).table.rows.size(), grid.size());
 }
 
-// A decode CSV written before the kind had its launch axis (results/decode_aligned.csv) merges with one that has it:
+// A decode CSV written before the kind had its launch axis (tests/data/csv/) merges with one that has it:
 // its rows are read as plain launches, as resuming and kvb compare read them.
 TEST(Merge, ReadsACsvWrittenBeforeAnAxisWasAdded) {
   const ExperimentKind& decode = find_experiment_kind("decode");
-  const CsvInput old{"decode_aligned.csv",
-                     read_csv_file(std::string(KVB_SOURCE_DIR) + "/results/decode_aligned.csv")};
+  const CsvInput old{"decode_aligned_before_launch_axis.csv",
+                     read_csv_file(std::string(KVB_SOURCE_DIR) +
+                                   "/tests/data/csv/decode_aligned_before_launch_axis.csv")};
   ASSERT_EQ(std::count(old.table.header.begin(), old.table.header.end(), "launch"), 0);
   ASSERT_FALSE(old.table.rows.empty());
   // The same points with launch = pdl, in the whole header: distinct points, so both merge.
