@@ -35,6 +35,13 @@ constexpr int decode_min_blocks() {
   return THREADS != 128 ? 1 : VB == 64 ? 5 : VB == 128 && K <= 128 ? 4 : 1;
 }
 
+/// Rows a flush takes into registers per pass over the buffer (fold_and_store): 16 where the register cap that
+/// decode_min_blocks sets leaves at least 128 registers a thread, else 8 (fewer passes cost registers).
+template <int K, int VB, int THREADS>
+constexpr int decode_fold_rows() {
+  return 65536 / (THREADS * decode_min_blocks<K, VB, THREADS>()) >= 128 ? 16 : 8;
+}
+
 /// kStateless: a stateless batch (KVBufferDecodeParams::stateless_batch): no checkpoint tile at all.
 template <int K, int VB, int THREADS, bool kStateless>
 __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
@@ -138,9 +145,8 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
 
   if (flush) {  // S0 <- e^{G_t} S0 + k^_t u_t^T + sum_j w_j k^_j u_j^T, written once
     if (!s0) return;  // stateless row without a checkpoint row: nothing written
-    // Rows per fold pass: 8 under the five-blocks register cap, else 16 (fewer passes over the entries).
-    constexpr int kFoldRows = decode_min_blocks<K, VB, THREADS>() > 4 ? 8 : 16;
-    fold_and_store<K, kFoldRows>(s0, V, decay0, kr, u, /*from_zero=*/kStateless || !has_state, n, bs, tile);
+    fold_and_store<K, decode_fold_rows<K, VB, THREADS>()>(s0, V, decay0, kr, u, /*from_zero=*/kStateless || !has_state,
+                                                         n, bs, tile);
     return;
   }
   // Append entry n: u_t (this slice), g_t (one thread per head), the raw key (one block per key head).

@@ -56,16 +56,15 @@ constexpr int kReadDepth = 8;
 /// the result equals `never` (a run-time value), so the compiler must keep every load.
 __global__ void read_probe_kernel(const uint4* __restrict__ src, size_t n, uint32_t never,
                                   uint32_t* __restrict__ sink) {
-  constexpr int kDepth = kReadDepth;
   const size_t stride = size_t(gridDim.x) * blockDim.x;
   size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   uint32_t acc = 0;
-  for (; i + (kDepth - 1) * stride < n; i += kDepth * stride) {
-    uint4 v[kDepth];
+  for (; i + (kReadDepth - 1) * stride < n; i += kReadDepth * stride) {
+    uint4 v[kReadDepth];
 #pragma unroll
-    for (int d = 0; d < kDepth; ++d) v[d] = __ldg(src + i + d * stride);
+    for (int d = 0; d < kReadDepth; ++d) v[d] = __ldg(src + i + d * stride);
 #pragma unroll
-    for (int d = 0; d < kDepth; ++d) acc ^= fold(v[d]);
+    for (int d = 0; d < kReadDepth; ++d) acc ^= fold(v[d]);
   }
   for (; i < n; i += stride) acc ^= fold(__ldg(src + i));
   if (acc == never) *sink = acc;

@@ -1,8 +1,7 @@
 // Kernels that move a known number of DRAM bytes: the L2 flush, the checks of the CUPTI range profiler and the
 // bandwidth measurement (harness/device/bandwidth.h). Loops over 16-byte words, 256 threads per block: grid-stride
 // with as many blocks as fit on the device at once (fewer for small data), except the read kernel, whose blocks make
-// one pass each. Launchers return the launch's cudaError_t
-// (never throw, never synchronise).
+// one pass each. Launchers return the launch's cudaError_t (never throw, never synchronise).
 #pragma once
 
 #include <cuda_runtime_api.h>
