@@ -461,14 +461,7 @@ struct SmemTile {
   /// Sums two 4-column partials over all row groups of the block; every thread gets the totals for its columns.
   /// red: shared [2][WARPS][VB]. Contains a __syncthreads (all threads must call).
   __device__ __forceinline__ void reduce_rows(float (&a)[4], float (&b)[4], float* red) const {
-#pragma unroll
-    for (int off = CG; off < 32; off <<= 1) {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        a[c] += __shfl_xor_sync(0xffffffffu, a[c], off);
-        b[c] += __shfl_xor_sync(0xffffffffu, b[c], off);
-      }
-    }
+    reduce_rows_in_warp(a, b);
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (lane < CG) {
 #pragma unroll
@@ -488,6 +481,43 @@ struct SmemTile {
       }
       a[c] = sa;
       b[c] = sb;
+    }
+  }
+  /// reduce_rows through half the shared memory: red is shared [WARPS][VB] and carries a's partials, then b's.
+  /// Contains three __syncthreads (all threads must call).
+  __device__ __forceinline__ void reduce_rows_in_turn(float (&a)[4], float (&b)[4], float* red) const {
+    reduce_rows_in_warp(a, b);
+    reduce_warps(a, red);
+    __syncthreads();  // every thread has read a's partials before b's overwrite them
+    reduce_warps(b, red);
+  }
+
+ private:
+  /// Sums a and b over the row groups of one warp (lanes CG apart).
+  __device__ __forceinline__ static void reduce_rows_in_warp(float (&a)[4], float (&b)[4]) {
+#pragma unroll
+    for (int off = CG; off < 32; off <<= 1) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        a[c] += __shfl_xor_sync(0xffffffffu, a[c], off);
+        b[c] += __shfl_xor_sync(0xffffffffu, b[c], off);
+      }
+    }
+  }
+  /// Sums a, already summed within each warp, over the warps through red ([WARPS][VB]); one __syncthreads.
+  __device__ __forceinline__ void reduce_warps(float (&a)[4], float* red) const {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane < CG) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) red[warp * VB + 4 * lane + c] = a[c];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      float s = 0.f;
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) s += red[w * VB + 4 * cg + c];
+      a[c] = s;
     }
   }
 };

@@ -26,13 +26,20 @@ constexpr size_t smem_bytes(int capacity) {
   return SmemTile<K, VB, THREADS, kStateless>::bytes(capacity) + BufferSmem<K>::bytes(capacity);
 }
 
-/// Blocks per SM the decode kernel's registers must allow: 128-thread blocks of a 64-column slice take about 40 KB of
-/// shared memory at B <= 16, so five fit an SM; the registers are held to that too (at most 96 per thread). The
-/// stateless kernel's whole-head blocks (K <= 128) are held to four (at most 128 registers), as many as its shared
-/// memory allows at B = 64.
+/// Blocks per SM the decode kernel's registers must allow: 128-thread blocks of a 64-column slice take 37.5 KB of
+/// shared memory at B <= 8 (its row reduction in turn, decode_reduce_in_turn), so six fit an SM; the registers are held
+/// to that too (at most 80 per thread; 40 KB and five blocks at B = 16). The stateless kernel's whole-head blocks
+/// (K <= 128) are held to four (at most 128 registers), as many as its shared memory allows at B = 64.
 template <int K, int VB, int THREADS>
 constexpr int decode_min_blocks() {
-  return THREADS != 128 ? 1 : VB == 64 ? 5 : VB == 128 && K <= 128 ? 4 : 1;
+  return THREADS != 128 ? 1 : VB == 64 ? 6 : VB == 128 && K <= 128 ? 4 : 1;
+}
+
+/// Whether the row reduction goes through half the shared memory, a's partials then b's
+/// (SmemTile::reduce_rows_in_turn): where that lets one more block fit an SM (64-column slices, 128 threads).
+template <int VB, int THREADS>
+constexpr bool decode_reduce_in_turn() {
+  return VB == 64 && THREADS == 128;
 }
 
 /// Rows a flush takes into registers per pass over the buffer (fold_and_store): 16 where the register cap that
@@ -48,7 +55,8 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
     kvbuffer_decode_kernel(const KVBufferDecodeParams p, int early_blocks) {
   using Tile = SmemTile<K, VB, THREADS, kStateless>;
   extern __shared__ __align__(16) char dyn_smem[];  // smem_bytes<K, VB>(capacity)
-  __shared__ float red[2 * Tile::WARPS * VB];
+  constexpr bool kReduceInTurn = decode_reduce_in_turn<VB, THREADS>();
+  __shared__ float red[(kReduceInTurn ? 1 : 2) * Tile::WARPS * VB];
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const KVBufferPool& pool = p.pool;
@@ -133,7 +141,10 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
     sq[c] *= decay0;
   }
   accumulate_buffer<Tile, K>(tile, bs, n, sk, sq);
-  tile.reduce_rows(sk, sq, red);
+  if constexpr (kReduceInTurn)
+    tile.reduce_rows_in_turn(sk, sq, red);
+  else
+    tile.reduce_rows(sk, sq, red);
 
   float u[4], o[4];
 #pragma unroll
