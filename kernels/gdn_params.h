@@ -126,6 +126,19 @@ cudaError_t launch_recurrent_decode(const RecurrentDecodeParams& p, cudaStream_t
 cudaError_t launch_kvbuffer_decode(const KVBufferDecodeParams& p, cudaStream_t stream);
 cudaError_t launch_kvbuffer_flush(const KVBufferFlushParams& p, cudaStream_t stream);
 
+/// The kernel launch_kvbuffer_decode takes for p, described without launching it: its slice width (value columns per
+/// block, the whole head for a stateless batch), threads per block, shared memory per block (bytes, dynamic plus
+/// static) and the blocks per SM the CUDA occupancy API reports for it (which loads the kernel).
+struct KVBufferDecodeLaunch {
+  int slice_columns = 0;
+  int threads = 0;
+  size_t smem_bytes = 0;
+  int resident_blocks_per_sm = 0;
+};
+/// Fills `out` for p (cudaErrorInvalidValue when validate(p) refuses it; else the occupancy query's error or
+/// cudaSuccess).
+cudaError_t describe_kvbuffer_decode_launch(const KVBufferDecodeParams& p, KVBufferDecodeLaunch& out);
+
 /// After every layer of one model step: fill[slot[i]] = fill + 1 >= buffer_size ? 0 : fill + 1 for rows with
 /// slot >= 0 (a fill of B - 1 or more, left by a speculative accept, flushed by the step, also restarts at 0).
 cudaError_t launch_kvbuffer_advance(int32_t* fill, const int32_t* slot, int batch, int buffer_size,

@@ -174,11 +174,22 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
   }
 }
 
+/// Launches the decode kernel for p, or, with `describe`, fills it instead (KVBufferDecodeLaunch) and launches nothing.
 template <int K, int VB, int THREADS = kThreads, bool kStateless = false>
-cudaError_t launch_tile(const KVBufferDecodeParams& p, cudaStream_t stream) {
+cudaError_t launch_tile(const KVBufferDecodeParams& p, cudaStream_t stream, KVBufferDecodeLaunch* describe) {
   const size_t smem = smem_bytes<K, VB, THREADS, kStateless>(p.pool.capacity);
   const auto kernel = kvbuffer_decode_kernel<K, VB, THREADS, kStateless>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
+  if (describe) {
+    size_t static_bytes = 0;
+    if (const cudaError_t e = static_smem_bytes(reinterpret_cast<const void*>(kernel), static_bytes); e != cudaSuccess)
+      return e;
+    describe->slice_columns = VB;
+    describe->threads = THREADS;
+    describe->smem_bytes = smem + static_bytes;
+    return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), THREADS, smem,
+                                  describe->resident_blocks_per_sm);
+  }
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   int early_blocks = 0;
   if (const cudaError_t e = pdl_first_wave_blocks(kernel, THREADS, smem, p.pdl, early_blocks); e != cudaSuccess)
@@ -212,33 +223,45 @@ std::string validate(const KVBufferDecodeParams& p) {
   return "";
 }
 
-cudaError_t launch_kvbuffer_decode(const KVBufferDecodeParams& p, cudaStream_t stream) {
+namespace {
+/// The head-dimension and slice-width dispatch of launch_kvbuffer_decode and describe_kvbuffer_decode_launch.
+cudaError_t dispatch_decode(const KVBufferDecodeParams& p, cudaStream_t stream, KVBufferDecodeLaunch* describe) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
   const bool narrow = narrow_slices(p.batch, p.shape);
   if (p.stateless_batch) {  // buffer-only blocks: whole value heads (up to 128 columns) per block
     switch (p.shape.head_dim_k) {
-      case 32: return launch_tile<32, 128, kThreads, true>(p, stream);
-      case 64: return launch_tile<64, 128, kThreads, true>(p, stream);
-      case 128: return launch_tile<128, 128, kThreads, true>(p, stream);
-      case 256: return launch_tile<256, 128, kThreads, true>(p, stream);
+      case 32: return launch_tile<32, 128, kThreads, true>(p, stream, describe);
+      case 64: return launch_tile<64, 128, kThreads, true>(p, stream, describe);
+      case 128: return launch_tile<128, 128, kThreads, true>(p, stream, describe);
+      case 256: return launch_tile<256, 128, kThreads, true>(p, stream, describe);
     }
     return cudaErrorInvalidValue;
   }
   switch (p.shape.head_dim_k) {
-    case 32: return narrow ? launch_tile<32, 16>(p, stream) : launch_tile<32, 32>(p, stream);
-    case 64: return narrow ? launch_tile<64, 16>(p, stream) : launch_tile<64, 32>(p, stream);
+    case 32: return narrow ? launch_tile<32, 16>(p, stream, describe) : launch_tile<32, 32>(p, stream, describe);
+    case 64: return narrow ? launch_tile<64, 16>(p, stream, describe) : launch_tile<64, 32>(p, stream, describe);
     case 128:
-      if (narrow) return launch_tile<128, 16>(p, stream);
+      if (narrow) return launch_tile<128, 16>(p, stream, describe);
       // Two slices per head, 128 threads measured fastest on the H200 at batch >= 64.
       switch (tile_override()) {
-        case 32128: return launch_tile<128, 32>(p, stream);
-        case 64256: return launch_tile<128, 64, 256>(p, stream);
-        case 128256: return launch_tile<128, 128, 256>(p, stream);
-        default: return launch_tile<128, 64, 128>(p, stream);
+        case 32128: return launch_tile<128, 32>(p, stream, describe);
+        case 64256: return launch_tile<128, 64, 256>(p, stream, describe);
+        case 128256: return launch_tile<128, 128, 256>(p, stream, describe);
+        default: return launch_tile<128, 64, 128>(p, stream, describe);
       }
-    case 256: return launch_tile<256, 16>(p, stream);
+    case 256: return launch_tile<256, 16>(p, stream, describe);
   }
   return cudaErrorInvalidValue;
+}
+}  // namespace
+
+cudaError_t launch_kvbuffer_decode(const KVBufferDecodeParams& p, cudaStream_t stream) {
+  return dispatch_decode(p, stream, nullptr);
+}
+
+cudaError_t describe_kvbuffer_decode_launch(const KVBufferDecodeParams& p, KVBufferDecodeLaunch& out) {
+  out = KVBufferDecodeLaunch{};
+  return dispatch_decode(p, nullptr, &out);
 }
 
 }  // namespace kvb

@@ -171,7 +171,7 @@ __device__ __forceinline__ void fold_entries(float4 (&s)[CH], int r0, int n, con
 /// with S the tile's state rows (from_zero: S = 0, a stateless request's first state, the tile's rows not read).
 /// Rows are taken kFoldRows at a time into registers and every entry folded there, so the tile is read once and the
 /// state written once (streaming); keys, weights and deltas u_j (the tile's extra rows) come from shared memory, once
-/// per pass of kFoldRows rows. 8 rows fit kernels held to 96 registers (decode's five 64-column blocks per SM); 16
+/// per pass of kFoldRows rows. 8 rows fit kernels held to 80 registers (decode's six 64-column blocks per SM); 16
 /// halve the passes over the entries where registers allow (a stateless flush of 63 entries: 9% faster on the H200,
 /// results/h200-2026-11-30g/explore/stateless_fold/). No token: kcol and u zero.
 template <int K, int kFoldRows = 8, class Tile>

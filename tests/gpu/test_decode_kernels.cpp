@@ -11,6 +11,7 @@
 
 #include "harness/runners/golden_gpu.h"
 #include "harness/runners/problem_setup.h"
+#include "kernels/launch_util.h"
 #include "reference/golden_case.h"
 #include "reference/qwen3_next_inputs.h"
 #include "reference/tolerances.h"
@@ -247,6 +248,51 @@ TEST(KVBufferDecodeGpu, MatchesReferenceOver1000StepsForEveryBufferSize) {
     EXPECT_GT(e.max_state(), 0.0) << "B=" << B;
     EXPECT_LE(RunErrors::mean(e.state, 900, 1000), 3 * RunErrors::mean(e.state, 0, 100) + 1e-7)
         << "error grows, B=" << B;
+  }
+}
+
+// The shapes above take the narrow 16-column slices (4 rows, few value heads); 34 value heads give 4 rows enough
+// blocks for the 64-column slices Qwen3-Next's batches take (128-thread blocks, six an SM up to B = 8).
+TEST(KVBufferDecodeGpu, WideSlicesMatchReferenceWithFlushes) {
+  KVB_REQUIRE_GPU();
+  const GdnShape s = shape(2, 34, 128, 128);
+  for (int B : {2, 4, 8, 16}) {
+    const RunErrors e = run_kvbuffer(s, B, 2 * B + 8, OutputDtype::fp32, 300 + B);
+    EXPECT_TRUE(e.outputs_written) << "B=" << B;
+    EXPECT_LE(e.max_o(), tol::kOutputFp32) << "B=" << B;
+    EXPECT_LE(e.max_state(), tol::kStateFp32) << "B=" << B;
+    EXPECT_GT(e.max_state(), 0.0) << "B=" << B;
+  }
+}
+
+// Qwen3-Next TP1 at batch >= 64 takes 64-column slices of 128 threads. Their registers are held to six blocks an SM
+// and their shared memory fits six up to B = 8 on a GPU with 228 KB an SM (the H200): one block more than B = 16, and
+// 4% faster at B = 8 (results/README.md). A change that costs a block shows here first.
+TEST(KVBufferDecodeLaunchGpu, SixSliceBlocksAnSmUpToBufferSize8) {
+  KVB_REQUIRE_GPU();
+  int dev = 0, smem_per_sm = 0;
+  KVB_CUDA_CHECK(cudaGetDevice(&dev));
+  KVB_CUDA_CHECK(cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  int32_t dummy[4] = {};
+  for (const int B : {1, 2, 4, 8, 16, 32, 64}) {
+    auto p = token_launch<KVBufferDecodeParams>(shape(16, 32, 128, 128), 64, TokenInputs{}, dummy, dummy,
+                                                OutputDtype::fp32);
+    p.in.q = p.in.k = p.in.v = reinterpret_cast<const bf16*>(16);  // never read: nothing is launched
+    p.in.g = p.in.beta = reinterpret_cast<const float*>(16);
+    p.in.scale = 1;
+    p.pool = KVBufferPool{reinterpret_cast<float*>(16), reinterpret_cast<bf16*>(16), reinterpret_cast<float*>(16),
+                          reinterpret_cast<float*>(16), dummy, 4, std::max(B - 1, 1), B};
+    ASSERT_EQ(validate(p), "") << "B " << B;
+    KVBufferDecodeLaunch d;
+    ASSERT_EQ(describe_kvbuffer_decode_launch(p, d), cudaSuccess) << "B " << B;
+    EXPECT_EQ(d.slice_columns, 64) << "B " << B;
+    EXPECT_EQ(d.threads, 128) << "B " << B;
+    // Shared memory alone decides: the registers allow six.
+    EXPECT_EQ(d.resident_blocks_per_sm, std::min(6, smem_blocks_per_sm(d.smem_bytes)))
+        << "B " << B << ", " << d.smem_bytes << " bytes";
+    if (smem_per_sm >= 228 * 1024 && B <= 8) {
+      EXPECT_EQ(d.resident_blocks_per_sm, 6) << "B " << B << ", " << d.smem_bytes << " bytes";
+    }
   }
 }
 
