@@ -30,8 +30,8 @@ constexpr size_t smem_bytes(int capacity) {
 /// 37,520 bytes of shared memory at B = 8 (dynamic plus static, the row reduction in turn: decode_reduce_in_turn), so
 /// six fit an SM of 228 KB, and their registers are held to six too (at most 80 a thread, no spills); from B = 16
 /// (41,776 bytes) five fit. On the H200 six blocks measured 0.5% to 4.7% faster than five at B = 4 and 8 from batch 64
-/// on, and 2% to 5.5% slower at batch 16 with PDL (results/README.md, h200-2026-11-30h). The stateless kernel's whole-head blocks (K <= 128) are held to four (at
-/// most 128 registers), as many as its shared memory allows at B = 64.
+/// on, and 2% to 5.5% slower at batch 16 with PDL (results/README.md, h200-2026-11-30h). The stateless kernel's
+/// whole-head blocks (K <= 128) are held to four (at most 128 registers), as many as its shared memory allows at B = 64.
 template <int K, int VB, int THREADS>
 constexpr int decode_min_blocks() {
   return THREADS != 128 ? 1 : VB == 64 ? 6 : VB == 128 && K <= 128 ? 4 : 1;
