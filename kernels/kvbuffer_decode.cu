@@ -118,7 +118,10 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
   load_bf16<Tile::ROWS>(kp + tile.row(0), kr);
   load_bf16<Tile::ROWS>(qp + tile.row(0), qr);
   load4(p.in.v + vo + tile.col, tile.active, vv);
-  const Gate gate = prepare_gate(p.in, row, h, HV);
+  // The gate's inputs are requested with the token's, before any of them is used: formed in place
+  // (prepare_gate), their loads waited for the norm, one more memory round trip per block.
+  const GateInputs gin = load_gate_inputs(p.in, row, h, HV);
+  const Gate gate = form_gate(p.in, gin);
   const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
 #pragma unroll
   for (int r = 0; r < Tile::ROWS; ++r) {

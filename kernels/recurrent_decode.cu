@@ -47,7 +47,8 @@ __global__ void __launch_bounds__(THREADS) recurrent_decode_kv_kernel(const Recu
   load_bf16<Tile::ROWS>(qp + tile.row(0), qr);
   const int64_t vo = (int64_t(row) * HV + h) * V + tile.col;
   load4(p.in.v + vo, tile.active, vv);
-  const Gate gate = prepare_gate(p.in, row, h, HV);
+  const GateInputs gin = load_gate_inputs(p.in, row, h, HV);  // with the token's inputs (kvbuffer_decode.cu)
+  const Gate gate = form_gate(p.in, gin);
   const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
   const float decay = expf(gate.g);
 #pragma unroll
@@ -106,8 +107,9 @@ __global__ void __launch_bounds__(kThreads) recurrent_decode_vk_kernel(const Rec
   WarpVec<K> qv, kv;
   qv.load(qp, lane);
   kv.load(kp, lane);
+  const GateInputs gin = load_gate_inputs(p.in, row, h, HV);  // with the token's inputs (kvbuffer_decode.cu)
   const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
-  const Gate gate = prepare_gate(p.in, row, h, HV);
+  const Gate gate = form_gate(p.in, gin);
   const float decay = expf(gate.g);
   float kr[4], qr[4];
   load_bf16<4>(kp + 4 * kg, kr);
