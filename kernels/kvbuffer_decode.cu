@@ -27,7 +27,7 @@ constexpr size_t smem_bytes(int capacity) {
 }
 
 /// Blocks per SM the decode kernel's registers must allow: 128-thread blocks of a 64-column slice of K = 128 take
-/// 37,520 bytes of shared memory at B = 8 (dynamic plus static, the row reduction in turn: decode_reduce_in_turn), so
+/// 37,520 bytes of shared memory at B = 8 (dynamic plus static, the row reduction in turn: SmemTile::reduce_rows_in_turn), so
 /// six fit an SM of 228 KB, and their registers are held to six too (at most 80 a thread, no spills); from B = 16
 /// (41,776 bytes) five fit. On the H200 six blocks measured 0.5% to 4.7% faster than five at B = 4 and 8 from batch 64
 /// on, and 2% to 5.5% slower at batch 16 with PDL (results/README.md, h200-2026-11-30h). The stateless kernel's
@@ -35,13 +35,6 @@ constexpr size_t smem_bytes(int capacity) {
 template <int K, int VB, int THREADS>
 constexpr int decode_min_blocks() {
   return THREADS != 128 ? 1 : VB == 64 ? 6 : VB == 128 && K <= 128 ? 4 : 1;
-}
-
-/// Whether the row reduction goes through half the shared memory, a's partials then b's
-/// (SmemTile::reduce_rows_in_turn): where that lets one more block fit an SM (64-column slices, 128 threads).
-template <int VB, int THREADS>
-constexpr bool decode_reduce_in_turn() {
-  return VB == 64 && THREADS == 128;
 }
 
 /// Rows a flush takes into registers per pass over the buffer (fold_and_store): 16 where the register cap that
@@ -57,7 +50,9 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
     kvbuffer_decode_kernel(const KVBufferDecodeParams p, int early_blocks) {
   using Tile = SmemTile<K, VB, THREADS, kStateless>;
   extern __shared__ __align__(16) char dyn_smem[];  // smem_bytes<K, VB>(capacity)
-  constexpr bool kReduceInTurn = decode_reduce_in_turn<VB, THREADS>();
+  // Blocks held to six an SM reduce their rows through half the shared memory, a's partials then b's: what lets the
+  // sixth fit (decode_min_blocks).
+  constexpr bool kReduceInTurn = decode_min_blocks<K, VB, THREADS>() == 6;
   __shared__ float red[(kReduceInTurn ? 1 : 2) * Tile::WARPS * VB];
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();

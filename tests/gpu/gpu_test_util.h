@@ -44,6 +44,23 @@ struct RunErrors {
   }
 };
 
+/// Token inputs of `tokens` tokens per row whose pointers are set (validate() accepts them, prepared gates) but never
+/// read: for validation and describe_*_launch tests that launch nothing.
+inline TokenInputs unread_token_inputs(int tokens) {
+  TokenInputs in;
+  in.q = in.k = in.v = reinterpret_cast<const bf16*>(16);
+  in.g = in.beta = reinterpret_cast<const float*>(16);
+  in.scale = 1;
+  in.tokens = tokens;
+  return in;
+}
+/// A KVBuffer pool of `num_slots` slots whose arrays are set but never read, but for `fill` (host memory of at least
+/// num_slots ints: nothing is launched).
+inline KVBufferPool unread_pool(int32_t* fill, int num_slots, int capacity, int buffer_size) {
+  return KVBufferPool{reinterpret_cast<float*>(16), reinterpret_cast<bf16*>(16), reinterpret_cast<float*>(16),
+                      reinterpret_cast<float*>(16), fill, num_slots, capacity, buffer_size};
+}
+
 /// One decode token per row on the device ([N, H, K] etc.), from reference tokens (exact bf16 values) and gate
 /// parameters of the layer.
 struct DeviceTokens {

@@ -275,13 +275,9 @@ TEST(KVBufferDecodeLaunchGpu, SixSliceBlocksAnSmUpToBufferSize8) {
   KVB_CUDA_CHECK(cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
   int32_t dummy[4] = {};
   for (const int B : {1, 2, 4, 8, 16, 32, 64}) {
-    auto p = token_launch<KVBufferDecodeParams>(shape(16, 32, 128, 128), 64, TokenInputs{}, dummy, dummy,
-                                                OutputDtype::fp32);
-    p.in.q = p.in.k = p.in.v = reinterpret_cast<const bf16*>(16);  // never read: nothing is launched
-    p.in.g = p.in.beta = reinterpret_cast<const float*>(16);
-    p.in.scale = 1;
-    p.pool = KVBufferPool{reinterpret_cast<float*>(16), reinterpret_cast<bf16*>(16), reinterpret_cast<float*>(16),
-                          reinterpret_cast<float*>(16), dummy, 4, std::max(B - 1, 1), B};
+    auto p = token_launch<KVBufferDecodeParams>(shape(16, 32, 128, 128), 64, test::unread_token_inputs(1), dummy,
+                                                dummy, OutputDtype::fp32);
+    p.pool = test::unread_pool(dummy, 4, std::max(B - 1, 1), B);
     ASSERT_EQ(validate(p), "") << "B " << B;
     KVBufferDecodeLaunch d;
     ASSERT_EQ(describe_kvbuffer_decode_launch(p, d), cudaSuccess) << "B " << B;

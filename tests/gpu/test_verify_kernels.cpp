@@ -397,14 +397,9 @@ TEST(VerifyValidation, BadParamsAreRejectedWithReasons) {
   // A pool whose checkpoint rows differ from its buffer rows (stateless requests) is refused: verify indexes
   // checkpoints by slot.
   int32_t dummy[4] = {};
-  KVBufferVerifyParams v = token_launch<KVBufferVerifyParams>(small_shape(), 1, TokenInputs{}, dummy, dummy,
-                                                              OutputDtype::fp32);
-  v.in.tokens = 2;
-  v.in.q = v.in.k = v.in.v = reinterpret_cast<const bf16*>(16);
-  v.in.g = v.in.beta = reinterpret_cast<const float*>(16);
-  v.in.scale = 1;
-  v.pool = KVBufferPool{reinterpret_cast<float*>(16), reinterpret_cast<bf16*>(16), reinterpret_cast<float*>(16),
-                        reinterpret_cast<float*>(16), dummy, 4, 5, 4};
+  KVBufferVerifyParams v = token_launch<KVBufferVerifyParams>(small_shape(), 1, test::unread_token_inputs(2), dummy,
+                                                              dummy, OutputDtype::fp32);
+  v.pool = test::unread_pool(dummy, 4, 5, 4);
   v.group_arrivals = dummy;
   EXPECT_EQ(validate(v), "");
   v.pool.num_checkpoints = 2;
@@ -413,10 +408,7 @@ TEST(VerifyValidation, BadParamsAreRejectedWithReasons) {
   RecurrentVerifyParams r;
   r.shape = small_shape();
   r.batch = 2;
-  r.in.tokens = 9;
-  r.in.q = r.in.k = r.in.v = reinterpret_cast<const bf16*>(16);
-  r.in.g = r.in.beta = reinterpret_cast<const float*>(16);
-  r.in.scale = 1;
+  r.in = test::unread_token_inputs(9);
   EXPECT_NE(validate(r).find("draft_tokens"), std::string::npos);
   EXPECT_EQ(launch_recurrent_verify(r, nullptr), cudaErrorInvalidValue);
 }
@@ -434,14 +426,9 @@ TEST(VerifyLaunchGpu, PredictedBlocksPerSmMatchTheOccupancyOfTheKernelChosen) {
   for (const int batch : {16, 256}) {  // 64-column blocks below 4 blocks per SM, whole value heads above
     for (int m = 1; m <= kMaxDraftTokens; ++m) {
       for (const int B : {2, 4, 8, 12, 13, 16, 24, 32, 64, 128}) {
-        KVBufferVerifyParams v =
-            token_launch<KVBufferVerifyParams>(shape, batch, TokenInputs{}, dummy, dummy, OutputDtype::fp32);
-        v.in.tokens = m;
-        v.in.q = v.in.k = v.in.v = reinterpret_cast<const bf16*>(16);  // never read: nothing is launched
-        v.in.g = v.in.beta = reinterpret_cast<const float*>(16);
-        v.in.scale = 1;
-        v.pool = KVBufferPool{reinterpret_cast<float*>(16), reinterpret_cast<bf16*>(16), reinterpret_cast<float*>(16),
-                              reinterpret_cast<float*>(16), dummy, 4, B - 1 + m, B};
+        KVBufferVerifyParams v = token_launch<KVBufferVerifyParams>(shape, batch, test::unread_token_inputs(m), dummy,
+                                                                    dummy, OutputDtype::fp32);
+        v.pool = test::unread_pool(dummy, 4, B - 1 + m, B);
         v.group_arrivals = dummy;
         ASSERT_EQ(validate(v), "") << "batch " << batch << ", m " << m << ", B " << B;
         KVBufferVerifyLaunch d;
