@@ -226,12 +226,13 @@ cudaError_t launch_recurrent_accept(const RecurrentAcceptParams& p, cudaStream_t
 cudaError_t launch_kvbuffer_verify(const KVBufferVerifyParams& p, cudaStream_t stream);
 
 /// The kernel launch_kvbuffer_verify takes for p, described without launching it: whether the buffer's keys are
-/// staged in shared memory, the block's shared memory (bytes, dynamic plus static), the blocks per SM the launcher's
-/// size model predicts for that choice and those the CUDA occupancy API reports for the kernel (which loads it). The
-/// model counts shared memory, and registers only where they bind (128 columns, up to 4 drafts: three blocks);
-/// elsewhere registers can hold the kernel to fewer blocks than predicted.
+/// staged in shared memory and the drafts' rows packed, the block's shared memory (bytes, dynamic plus static), the
+/// blocks per SM the launcher's size model predicts for that choice and those the CUDA occupancy API reports for the
+/// kernel (which loads it). The model counts shared memory, and registers only where it may pack (128 columns, up to
+/// 4 drafts: three blocks); elsewhere registers can hold the kernel to fewer blocks than predicted.
 struct KVBufferVerifyLaunch {
   bool smem_keys = false;
+  bool packed = false;
   size_t smem_bytes = 0;
   int predicted_blocks_per_sm = 0;
   int resident_blocks_per_sm = 0;

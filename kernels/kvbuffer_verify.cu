@@ -21,56 +21,61 @@ namespace {
 
 using namespace dev;
 
-/// The drafts of one (row, value head) in shared memory: the 2M coefficient rows of the pass, normalised keys
-/// k^_0 .. k^_{M-1} (khat) then queries q^_0 .. q^_{M-1} (qhat, q^ includes the scale), row j holding each group of
-/// 32 elements rotated by 4 (j % 8) (coef): the tensor-core pass reads B fragments (rows 8 nt + g, elements r0 + t
-/// and r0 + t + 4 of lanes 4 g + t, PassLanes) and every such read meets 32 distinct banks, while a float4 of four
-/// elements 4 l .. 4 l + 3 stays whole, so no padding: rows of K floats.
+/// The drafts of one (row, value head) in shared memory: normalised keys and queries (q^ includes the scale) stored
+/// by row subgroup, khat[i][slot(r % 8)][r / 8] = k^_i[r]: a lane of the pass reads the coefficients of its rows
+/// r = sub, sub + 8, ... four at a time, and the two subgroups a quarter warp reads hit distinct banks. Two layouts:
+/// - padded (the default): rows in order, padded by 4 floats;
+/// - packed (kPacked, K <= 128): rows unpadded, 1 KB less at 4 drafts, so that the keys of a buffer of 16 fit beside
+///   a 4-draft block of 128 columns at three blocks per SM. Subgroups 4 and 5, 6 and 7 swap places (slot): at
+///   K = 128 that puts in opposite bank halves both the two subgroups a quarter warp of the pass reads and the
+///   subgroups s and s + 4 that a warp-vector read of a draft (lane l at rows 4 l .. 4 l + 3) meets, and at K = 64
+///   it spreads the four subgroups of such a read over distinct banks too. With the rows in order, those reads were
+///   2-way conflicts and verify + accept measured 1.6% to 3.1% slower at B = 8; with the swap, still 1.4% to 2.4%
+///   slower than padded (8 bytes a thread more spills), so the launcher packs only where that keeps the keys in
+///   shared memory (launch_verify_tile).
 /// Then gates, D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i)
 /// and kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i); and the drafts' value slices v[i][c] (bf16, the block's VB
 /// columns). Once the coefficients are formed, khat and qhat are scaled in place by the checkpoint's decay
 /// e^{G_n} D[i] for the pass, and after it they hold the drafts' parked deltas. With the two ints of
 /// kVerifyStaticScalars, the kernel's whole static shared memory, so its size is known to the launcher without
 /// asking the driver.
-template <int K, int VB, int M>
+template <int K, int VB, int M, bool kPacked = false>
 struct DraftSmem {
-  /// Floats from one coefficient row to the next.
-  static constexpr int kRowFloats = K;
+  /// Row subgroups, and floats from one subgroup's row to the next.
+  static constexpr int kSubs = 8, kPitch = K / kSubs + (kPacked ? 0 : 4);
   static_assert(K % 32 == 0, "DraftSmem: K must be a multiple of 32");
-  __align__(16) float khat[M][kRowFloats];
-  __align__(16) float qhat[M][kRowFloats];
+  static_assert(!kPacked || K <= 128, "DraftSmem: packed rows up to K = 128 (a row of 256 / 8 spans every bank)");
+  __align__(16) float khat[M][kSubs][kPitch];
+  __align__(16) float qhat[M][kSubs][kPitch];
   __align__(16) bf16 v[M][VB];
   float g[M], beta[M], D[M];
   float kk[M][M], kq[M][M];
-  /// Where element r of coefficient row j lies in the row: r's group of 32, rotated by 4 (j % 8).
-  __device__ __forceinline__ static int place(int j, int r) { return (r & ~31) | ((r + 4 * (j & 7)) & 31); }
-  /// Coefficient row j (k^_j for j < M, q^_{j - M} below 2M), in storage order.
-  __device__ __forceinline__ float* row(int j) { return &khat[0][0] + j * kRowFloats; }
-  /// Coefficient row j, element r.
-  __device__ __forceinline__ float& coef(int j, int r) { return row(j)[place(j, r)]; }
-  __device__ __forceinline__ float& k_at(int i, int r) { return coef(i, r); }
-  __device__ __forceinline__ float& q_at(int i, int r) { return coef(M + i, r); }
+  /// Where subgroup sub's row lies: packed, subgroups 4 and 5, 6 and 7 swapped.
+  __device__ __forceinline__ static int slot(int sub) { return kPacked ? sub ^ ((sub >> 2) & 1) : sub; }
+  __device__ __forceinline__ float& k_at(int i, int r) { return khat[i][slot(r % kSubs)][r / kSubs]; }
   /// Draft i's deltas for float4 column c of the block, parked over khat and qhat once every warp is done with them.
   __device__ __forceinline__ float4& parked(int i, int c) {
-    return reinterpret_cast<float4*>(&khat[0][0])[i * (VB / 4) + c];
+    return reinterpret_cast<float4*>(&khat[0][0][0])[i * (VB / 4) + c];
   }
-  static_assert(2 * sizeof(float) * kRowFloats >= sizeof(float) * VB, "DraftSmem: no room to park the deltas");
+  static_assert(2 * sizeof(float) * kSubs * kPitch >= sizeof(float) * VB, "DraftSmem: no room to park the deltas");
+  __device__ __forceinline__ float& q_at(int i, int r) { return qhat[i][slot(r % kSubs)][r / kSubs]; }
 };
 /// The verify kernel's static shared memory besides DraftSmem: due_last (kvbuffer_verify_kernel) and last
 /// (write_due_draft_entries), one int each, which take 16 bytes beside DraftSmem's 16-byte alignment (`ptxas -v`
 /// reports sizeof(DraftSmem) + 16 bytes for every verify kernel).
 constexpr size_t kVerifyStaticScalars = 16;
 
-/// Column lanes of a verify block: VB / 16 warps, warp w owning the 16 columns [v0 + 16 w, v0 + 16 w + 16); lane
-/// = 4 sub + cg takes float4 column c4 = 4 w + cg of the tile and, where entries are split over it, entries sub,
-/// sub + 8, ... (the deltas' L2 requests, and after a fold the drafts' deltas out of shared memory).
+/// Verify pass layout: the block covers VB columns of one (row, value head) with VB / 16 warps; warp w owns the 16
+/// columns [v0 + 16 w, v0 + 16 w + 16) over every state row, lane = 4 sub + cg holds 4 of them (cg) and the rows
+/// sub, sub + 8, sub + 16, ... Partial sums therefore meet inside one warp (reduce_scatter: three exchange rounds, no
+/// block barrier), and a step reads four consecutive coefficients per row subgroup (one float4 per draft).
 /// Every thread of the block is one of these lanes: the block has exactly THREADS threads.
 template <int VB>
 struct VerifyLanes {
   static constexpr int THREADS = VB / 16 * 32;
-  static constexpr int SUBS = 8;  ///< lanes of one float4 column in a warp
+  static constexpr int SUBS = 8;  ///< row subgroups per warp
   int c4;       ///< float4 column of this lane inside the tile
-  int sub;      ///< which of them (lane / 4)
+  int sub;      ///< row subgroup
   int col;      ///< first column of this lane in the whole V
   bool active;  ///< col < V
   __device__ __forceinline__ VerifyLanes(int v0, int V) {
@@ -80,69 +85,47 @@ struct VerifyLanes {
     col = v0 + 4 * c4;
     active = col < V;
   }
-};
-
-/// The tensor-core pass's lanes (mma.m16n8k8, tf32): warp w's 16 tile columns are the 16 rows of A, the 2M
-/// coefficient rows of the drafts (k^_0 .. k^_{M-1}, q^_0 .. q^_{M-1}) the columns of B, tiles(M) tiles of 8, and
-/// the checkpoint rows (or buffered entries) its k steps of 8. Lane 4 g + t holds, as PTX lays out the fragments,
-/// A at columns 16 w + g and 16 w + g + 8, rows r0 + t and r0 + t + 4; B at coefficient row 8 nt + g, the same
-/// rows; and the totals of coefficient rows 8 nt + 2 t, 8 nt + 2 t + 1 for both its columns.
-struct PassLanes {
-  int g, t;    ///< lane / 4, lane % 4
-  int column;  ///< tile column 16 w + g
-  __device__ __forceinline__ explicit PassLanes(int warp) {
-    const int lane = threadIdx.x % 32;
-    g = lane / 4;
-    t = lane % 4;
-    column = 16 * warp + g;
-  }
-  /// B tiles of 8 coefficient rows for m drafts.
-  static constexpr int tiles(int m) { return (2 * m + 7) / 8; }
-};
-
-/// x split into two tf32 values: hi, x with its low 13 mantissa bits cleared, and lo = x - hi (exact in fp32; the
-/// tensor cores read its top 19 bits). hi + lo carries x to about 2^-20 of its magnitude, so that the 3xTF32
-/// products keep the fp32 tolerance (DESIGN.md section 4). Two instructions: no rounding step.
-__device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) {
-  hi = __float_as_uint(x) & 0xffffe000u;
-  lo = __float_as_uint(x - __uint_as_float(hi));
-}
-
-/// d += a b on the tensor cores, m16n8k8, tf32 inputs, fp32 accumulation (fragments as PTX lays them out).
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-/// big[nt] += a_hi b_hi and small[nt] += a_lo b_hi + a_hi b_lo for NT B tiles: a b to fp32 accuracy (3xTF32, the
-/// a_lo b_lo term, about 2^-20 of the product, dropped) in two accumulators, so that the tensor cores' latency is
-/// spread over independent chains. a, b: fp32 values in fragment order.
-template <int NT>
-__device__ __forceinline__ void mma_3xtf32(float (&big)[NT][4], float (&small)[NT][4], const float (&a)[4],
-                                           const float (&b)[NT][2]) {
-  uint32_t ah[4], al[4];
+  /// Which of the totals reduce_scatter leaves a lane: kind 0 (a, from ak) or 1 (o, from aq) of column c (0 to 3)
+  /// among its four, for every draft. Lane bit 4 picks the kind, bits 3 and 2 the column: 2 bit 3 + bit 2 (that is,
+  /// sub >> 2 and sub & 3, read straight from the lane as reduce_scatter's exchanges are).
+  __device__ __forceinline__ static int kind() { return (threadIdx.x >> 4) & 1; }
+  __device__ __forceinline__ static int column() { return (threadIdx.x >> 2) & 3; }
+  /// Sums ak and aq ([M][4]: drafts x this lane's columns) over the warp's 8 row subgroups, splitting the totals: each
+  /// lane of a column group keeps the M totals of its kind() and column() (x[i]). Three exchange rounds of halves,
+  /// 4 M + 2 M + M shuffles in all instead of 24 M for every lane to get every total.
+  template <int M>
+  __device__ __forceinline__ static void reduce_scatter(const float (&ak)[M][4], const float (&aq)[M][4],
+                                                        float (&x)[M]) {
+    const bool b4 = threadIdx.x & 16, b3 = threadIdx.x & 8, b2 = threadIdx.x & 4;
+    float r1[4][M];  // the kind this lane keeps, all four columns
 #pragma unroll
-  for (int e = 0; e < 4; ++e) split_tf32(a[e], ah[e], al[e]);
+    for (int c = 0; c < 4; ++c)
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    uint32_t bh[2], bl[2];
-    split_tf32(b[nt][0], bh[0], bl[0]);
-    split_tf32(b[nt][1], bh[1], bl[1]);
-    mma_tf32(big[nt], ah, bh);
-    mma_tf32(small[nt], al, bh);
-    mma_tf32(small[nt], ah, bl);
+      for (int i = 0; i < M; ++i) {
+        const float keep = b4 ? aq[i][c] : ak[i][c], send = b4 ? ak[i][c] : aq[i][c];
+        r1[c][i] = keep + __shfl_xor_sync(0xffffffffu, send, 16);
+      }
+    float r2[2][M];  // columns 2 b3 + {0, 1}
+#pragma unroll
+    for (int c = 0; c < 2; ++c)
+#pragma unroll
+      for (int i = 0; i < M; ++i) {
+        const float keep = b3 ? r1[2 + c][i] : r1[c][i], send = b3 ? r1[c][i] : r1[2 + c][i];
+        r2[c][i] = keep + __shfl_xor_sync(0xffffffffu, send, 8);
+      }
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      const float keep = b2 ? r2[1][i] : r2[0][i], send = b2 ? r2[0][i] : r2[1][i];
+      x[i] = keep + __shfl_xor_sync(0xffffffffu, send, 4);
+    }
   }
-}
+};
 
 /// Shared-memory tile of the checkpoint slice (rows [0, K)), VB columns as VB / 4 float4 per row. Row r keeps its
-/// float4 columns XOR-swizzled by (r & 3) * 2 (its floats by 8 (r & 3)), so that an A fragment of the tensor-core
-/// pass (lanes 4 g + t reading rows r0 + t, 8 consecutive columns each, PassLanes) meets 32 distinct banks. Only the
-/// checkpoint is staged here: the buffered deltas are read from L2 into the pass's fragments, and the keys are staged
-/// only where that costs no block per SM, so that a block of 128 columns and up to 4 drafts stays under 76 KB (three
-/// blocks per SM) at every buffer size up to 64.
+/// float4 columns XOR-swizzled by (r & 1) * 4, so that the two row subgroups of a quarter warp (one even, one odd
+/// row) read 8 distinct bank groups. Only the checkpoint is staged here: each buffered delta is read by the one lane
+/// that uses it, and the keys are staged only where that costs no block per SM, so that a block of 128 columns and
+/// up to 4 drafts stays under 76 KB (three blocks per SM) at every buffer size up to 64.
 /// The slice is copied in CHUNKS chunks of 32 rows, one cp.async group each, so that the pass over a chunk starts as
 /// soon as it has landed while the later ones still stream.
 template <int K, int VB>
@@ -151,17 +134,13 @@ struct VerifyTile {
   static constexpr int CHUNK_ROWS = 32, CHUNKS = K / CHUNK_ROWS;  ///< rows of one copy group; copy groups
   static constexpr int STEP = VerifyLanes<VB>::THREADS / CG;      ///< rows one copy instruction covers block-wide
   static_assert(CG % 8 == 0, "VerifyTile: VB must be a multiple of 32");
-  static_assert(K % CHUNK_ROWS == 0 && CHUNK_ROWS % STEP == 0 && STEP % 4 == 0, "VerifyTile: unsupported K x VB");
+  static_assert(K % CHUNK_ROWS == 0 && CHUNK_ROWS % STEP == 0 && STEP % 2 == 0, "VerifyTile: unsupported K x VB");
   static constexpr size_t kBytes = size_t(K) * VB * sizeof(float);
   float4* sm;
-  __device__ __forceinline__ float4& at(int r, int c) const { return sm[r * CG + (c ^ ((r & 3) << 1))]; }
-  /// Float column c of row r.
-  __device__ __forceinline__ float elem(int r, int c) const {
-    return reinterpret_cast<const float*>(sm)[r * VB + (c ^ ((r & 3) << 3))];
-  }
+  __device__ __forceinline__ float4& at(int r, int c) const { return sm[r * CG + (c ^ ((r & 1) << 2))]; }
   /// Starts copying the checkpoint slice: columns [v0, v0 + VB) of matrix m ([K][V]), masked at V (zero-filled), and
   /// commits one cp.async group per chunk of CHUNK_ROWS rows. Thread t copies float4 column t % CG of rows
-  /// t / CG + STEP i: one row residue mod 4 (the same swizzle) and constant strides, so each copy is one instruction and an
+  /// t / CG + STEP i: one row parity (the same swizzle) and constant strides, so each copy is one instruction and an
   /// address add. Every thread of the block calls it.
   __device__ __forceinline__ void load_chunks_async(const float* __restrict__ m, int v0, int V) const {
     const int c = threadIdx.x % CG, r0 = threadIdx.x / CG, col = v0 + 4 * c;
@@ -393,13 +372,14 @@ __device__ __forceinline__ void write_due_draft_entries(const KVBufferVerifyPara
 }
 
 /// kSmemKeys: the buffer's keys are staged in shared memory (BufferSmem::setup) rather than read from the pool by
-/// the warp that uses each (setup_pool_keys); the launcher stages them when that costs no block per SM.
-template <int K, int VB, int M, bool kSmemKeys>
+/// the warp that uses each (setup_pool_keys); the launcher stages them when that costs no block per SM, packing the
+/// drafts' rows (kPacked, DraftSmem) where only that keeps them there.
+template <int K, int VB, int M, bool kSmemKeys, bool kPacked>
 __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB, M>())
     kvbuffer_verify_kernel(const KVBufferVerifyParams p, int early_blocks) {
   constexpr int THREADS = VerifyLanes<VB>::THREADS, WARPS = THREADS / 32, SUBS = VerifyLanes<VB>::SUBS;
   using Tile = VerifyTile<K, VB>;
-  using Drafts = DraftSmem<K, VB, M>;
+  using Drafts = DraftSmem<K, VB, M, kPacked>;
   extern __shared__ __align__(16) char dyn_smem[];  // tile (K rows) | BufferSmem (cap) | dk, dq [M][cap]
   __shared__ Drafts ds;
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
@@ -446,13 +426,21 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   load_draft_values_async<VB>(p.in.v, row, M, HV, h, V, v0, ds.v);
   cp_async_commit();
   if (!early) tile.load_chunks_async(s0, v0, V);
-  // The buffered deltas u_j of this lane's columns, requested into L2 now, so that the buffer's share, after the
-  // first barrier, waits on L2 rather than DRAM; and the raw keys where the coefficients read them from the pool.
+  // This lane's buffered deltas u_j, j = sub, sub + 8, ... (each read by this lane alone, in the buffer's share), and
+  // the raw keys where the coefficients read them from the pool: requested now (into L2, or the first delta into
+  // registers, below), so that those reads, after the first barrier, wait on L2 rather than DRAM.
   const VerifyLanes<VB> ln(v0, V);
   float* deltas = pool.deltas + (int64_t(slot) * cap * HV + h) * V + (ln.active ? ln.col : 0);
   const int64_t delta_stride = int64_t(HV) * V;
+  // With the keys in shared memory, this lane's first entry's delta goes straight into registers (used after the
+  // coefficients' barrier); the rest, and every delta otherwise, into L2 (measured on the H200: verify + accept 1% to
+  // 2% faster at B = 8 with the early delta, 1% to 2% slower at B = 16 and 32, keys from the pool, where it spills).
+  constexpr bool kEarlyDelta = kSmemKeys;
+  float4 u_first = make_float4(0.f, 0.f, 0.f, 0.f);
+  if constexpr (kEarlyDelta)
+    if (ln.active && ln.sub < n) u_first = __ldg(reinterpret_cast<const float4*>(deltas + ln.sub * delta_stride));
   if (ln.active)
-    for (int j = ln.sub; j < n; j += SUBS) prefetch_l2(deltas + j * delta_stride);
+    for (int j = ln.sub + (kEarlyDelta ? SUBS : 0); j < n; j += SUBS) prefetch_l2(deltas + j * delta_stride);
   if constexpr (!kSmemKeys) {
     constexpr int KEY_LINES = K >= 64 ? K / 64 : 1;  // 128-byte lines of one bf16 key
     for (int idx = threadIdx.x; idx < n * KEY_LINES; idx += THREADS)
@@ -533,120 +521,118 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   if (arrives_early) due_last = last_in_key_group(p, row, hk, arrival);
   __syncthreads();  // coefficients in shared memory
 
-  // Column totals on tensor cores (PassLanes, mma_3xtf32): lane 4 g + t of warp w ends with those of coefficient
-  // rows 8 nt + 2 t and 8 nt + 2 t + 1 (acc[nt]) for tile columns cw and cw + 8.
-  // Four accumulators (the hi-hi and cross terms of mma_3xtf32, even and odd steps), summed at the end.
-  constexpr int NT = PassLanes::tiles(M);
-  const PassLanes pl(warp);
-  const int cw = pl.column;
-  float big[2][NT][4], small[2][NT][4];
-#pragma unroll
-  for (int par = 0; par < 2; ++par)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) big[par][nt][e] = small[par][nt][e] = 0.f;
   // The buffer's share first, while the slice streams: a_i, o_i = sum_{j<n} w_j D_i (k^_j . k^_i, k^_j . q^_i) u_j,
-  // eight entries a step: A = their deltas (read from L2), B = the weighted products (shared memory).
-  const float* const u_col = pool.deltas + (int64_t(slot) * cap * HV + h) * V + v0 + cw;  // entry 0, column cw
-  const bool lo_ok = v0 + cw < V, hi_ok = v0 + cw + 8 < V;
-  for (int e0 = 0; e0 < n; e0 += 8) {
-    float a[4], b[NT][2];
+  // this lane's entries j = sub (its delta already requested, kEarlyDelta), then sub + 8, ... four at a time (their
+  // deltas read by this lane alone, in flight together).
+  float ak[M][4], aq[M][4];
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int e = e0 + pl.t + 4 * half;
-      const bool ok = e < n;
-      const float* u = u_col + (ok ? e : 0) * delta_stride;
-      a[2 * half] = ok && lo_ok ? __ldg(u) : 0.f;
-      a[2 * half + 1] = ok && hi_ok ? __ldg(u + 8) : 0.f;
-      const float we = ok ? bs.w[e] * bs.rk[e] : 0.f;
+  for (int i = 0; i < M; ++i)
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int j = 8 * nt + pl.g;
-        b[nt][half] = j < 2 * M ? we * ds.D[j % M] * dk[j * cap + (ok ? e : 0)] : 0.f;
-      }
+    for (int c = 0; c < 4; ++c) ak[i][c] = aq[i][c] = 0.f;
+  const auto add_entry = [&](int j, const float4& u) {
+    const float wj = bs.w[j] * bs.rk[j];
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      const float wd = wj * ds.D[i];
+      fma4(wd * dk[i * cap + j], u, ak[i]);
+      fma4(wd * dq[i * cap + j], u, aq[i]);
     }
-    mma_3xtf32<NT>(big[1], small[1], a, b);
+  };
+  if constexpr (kEarlyDelta)
+    if (ln.sub < n) add_entry(ln.sub, u_first);
+  for (int j0 = ln.sub + (kEarlyDelta ? SUBS : 0); j0 < n; j0 += 4 * SUBS) {
+    float4 u[4];
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const int j = j0 + t * SUBS;
+      u[t] = ln.active && j < n ? __ldg(reinterpret_cast<const float4*>(deltas + j * delta_stride))
+                                : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const int j = j0 + t * SUBS;
+      if (j >= n) break;
+      add_entry(j, u[t]);
+    }
   }
   // The checkpoint's decay e^{G_n} D_i folded into the drafts' keys and queries (their products above are formed), so
-  // that the pass adds e^{G_n} D_i S0^T k^_i and e^{G_n} D_i S0^T q^_i straight onto the buffer's share (every float
-  // of the rows, in storage order: conflict-free; padding scaled too).
+  // that the pass adds e^{G_n} D_i S0^T k^_i and e^{G_n} D_i S0^T q^_i straight onto the buffer's share.
+  // Packed, in storage order (conflict-free; any padding scaled too): khat and qhat are [M][DRAFT_FLOATS] each.
   const float decay0 = bs.decay0[0];
-  for (int idx = threadIdx.x; idx < M * Drafts::kRowFloats; idx += THREADS) {
-    const float d = decay0 * ds.D[idx / Drafts::kRowFloats];
-    (&ds.khat[0][0])[idx] *= d;
-    (&ds.qhat[0][0])[idx] *= d;
+  constexpr int DRAFT_FLOATS = Drafts::kSubs * Drafts::kPitch;
+  if constexpr (kPacked) {
+    for (int idx = threadIdx.x; idx < M * DRAFT_FLOATS; idx += THREADS) {
+      const float d = decay0 * ds.D[idx / DRAFT_FLOATS];
+      (&ds.khat[0][0][0])[idx] *= d;
+      (&ds.qhat[0][0][0])[idx] *= d;
+    }
+  } else {
+    for (int idx = threadIdx.x; idx < M * K; idx += THREADS) {
+      const int i = idx / K, r = idx % K;
+      const float d = decay0 * ds.D[i];
+      ds.k_at(i, r) *= d;
+      ds.q_at(i, r) *= d;
+    }
   }
 
-  // One pass over the checkpoint rows for every draft, a chunk of 32 rows as soon as it has landed, 8 rows a step:
-  // A = the slice's rows r0 + t, r0 + t + 4 at columns cw, cw + 8; B = the coefficient rows at the same rows. Every
-  // read is this lane's base plus a constant: the tile's rows r0 + t keep the swizzle of row t (r0 % 8 = 0), and the
-  // coefficient rows rotate inside groups of 32 (DraftSmem::place), one group a chunk.
-  static_assert(Tile::CHUNK_ROWS == 32, "kvbuffer_verify_kernel: a copy chunk is one coefficient group");
-  const float* const tile_lo = reinterpret_cast<const float*>(tile.sm) + pl.t * VB + (cw ^ (8 * pl.t));
-  const float* const tile_hi = reinterpret_cast<const float*>(tile.sm) + pl.t * VB + ((cw + 8) ^ (8 * pl.t));
+  // One pass over the checkpoint rows for every draft, a chunk of 32 rows as soon as it has landed. Four of this
+  // lane's rows per step: r = sub + 8 (4 q + tt) (chunk q), their coefficients one float4 per draft.
+  static_assert(4 * SUBS == Tile::CHUNK_ROWS, "kvbuffer_verify_kernel: one pass step per copy chunk");
+  // This lane's coefficient row of draft 0 in khat (qhat lies one khat further on); draft i's is DRAFT_FLOATS on.
+  const float* const coef_row = &ds.khat[0][Drafts::slot(ln.sub)][0];
   static_assert(offsetof(Drafts, qhat) == offsetof(Drafts, khat) + sizeof(ds.khat), "DraftSmem: qhat must follow khat");
-  const float* coef_rows[NT];
-  bool coef_valid[NT];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    coef_valid[nt] = 8 * nt + pl.g < 2 * M;
-    coef_rows[nt] = ds.row(coef_valid[nt] ? 8 * nt + pl.g : 0);
-  }
 #pragma unroll
   for (int q = 0; q < Tile::CHUNKS; ++q) {
     // Chunk q visible to the block (and, at q = 0, the scaled keys and queries). An early block's chunks have all been
     // visible since its first barrier: it keeps only the q = 0 barrier, for the scaled keys and queries.
     if (!early) cp_async_wait_pending(Tile::CHUNKS - 1 - q);
     if (q == 0 || !early) __syncthreads();
+    float4 s[4];
 #pragma unroll
-    for (int step = 0; step < Tile::CHUNK_ROWS / 8; ++step) {
-      const int r0 = q * Tile::CHUNK_ROWS + 8 * step;
-      const float a[4] = {tile_lo[r0 * VB], tile_hi[r0 * VB], tile_lo[(r0 + 4) * VB], tile_hi[(r0 + 4) * VB]};
-      float b[NT][2];
+    for (int tt = 0; tt < 4; ++tt) s[tt] = tile.at(ln.sub + SUBS * (4 * q + tt), ln.c4);
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int rot = 4 * pl.g + pl.t + 8 * step;  // element r0 + t of the group, rotated (place)
-        b[nt][0] = coef_valid[nt] ? coef_rows[nt][q * 32 + (rot & 31)] : 0.f;
-        b[nt][1] = coef_valid[nt] ? coef_rows[nt][q * 32 + ((rot + 4) & 31)] : 0.f;
-      }
-      mma_3xtf32<NT>(big[step % 2], small[step % 2], a, b);
+    for (int i = 0; i < M; ++i) {
+      const float4 kw = *reinterpret_cast<const float4*>(coef_row + i * DRAFT_FLOATS + 4 * q);
+      const float4 qw = *reinterpret_cast<const float4*>(coef_row + (M + i) * DRAFT_FLOATS + 4 * q);
+      fma4(kw.x, s[0], ak[i]);
+      fma4(kw.y, s[1], ak[i]);
+      fma4(kw.z, s[2], ak[i]);
+      fma4(kw.w, s[3], ak[i]);
+      fma4(qw.x, s[0], aq[i]);
+      fma4(qw.y, s[1], aq[i]);
+      fma4(qw.z, s[2], aq[i]);
+      fma4(qw.w, s[3], aq[i]);
     }
   }
-  float acc[NT][4];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc[nt][e] = (small[0][nt][e] + small[1][nt][e]) + (big[0][nt][e] + big[1][nt][e]);
-  // Each column's 2M totals to the lane that finishes it: lane 4 g + t, t < 2, takes column c = cw + 8 t; x[i] = a_i,
-  // x[M + i] = the drafts' query products (o_i before the drafts' own terms).
-  float x[2 * M];
-#pragma unroll
-  for (int j = 0; j < 2 * M; ++j) {
-    const int src = 4 * pl.g + (j % 8) / 2;
-    const float lo = __shfl_sync(0xffffffffu, acc[j / 8][j % 2], src);
-    const float hi = __shfl_sync(0xffffffffu, acc[j / 8][2 + j % 2], src);
-    x[j] = pl.t == 1 ? hi : lo;
-  }
-  const int c = cw + 8 * pl.t;  // tile column this lane finishes (t < 2)
-  const bool finishes = pl.t < 2 && v0 + c < V;
+  // Column totals (checkpoint and buffer shares), split over the row subgroups: this lane keeps a_i (kind 0) or the
+  // drafts' query products (kind 1, o_i before the drafts' own terms) of one column c, for every draft.
+  float x[M];
+  VerifyLanes<VB>::reduce_scatter<M>(ak, aq, x);
+  const int c = VerifyLanes<VB>::column();
+  const bool kind_a = VerifyLanes<VB>::kind() == 0;
 
-  // The triangular dependency among the drafts in column c: u_i, then o_i.
+  // The triangular dependency among the drafts in column c: a kind-0 lane turns its a_i into u_i, which its kind-1
+  // partner (lane + 16) takes to finish o_i.
   float u[M];
 #pragma unroll
   for (int i = 0; i < M; ++i) {
     float corr = 0.f;
 #pragma unroll
     for (int ip = 0; ip < i; ++ip) corr = fmaf(ds.kk[ip][i], u[ip], corr);
-    u[i] = ds.beta[i] * (__bfloat162float(ds.v[i][c % VB]) - x[i] - corr);  // v zero past V
+    u[i] = ds.beta[i] * (__bfloat162float(ds.v[i][4 * ln.c4 + c]) - x[i] - corr);  // v zero past V
   }
-  if (finishes)
+#pragma unroll
+  for (int i = 0; i < M; ++i) {
+    const float partner = __shfl_xor_sync(0xffffffffu, u[i], 16);
+    if (!kind_a) u[i] = partner;
+  }
+  if (!kind_a && ln.active)
 #pragma unroll
     for (int i = 0; i < M; ++i) {
-      float o = x[M + i];
+      float o = x[i];
 #pragma unroll
       for (int ip = 0; ip <= i; ++ip) o = fmaf(ds.kq[ip][i], u[ip], o);
-      store_output1(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V + v0 + c, o);
+      store_output1(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V + ln.col + c, o);
     }
 
   // A due row: S0 <- e^{G_n} S0 + sum_{j<n} w_j k^_j u_j^T from the slice in shared memory, written once; its
@@ -657,18 +643,18 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
     // The drafts' deltas wait in shared memory (the drafts' keys and queries, read by every warp before this
     // barrier), so that their registers serve the fold.
     __syncthreads();
-    if (pl.t < 2)
+    if (kind_a)
 #pragma unroll
-      for (int i = 0; i < M; ++i) reinterpret_cast<float*>(&ds.parked(0, 0))[i * VB + c] = u[i];
+      for (int i = 0; i < M; ++i) reinterpret_cast<float*>(&ds.parked(i, ln.c4))[c] = u[i];
     fold_verify_tile<K, VB>(tile, bs, n, decay0, pool.deltas + (int64_t(slot) * cap * HV + h) * V, delta_stride,
                             pool.checkpoint + (int64_t(slot) * HV + h) * K * V, v0, V);
     __syncthreads();
     if (ln.sub == 0 && ln.active)
 #pragma unroll
       for (int i = 0; i < M; ++i) *reinterpret_cast<float4*>(deltas + i * delta_stride) = ds.parked(i, ln.c4);
-  } else if (finishes) {
+  } else if (kind_a && ln.active) {
 #pragma unroll
-    for (int i = 0; i < M; ++i) pool.deltas[(int64_t(slot) * cap + n + i) * delta_stride + int64_t(h) * V + v0 + c] = u[i];
+    for (int i = 0; i < M; ++i) deltas[(n + i) * delta_stride + c] = u[i];
   }
   if (!flush) return;
   if constexpr (kSmemKeys) {
@@ -706,34 +692,39 @@ __global__ void kvbuffer_commit_accepted_kernel(int32_t* fill, const int32_t* sl
 /// Launches the verify kernel for p, or, with `describe`, fills it instead (KVBufferVerifyLaunch) and launches nothing.
 template <int K, int VB, int M>
 cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
-  // Registers hold the kernel to three blocks per SM at 128 columns and up to 4 drafts (verify_min_blocks, 80
-  // registers): there the size model below counts them too.
-  constexpr bool kRegisterBound = VB == 128 && M <= 4;
+  // Packed draft rows only where registers hold the kernel to exactly the blocks its shared memory is chosen for:
+  // 128 columns and up to 4 drafts, three blocks per SM (verify_min_blocks) at 80 registers.
+  constexpr bool kMayPack = VB == 128 && M <= 4;
   constexpr int kRegisterBlocks = 3;
   const int cap = p.pool.capacity;
-  const auto with_keys = kvbuffer_verify_kernel<K, VB, M, true>;
-  const auto without_keys = kvbuffer_verify_kernel<K, VB, M, false>;
+  const auto with_keys = kvbuffer_verify_kernel<K, VB, M, true, false>;
+  const auto with_keys_packed = kvbuffer_verify_kernel<K, VB, M, true, kMayPack>;  // with_keys where it cannot pack
+  const auto without_keys = kvbuffer_verify_kernel<K, VB, M, false, false>;
   constexpr int threads = VerifyLanes<VB>::THREADS;
   const auto smem_for = [&](bool smem_keys) {
     return VerifyTile<K, VB>::kBytes + verify_buffer_bytes<K>(cap, smem_keys) + 2 * size_t(M) * cap * sizeof(float);
   };
-  // Stage the keys in shared memory unless that costs a block per SM, decided from the sizes alone so that only the
-  // kernel launched is ever loaded.
-  constexpr size_t static_bytes = sizeof(DraftSmem<K, VB, M>) + kVerifyStaticScalars;
+  // Stage the keys in shared memory unless that costs a block per SM (with the drafts' rows packed if only that
+  // keeps it), decided from the sizes alone so that only the kernel launched is ever loaded.
+  constexpr size_t padded_static = sizeof(DraftSmem<K, VB, M, false>) + kVerifyStaticScalars;
+  constexpr size_t packed_static = sizeof(DraftSmem<K, VB, M, kMayPack>) + kVerifyStaticScalars;
   const auto blocks = [&](size_t bytes) {
     const int b = smem_blocks_per_sm(bytes);
-    return kRegisterBound && b > kRegisterBlocks ? kRegisterBlocks : b;
+    return kMayPack && b > kRegisterBlocks ? kRegisterBlocks : b;
   };
-  const int pool_keys_blocks = blocks(smem_for(false) + static_bytes);
-  const int smem_keys_blocks = blocks(smem_for(true) + static_bytes);
+  const int pool_keys_blocks = blocks(smem_for(false) + padded_static);
+  const int smem_keys_blocks = blocks(smem_for(true) + padded_static);
+  const int packed_blocks = blocks(smem_for(true) + packed_static);
   const bool smem_keys = smem_keys_blocks >= pool_keys_blocks;
-  const auto kernel = smem_keys ? with_keys : without_keys;
-  const size_t smem = smem_for(smem_keys);
+  const bool packed = kMayPack && !smem_keys && packed_blocks >= pool_keys_blocks;
+  const auto kernel = smem_keys ? with_keys : packed ? with_keys_packed : without_keys;
+  const size_t smem = smem_for(smem_keys || packed);
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   if (describe) {
     describe->smem_keys = smem_keys;
-    describe->smem_bytes = smem + static_bytes;
-    describe->predicted_blocks_per_sm = smem_keys ? smem_keys_blocks : pool_keys_blocks;
+    describe->packed = packed;
+    describe->smem_bytes = smem + (packed ? packed_static : padded_static);
+    describe->predicted_blocks_per_sm = smem_keys ? smem_keys_blocks : packed ? packed_blocks : pool_keys_blocks;
     return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem,
                                   describe->resident_blocks_per_sm);
   }

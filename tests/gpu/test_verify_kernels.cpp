@@ -185,10 +185,9 @@ TEST(KVBufferVerifyGpu, EveryDraftCountAndAcceptedCountMatchesReference) {
   EXPECT_GT(due_rows, 0) << "some verify must fold a due row";
 }
 
-// Qwen3-Next's batches verify whole value heads (128 columns, eight warps, the pass on tensor cores; kernels/
-// kvbuffer_verify.cu) once batch x HV reaches four blocks an SM; the tests above take half heads. Draft counts that
-// fill the pass's tile of 8 coefficient rows (4), leave two of its rows empty (3) and take two tiles (8); rows at
-// every buffer position, so that the later rounds fold due rows.
+// Qwen3-Next's batches verify whole value heads (128 columns, eight warps; kernels/kvbuffer_verify.cu) once
+// batch x HV reaches four blocks an SM; the tests above take half heads. Draft counts held to three blocks an SM
+// (3, 4) and to two (8); rows at every buffer position, so that the later rounds fold due rows.
 TEST(KVBufferVerifyGpu, WholeHeadBlocksMatchReferenceWithFlushes) {
   KVB_REQUIRE_GPU();
   const GdnShape s{2, 34, 128, 128};
@@ -443,15 +442,15 @@ TEST(VerifyValidation, BadParamsAreRejectedWithReasons) {
 }
 
 
-// The launcher picks between keys from the pool and keys in shared memory by a size model (no kernel loaded).
-// Registers can hold a kernel to fewer blocks than its shared memory allows, so the prediction is an upper bound;
-// where the model counts registers (whole value heads, up to 4 drafts, registers held to three blocks) it must be
-// exact, since the choice there turns on a few bytes.
+// The launcher picks among keys from the pool, keys in shared memory and keys in shared memory with packed draft rows
+// by a size model (no kernel loaded). Registers can hold a kernel to fewer blocks than its shared memory allows, so
+// the prediction is an upper bound; where the launcher may pack (whole value heads, up to 4 drafts, registers held
+// to three blocks) it must be exact, since the choice there turns on a few bytes.
 TEST(VerifyLaunchGpu, PredictedBlocksPerSmMatchTheOccupancyOfTheKernelChosen) {
   KVB_REQUIRE_GPU();
   int32_t dummy[4] = {};
   const GdnShape shape{16, 32, 128, 128};  // Qwen3-Next TP1
-  bool saw_pool_keys = false, saw_smem_keys = false;
+  bool saw_packed = false, saw_pool_keys = false, saw_smem_keys = false;
   for (const int batch : {16, 256}) {  // 64-column blocks below 4 blocks per SM, whole value heads above
     for (int m = 1; m <= kMaxDraftTokens; ++m) {
       for (const int B : {2, 4, 8, 12, 13, 16, 24, 32, 64, 128}) {
@@ -462,19 +461,20 @@ TEST(VerifyLaunchGpu, PredictedBlocksPerSmMatchTheOccupancyOfTheKernelChosen) {
         ASSERT_EQ(validate(v), "") << "batch " << batch << ", m " << m << ", B " << B;
         KVBufferVerifyLaunch d;
         ASSERT_EQ(describe_kvbuffer_verify_launch(v, d), cudaSuccess);
-        const std::string where = fmt::format("batch {}, m {}, B {}: keys in shared memory {}, {} bytes", batch, m, B,
-                                              d.smem_keys, d.smem_bytes);
+        const std::string where = fmt::format("batch {}, m {}, B {}: keys in shared memory {}, packed {}, {} bytes",
+                                              batch, m, B, d.smem_keys, d.packed, d.smem_bytes);
         EXPECT_GE(d.predicted_blocks_per_sm, d.resident_blocks_per_sm) << where;
         if (batch == 256 && m <= 4) {
           EXPECT_EQ(d.predicted_blocks_per_sm, d.resident_blocks_per_sm) << where;
         }
         EXPECT_GE(d.resident_blocks_per_sm, 1);
+        saw_packed |= d.packed;
         saw_smem_keys |= d.smem_keys;
-        saw_pool_keys |= !d.smem_keys;
+        saw_pool_keys |= !d.smem_keys && !d.packed;
       }
     }
   }
-  EXPECT_TRUE(saw_smem_keys && saw_pool_keys) << "both kinds of launch should be met";
+  EXPECT_TRUE(saw_packed && saw_smem_keys && saw_pool_keys) << "every kind of launch should be met";
 }
 
 }  // namespace
