@@ -92,7 +92,7 @@ int run_reproduce_command(const ReproduceOptions& o) {
   const bool out_is_results = fs::equivalent(out, "results", ec);
 
   std::vector<std::string> failures, skipped;
-  std::string decode_csv, capacity_csv, short_context_csv;
+  std::string decode_csv, capacity_csv, short_context_csv, spec_verify_csv;
   if (gpu) {
     SweepCommandOptions decode;
     decode.config = kDecodeConfig;
@@ -137,6 +137,7 @@ int run_reproduce_command(const ReproduceOptions& o) {
     decode_csv = decode.out;
     capacity_csv = cap.out;
     short_context_csv = short_context.out;
+    spec_verify_csv = spec.out;
     if (!o.no_plots) record("figures", run_plots(out.string(), (out / "figures").string(), skipped), failures);
   } else {
     CheckGoldenOptions golden;
@@ -169,11 +170,13 @@ int run_reproduce_command(const ReproduceOptions& o) {
     decode_csv = "results/decode_latency.csv";
     capacity_csv = "results/capacity.csv";
     short_context_csv = "results/short_context.csv";
+    spec_verify_csv = "results/spec_verify.csv";
   }
   if (o.no_plots) skipped.push_back("figures (--no-plots)");
 
   step(gpu ? "claims (this run's CSVs)" : "claims (committed CSVs in results/; no GPU run)");
-  fmt::print("{}", claims::format_claims(claims::compute_claims(decode_csv, capacity_csv, short_context_csv)));
+  fmt::print("{}", claims::format_claims(
+                       claims::compute_claims(decode_csv, capacity_csv, short_context_csv, spec_verify_csv)));
   if (!skipped.empty()) fmt::print("\n");
   for (const auto& s : skipped) fmt::print("skipped: {}\n", s);
   for (const auto& f : failures) fmt::print(stderr, "failed: {}\n", f);

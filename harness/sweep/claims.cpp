@@ -122,6 +122,67 @@ const std::map<int, double>& fla_triton_anchor_us() {
   return us;
 }
 
+const std::map<int, std::map<int, double>>& sglang_verify_anchor_us() {
+  static const std::map<int, std::map<int, double>> us{{1, {{64, 77.5}, {256, 284.7}}},
+                                                       {2, {{64, 115.1}, {256, 428.3}}},
+                                                       {4, {{64, 187.6}, {256, 709.4}}},
+                                                       {8, {{64, 333.1}, {256, 1301.6}}}};
+  return us;
+}
+
+std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const std::string& origin, int draft_tokens,
+                                                  const std::string& accepted, bool vs_sglang, double target,
+                                                  int min_batch, const std::string& launch) {
+  const Columns c(spec, origin);
+  const size_t variant = c.need("variant"), batch = c.need("batch"), drafts = c.need("draft_tokens"),
+               acc = c.need("accepted"), bsize = c.need("buffer_size"), launch_col = c.need("launch"),
+               lat = c.need("verify_accept_us_median"), floor = c.need("verify_accept_floor_us"),
+               over = c.need("verify_accept_over_floor");
+  struct Best {
+    double us = 0, floor_us = 0, over_floor = 0;
+    int buffer_size = 0;
+  };
+  std::map<int, Best> kvbuffer;
+  std::map<int, double> baseline;
+  for (const auto& row : spec.rows) {
+    if (!c.ok(row) || row[launch_col] != launch || row[acc] != accepted) continue;
+    if (c.number(row, drafts) != double(draft_tokens)) continue;
+    const auto b = c.number(row, batch);
+    const auto us = c.number(row, lat);
+    if (!b || !us || int(*b) < min_batch) continue;
+    if (row[variant] == "recurrent_verify") {
+      baseline[int(*b)] = *us;
+    } else if (row[variant] == "kvbuffer_verify") {
+      const auto it = kvbuffer.find(int(*b));
+      if (it == kvbuffer.end() || *us < it->second.us)
+        kvbuffer[int(*b)] = {*us, c.number(row, floor).value_or(0.0), c.number(row, over).value_or(0.0),
+                             int(c.number(row, bsize).value_or(0.0))};
+    }
+  }
+  if (vs_sglang) {
+    baseline.clear();
+    const auto& anchor = sglang_verify_anchor_us();
+    if (const auto m = anchor.find(draft_tokens); m != anchor.end())
+      for (const auto& [b, us] : m->second)
+        if (b >= min_batch) baseline[b] = us;
+  }
+  std::optional<VerifySpeedup> worst;
+  int points = 0;
+  for (const auto& [b, base_us] : baseline) {
+    const auto it = kvbuffer.find(b);
+    if (it == kvbuffer.end() || it->second.us <= 0) continue;
+    ++points;
+    const double speedup = base_us / it->second.us;
+    if (!worst || speedup < worst->speedup) {
+      const double need = it->second.floor_us > 0 ? base_us / (target * it->second.floor_us) : 0.0;
+      worst = VerifySpeedup{speedup, b, it->second.buffer_size, it->second.us, base_us, it->second.over_floor,
+                            need, 0};
+    }
+  }
+  if (worst) worst->points = points;
+  return worst;
+}
+
 std::optional<DecodeReduction> best_reduction_vs_recurrent(const CsvTable& decode, const std::string& origin,
                                                            int min_batch, const std::string& launch) {
   std::map<int, KvbufferBest> kvbuffer;
@@ -215,7 +276,7 @@ std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_contex
 }
 
 std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::string& capacity_csv,
-                                      const std::string& short_context_csv) {
+                                      const std::string& short_context_csv, const std::string& spec_verify_csv) {
   std::vector<ClaimLine> lines;
   const std::string decode_claim = "lower decode latency (batch >= 64)";
   const std::string paper_decode = fmt::format("{:.2f}%", kPaperDecodeReduction * 100);
@@ -291,6 +352,55 @@ std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::
     }
   } else {
     lines.push_back({short_claim, paper_short, "not measured", display(short_context_csv) + " not found"});
+  }
+
+  // Verify + accept with 4 drafts, one line per baseline and launch mode, every accepted setting of the CSV in it.
+  const std::string verify_claim = "verify + accept with 4 drafts (batch >= 64), KVBuffer vs ";
+  const std::string paper_verify = "parallel, no states (no number)";
+  constexpr int kDrafts = 4;
+  if (std::filesystem::is_regular_file(spec_verify_csv)) {
+    const CsvTable t = read_csv_file(spec_verify_csv);
+    const std::string src = display(spec_verify_csv);
+    const Columns c(t, spec_verify_csv);
+    const size_t acc_col = c.need("accepted"), variant = c.need("variant");
+    std::vector<std::string> settings;  // accepted settings of the KVBuffer rows, in the CSV's order
+    for (const auto& row : t.rows)
+      if (row[variant] == "kvbuffer_verify" &&
+          std::find(settings.begin(), settings.end(), row[acc_col]) == settings.end())
+        settings.push_back(row[acc_col]);
+    for (const std::string launch : {"plain", "pdl"}) {
+      for (const bool vs_sglang : {false, true}) {
+        const double target = vs_sglang ? kTargetVerifyVsSglang : kTargetVerifyVsRecurrent;
+        const std::string claim = verify_claim + (vs_sglang ? "SGLang verify" : "recurrent verify + accept") +
+                                  (launch == "pdl" ? ", PDL launches" : "");
+        std::string measured;
+        bool met = true;
+        for (const auto& a : settings) {
+          const auto v = worst_verify_speedup(t, spec_verify_csv, kDrafts, a, vs_sglang, target, 64, launch);
+          if (!v) continue;
+          met = met && v->speedup >= target;
+          measured += fmt::format("{}{}: {:.2f}x (batch {}, B = {}: {:.2f} vs {:.1f} us, {:.2f}x its floor, {:g}x "
+                                  "needs {:.2f}x)",
+                                  measured.empty() ? "" : "; ", a, v->speedup, v->batch, v->buffer_size,
+                                  v->kvbuffer_us, v->baseline_us, v->over_floor, target, v->needed_over_floor);
+        }
+        if (measured.empty()) {
+          lines.push_back({claim, paper_verify, "not measured",
+                           src + fmt::format(": no kvbuffer_verify and {} rows with m = 4 at batch >= 64{}",
+                                             vs_sglang ? "SGLang anchor" : "recurrent_verify",
+                                             launch == "pdl" ? ", PDL launches" : "")});
+          continue;
+        }
+        if (launch == "pdl" && vs_sglang) measured += "; SGLang measured with plain launches";
+        measured += fmt::format("; target >= {:g}x: {}", target, met ? "met" : "missed");
+        lines.push_back({claim, paper_verify, measured,
+                         src + (vs_sglang ? ": worst anchor batch >= 64 per accepted setting, fastest KVBuffer B"
+                                          : ": worst batch >= 64 per accepted setting, fastest KVBuffer B")});
+      }
+    }
+  } else {
+    lines.push_back({verify_claim + "recurrent and SGLang", paper_verify, "not measured",
+                     display(spec_verify_csv) + " not found"});
   }
   return lines;
 }

@@ -86,6 +86,40 @@ struct StatelessRatio {
 std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_context, const std::string& origin,
                                                     int min_batch = 64);
 
+/// SGLang's speculative-verify kernel on an H200 (recurrent, one fp32 intermediate state written per draft, state
+/// pool untouched), per-layer microseconds by draft tokens m and batch, Qwen3-Next TP1 shape (ANCHORS.md; plots/
+/// anchors.py SPEC_VERIFY_US).
+const std::map<int, std::map<int, double>>& sglang_verify_anchor_us();
+
+/// This project's speculative-verification targets (DESIGN.md section 3; the paper gives no number): with 4 drafts
+/// at batch >= 64, KVBuffer verify + accept at least 4x faster than recurrent verify + accept, and at least 4.5x
+/// faster than SGLang's verify kernel (verify alone).
+inline constexpr double kTargetVerifyVsRecurrent = 4.0;
+inline constexpr double kTargetVerifyVsSglang = 4.5;
+
+/// KVBuffer verify + accept against a baseline at the worst batch >= min_batch, the fastest KVBuffer row (any B) at
+/// each batch. Latencies are microseconds per layer.
+struct VerifySpeedup {
+  double speedup = 0;           ///< baseline_us / kvbuffer_us at the worst batch
+  int batch = 0;                ///< requests
+  int buffer_size = 0;          ///< B of the fastest KVBuffer row at that batch
+  double kvbuffer_us = 0;       ///< its verify_accept_us_median
+  double baseline_us = 0;       ///< recurrent verify_accept_us_median at that batch, or SGLang's anchor (verify)
+  double over_floor = 0;        ///< the KVBuffer row's verify_accept_over_floor
+  double needed_over_floor = 0; ///< the largest over_floor that meets `target`: baseline_us / (target * floor_us)
+  int points = 0;               ///< batches compared
+};
+
+/// Over a spec_verify CSV (kind spec_verify): kvbuffer_verify rows with these draft tokens and accepted (the
+/// column's text: "all", "none" or a rate), launched as `launch`, status ok, against recurrent_verify rows of the
+/// same batch, draft tokens, accepted and launch (vs_sglang false), or against sglang_verify_anchor_us (vs_sglang
+/// true; its batches only). Returns nullopt when no batch >= min_batch has both. Throws UsageError naming `origin`
+/// when a needed column (variant, batch, draft_tokens, accepted, buffer_size, launch, verify_accept_us_median,
+/// verify_accept_floor_us, verify_accept_over_floor) is missing or a value is not a number.
+std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const std::string& origin, int draft_tokens,
+                                                  const std::string& accepted, bool vs_sglang, double target,
+                                                  int min_batch = 64, const std::string& launch = "plain");
+
 /// One line of the claims table.
 struct ClaimLine {
   std::string claim;     ///< the paper's claim
@@ -94,12 +128,14 @@ struct ClaimLine {
   std::string source;    ///< the CSV and configuration it came from
 };
 
-/// The claims table from a decode CSV, a capacity CSV and a short_context CSV (any path may be absent: its claims say
-/// "not measured"): decode reduction against recurrent and against the Triton anchor at batch >= 64; capacity ratio
-/// with 4 drafts at B = 4 and B = 8; stateless short contexts (worst_stateless_ratio at batch >= 64 against
-/// kTargetStatelessRatio). Throws UsageError for a malformed CSV.
+/// The claims table from a decode CSV, a capacity CSV, a short_context CSV and a spec_verify CSV (any path may be
+/// absent: its claims say "not measured"): decode reduction against recurrent and against the Triton anchor at
+/// batch >= 64; capacity ratio with 4 drafts at B = 4 and B = 8; stateless short contexts (worst_stateless_ratio at
+/// batch >= 64 against kTargetStatelessRatio); verify + accept with 4 drafts against recurrent and against SGLang
+/// (worst_verify_speedup for every accepted setting of the CSV, plain and PDL launches). Throws UsageError for a
+/// malformed CSV.
 std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::string& capacity_csv,
-                                      const std::string& short_context_csv);
+                                      const std::string& short_context_csv, const std::string& spec_verify_csv);
 
 /// The table as aligned text, one claim per line, with a header.
 std::string format_claims(const std::vector<ClaimLine>& lines);

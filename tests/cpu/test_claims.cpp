@@ -202,7 +202,7 @@ TEST(Claims, TableNamesEveryClaimAndItsSource) {
   test::write_text(decode, format_csv(synthetic_decode()));
   test::write_text(cap, format_csv(synthetic_capacity(true)));
   test::write_text(shortc, format_csv(synthetic_short_context()));
-  const std::string table = claims::format_claims(claims::compute_claims(decode, cap, shortc));
+  const std::string table = claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv")));
   EXPECT_NE(table.find(fmt::format("{:.1f}%", (1.0 - 4.0 / 80.0) * 100)), std::string::npos) << table;
   EXPECT_NE(table.find(fmt::format("{:.2f}x (931 vs 190)", 931.0 / 190.0)), std::string::npos) << table;
   EXPECT_NE(table.find(fmt::format("{:.2f}x (893 vs 190)", 893.0 / 190.0)), std::string::npos) << table;
@@ -218,11 +218,96 @@ TEST(Claims, TableNamesEveryClaimAndItsSource) {
   EXPECT_NE(table.find(decode), std::string::npos);
 
   const std::string missing = claims::format_claims(
-      claims::compute_claims(dir.file("a.csv"), dir.file("b.csv"), dir.file("c.csv")));
+      claims::compute_claims(dir.file("a.csv"), dir.file("b.csv"), dir.file("c.csv"), dir.file("d.csv")));
   EXPECT_NE(missing.find("a.csv not found"), std::string::npos) << missing;
   EXPECT_NE(missing.find("b.csv not found"), std::string::npos) << missing;
   EXPECT_NE(missing.find("c.csv not found"), std::string::npos) << missing;
   EXPECT_NE(missing.find("stateless short contexts"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("d.csv not found"), std::string::npos) << missing;
+}
+
+/// A spec_verify CSV: recurrent and KVBuffer verify + accept with 4 drafts at batches 64 and 256 (all accepted) and
+/// 64 (0.7), plain launches; a faster KVBuffer row that failed, one with 1 draft and one launched with PDL.
+CsvTable synthetic_spec_verify() {
+  CsvTable t;
+  t.header = {"experiment", "variant", "batch", "draft_tokens", "accepted", "buffer_size", "launch",
+              "verify_accept_us_median", "verify_accept_floor_us", "verify_accept_over_floor", "status"};
+  auto add = [&](const char* variant, int batch, int m, const char* acc, const char* b, const char* launch,
+                 double us, double floor_us, const char* status = "ok") {
+    t.rows.push_back({"spec_verify", variant, std::to_string(batch), std::to_string(m), acc, b, launch,
+                      fmt::format("{}", us), floor_us > 0 ? fmt::format("{}", floor_us) : "",
+                      floor_us > 0 ? fmt::format("{}", us / floor_us) : "", status});
+  };
+  add("recurrent_verify", 64, 4, "all", "", "plain", 240, 0);
+  add("recurrent_verify", 256, 4, "all", "", "plain", 960, 0);
+  add("recurrent_verify", 64, 4, "0.7", "", "plain", 220, 0);
+  add("kvbuffer_verify", 64, 4, "all", "8", "plain", 60, 40);
+  add("kvbuffer_verify", 64, 4, "all", "16", "plain", 55, 44);
+  add("kvbuffer_verify", 64, 4, "all", "32", "plain", 20, 40, "failed: check");
+  add("kvbuffer_verify", 256, 4, "all", "8", "plain", 250, 200);
+  add("kvbuffer_verify", 64, 4, "0.7", "8", "plain", 50, 40);
+  add("kvbuffer_verify", 64, 1, "all", "8", "plain", 10, 9);
+  add("kvbuffer_verify", 256, 4, "all", "8", "pdl", 100, 200);
+  return t;
+}
+
+TEST(Claims, VerifySpeedupTakesTheWorstBatchAndTheFastestBufferSize) {
+  const CsvTable t = synthetic_spec_verify();
+  const auto rec = claims::worst_verify_speedup(t, "spec.csv", 4, "all", false, 4.0);
+  ASSERT_TRUE(rec.has_value());
+  // batch 64: 240 / 55 (B = 16, the failed row left out); batch 256: 960 / 250, the worse.
+  EXPECT_EQ(rec->points, 2);
+  EXPECT_EQ(rec->batch, 256);
+  EXPECT_EQ(rec->buffer_size, 8);
+  EXPECT_DOUBLE_EQ(rec->speedup, 960.0 / 250.0);
+  EXPECT_DOUBLE_EQ(rec->over_floor, 250.0 / 200.0);
+  EXPECT_DOUBLE_EQ(rec->needed_over_floor, 960.0 / (4.0 * 200.0));
+
+  const auto sg = claims::worst_verify_speedup(t, "spec.csv", 4, "all", true, 4.5);
+  ASSERT_TRUE(sg.has_value());
+  EXPECT_EQ(sg->batch, 256);
+  EXPECT_DOUBLE_EQ(sg->baseline_us, claims::sglang_verify_anchor_us().at(4).at(256));
+  EXPECT_DOUBLE_EQ(sg->needed_over_floor, sg->baseline_us / (4.5 * 200.0));
+
+  // PDL rows have no recurrent counterpart here; the anchor is compared with them all the same.
+  EXPECT_FALSE(claims::worst_verify_speedup(t, "spec.csv", 4, "all", false, 4.0, 64, "pdl").has_value());
+  const auto sg_pdl = claims::worst_verify_speedup(t, "spec.csv", 4, "all", true, 4.5, 64, "pdl");
+  ASSERT_TRUE(sg_pdl.has_value());
+  EXPECT_DOUBLE_EQ(sg_pdl->speedup, claims::sglang_verify_anchor_us().at(4).at(256) / 100.0);
+  // No 2-draft rows at all.
+  EXPECT_FALSE(claims::worst_verify_speedup(t, "spec.csv", 2, "all", false, 4.0).has_value());
+
+  CsvTable bad = t;
+  bad.header[8] = "floor";
+  try {
+    claims::worst_verify_speedup(bad, "spec.csv", 4, "all", false, 4.0);
+    ADD_FAILURE() << "a spec_verify CSV without verify_accept_floor_us was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("spec.csv: no column 'verify_accept_floor_us'"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Claims, VerifyLinesGiveEveryAcceptedSettingAndTheTargets) {
+  TempDir dir;
+  const std::string spec = dir.file("spec.csv");
+  test::write_text(spec, format_csv(synthetic_spec_verify()));
+  const std::string table = claims::format_claims(
+      claims::compute_claims(dir.file("a.csv"), dir.file("b.csv"), dir.file("c.csv"), spec));
+  EXPECT_NE(table.find("all: 3.84x (batch 256, B = 8: 250.00 vs 960.0 us, 1.25x its floor, 4x needs 1.20x); "
+                       "0.7: 4.40x (batch 64, B = 8: 50.00 vs 220.0 us, 1.25x its floor, 4x needs 1.38x); "
+                       "target >= 4x: missed"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find(fmt::format("all: {:.2f}x (batch 256, B = 8: 250.00 vs 709.4 us", 709.4 / 250.0)),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("target >= 4.5x: missed"), std::string::npos) << table;
+  EXPECT_NE(table.find("SGLang measured with plain launches; target >= 4.5x: met"), std::string::npos) << table;
+  EXPECT_NE(table.find("KVBuffer vs recurrent verify + accept, PDL launches  parallel, no states (no number)  "
+                       "not measured"),
+            std::string::npos)
+      << table;
 }
 
 TEST(Claims, StatelessTargetIsMissedAboveHalfOrWithStateBytes) {
@@ -231,7 +316,7 @@ TEST(Claims, StatelessTargetIsMissedAboveHalfOrWithStateBytes) {
   CsvTable slow = synthetic_short_context();
   slow.rows[4][8] = "48";  // batch 64, L = 14: 0.6x recurrent
   test::write_text(shortc, format_csv(slow));
-  std::string table = claims::format_claims(claims::compute_claims(decode, cap, shortc));
+  std::string table = claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv")));
   EXPECT_NE(table.find("0.60x (48.00 vs 80.00 us), state bytes 0; target <= 0.5x, no state: missed"),
             std::string::npos)
       << table;
@@ -239,7 +324,7 @@ TEST(Claims, StatelessTargetIsMissedAboveHalfOrWithStateBytes) {
   CsvTable with_state = synthetic_short_context();
   with_state.rows[3][6] = "4096";  // batch 64, L = 1: a stateless row that reports state bytes
   test::write_text(shortc, format_csv(with_state));
-  table = claims::format_claims(claims::compute_claims(decode, cap, shortc));
+  table = claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv")));
   EXPECT_NE(table.find("0.45x (36.00 vs 80.00 us), state bytes 4096; target <= 0.5x, no state: missed"),
             std::string::npos)
       << table;
@@ -247,7 +332,7 @@ TEST(Claims, StatelessTargetIsMissedAboveHalfOrWithStateBytes) {
   CsvTable no_stateless = synthetic_short_context();
   for (auto& row : no_stateless.rows) row[5] = "false";
   test::write_text(shortc, format_csv(no_stateless));
-  table = claims::format_claims(claims::compute_claims(decode, cap, shortc));
+  table = claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv")));
   EXPECT_NE(table.find("no stateless KVBuffer row at batch >= 64 with a recurrent row at its batch"),
             std::string::npos)
       << table;
@@ -283,7 +368,8 @@ TEST(CliReproduce, WithoutGpuRunsWhatNeedsNoneAndPrintsTheCommittedClaims) {
   const std::filesystem::path src(KVB_SOURCE_DIR);
   const auto committed = claims::compute_claims((src / "results/decode_latency.csv").string(),
                                                 (src / "results/capacity.csv").string(),
-                                                (src / "results/short_context.csv").string());
+                                                (src / "results/short_context.csv").string(),
+                                                (src / "results/spec_verify.csv").string());
   ASSERT_FALSE(committed.empty());
   for (const auto& line : committed)
     EXPECT_NE(r.out.find(line.measured), std::string::npos) << line.measured << "\n" << r.out;
