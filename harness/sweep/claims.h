@@ -87,13 +87,13 @@ std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_contex
                                                     int min_batch = 64);
 
 /// SGLang's speculative-verify kernel on an H200 (recurrent, one fp32 intermediate state written per draft, state
-/// pool untouched), per-layer microseconds by draft tokens m and batch, Qwen3-Next TP1 shape (ANCHORS.md; plots/
-/// anchors.py SPEC_VERIFY_US).
+/// pool untouched), per-layer microseconds by draft tokens m and batch, Qwen3-Next TP1 shape (README "Anchors";
+/// plots/anchors.py SPEC_VERIFY_US).
 const std::map<int, std::map<int, double>>& sglang_verify_anchor_us();
 
-/// This project's speculative-verification targets (DESIGN.md section 3; the paper gives no number): with 4 drafts
-/// at batch >= 64, KVBuffer verify + accept at least 4x faster than recurrent verify + accept, and at least 4.5x
-/// faster than SGLang's verify kernel (verify alone).
+/// This project's speculative-verification targets (README "The paper's claims on an NVIDIA H200"; the paper gives
+/// no number): with 4 drafts at batch >= 64, KVBuffer verify + accept at least 4x faster than recurrent verify +
+/// accept, and at least 4.5x faster than SGLang's verify kernel (verify alone).
 inline constexpr double kTargetVerifyVsRecurrent = 4.0;
 inline constexpr double kTargetVerifyVsSglang = 4.5;
 
@@ -112,10 +112,12 @@ struct VerifySpeedup {
 
 /// Over a spec_verify CSV (kind spec_verify): kvbuffer_verify rows with these draft tokens and accepted (the
 /// column's text: "all", "none" or a rate), launched as `launch`, status ok, against recurrent_verify rows of the
-/// same batch, draft tokens, accepted and launch (vs_sglang false), or against sglang_verify_anchor_us (vs_sglang
-/// true; its batches only). Returns nullopt when no batch >= min_batch has both. Throws UsageError naming `origin`
-/// when a needed column (variant, batch, draft_tokens, accepted, buffer_size, launch, verify_accept_us_median,
-/// verify_accept_floor_us, verify_accept_over_floor) is missing or a value is not a number.
+/// same batch, draft tokens, accepted and launch (vs_sglang false; the fastest where several), or against
+/// sglang_verify_anchor_us (vs_sglang true; its batches only). The worst batch is taken over the batches where both
+/// sides have a row (`points`). Returns nullopt when no batch >= min_batch has both. Throws UsageError naming
+/// `origin` when a needed column (variant, batch, draft_tokens, accepted, buffer_size, launch,
+/// verify_accept_us_median, verify_accept_floor_us, verify_accept_over_floor) is missing, a value is not a number,
+/// a value a compared row needs is blank or not positive, or a batch is not a whole number.
 std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const std::string& origin, int draft_tokens,
                                                   const std::string& accepted, bool vs_sglang, double target,
                                                   int min_batch = 64, const std::string& launch = "plain");

@@ -227,7 +227,8 @@ TEST(Claims, TableNamesEveryClaimAndItsSource) {
 }
 
 /// A spec_verify CSV: recurrent and KVBuffer verify + accept with 4 drafts at batches 64 and 256 (all accepted) and
-/// 64 (0.7), plain launches; a faster KVBuffer row that failed, one with 1 draft and one launched with PDL.
+/// 64 (0.7), plain launches; at batch 64 (the worst against recurrent) three buffer sizes, the fastest of them
+/// failed; a row with 1 draft and one launched with PDL.
 CsvTable synthetic_spec_verify() {
   CsvTable t;
   t.header = {"experiment", "variant", "batch", "draft_tokens", "accepted", "buffer_size", "launch",
@@ -238,7 +239,7 @@ CsvTable synthetic_spec_verify() {
                       fmt::format("{}", us), floor_us > 0 ? fmt::format("{}", floor_us) : "",
                       floor_us > 0 ? fmt::format("{}", us / floor_us) : "", status});
   };
-  add("recurrent_verify", 64, 4, "all", "", "plain", 240, 0);
+  add("recurrent_verify", 64, 4, "all", "", "plain", 200, 0);
   add("recurrent_verify", 256, 4, "all", "", "plain", 960, 0);
   add("recurrent_verify", 64, 4, "0.7", "", "plain", 220, 0);
   add("kvbuffer_verify", 64, 4, "all", "8", "plain", 60, 40);
@@ -255,17 +256,18 @@ TEST(Claims, VerifySpeedupTakesTheWorstBatchAndTheFastestBufferSize) {
   const CsvTable t = synthetic_spec_verify();
   const auto rec = claims::worst_verify_speedup(t, "spec.csv", 4, "all", false, 4.0);
   ASSERT_TRUE(rec.has_value());
-  // batch 64: 240 / 55 (B = 16, the failed row left out); batch 256: 960 / 250, the worse.
+  // batch 64: 200 / 55 (B = 16: B = 8 is slower, B = 32 failed), the worse; batch 256: 960 / 250.
   EXPECT_EQ(rec->points, 2);
-  EXPECT_EQ(rec->batch, 256);
-  EXPECT_EQ(rec->buffer_size, 8);
-  EXPECT_DOUBLE_EQ(rec->speedup, 960.0 / 250.0);
-  EXPECT_DOUBLE_EQ(rec->over_floor, 250.0 / 200.0);
-  EXPECT_DOUBLE_EQ(rec->needed_over_floor, 960.0 / (4.0 * 200.0));
+  EXPECT_EQ(rec->batch, 64);
+  EXPECT_EQ(rec->buffer_size, 16);
+  EXPECT_DOUBLE_EQ(rec->speedup, 200.0 / 55.0);
+  EXPECT_DOUBLE_EQ(rec->over_floor, 55.0 / 44.0);
+  EXPECT_DOUBLE_EQ(rec->needed_over_floor, 200.0 / (4.0 * 44.0));
 
   const auto sg = claims::worst_verify_speedup(t, "spec.csv", 4, "all", true, 4.5);
   ASSERT_TRUE(sg.has_value());
-  EXPECT_EQ(sg->batch, 256);
+  EXPECT_EQ(sg->batch, 256);  // 709.4 / 250 against 187.6 / 55 at batch 64
+  EXPECT_EQ(sg->buffer_size, 8);
   EXPECT_DOUBLE_EQ(sg->baseline_us, claims::sglang_verify_anchor_us().at(4).at(256));
   EXPECT_DOUBLE_EQ(sg->needed_over_floor, sg->baseline_us / (4.5 * 200.0));
 
@@ -277,15 +279,27 @@ TEST(Claims, VerifySpeedupTakesTheWorstBatchAndTheFastestBufferSize) {
   // No 2-draft rows at all.
   EXPECT_FALSE(claims::worst_verify_speedup(t, "spec.csv", 2, "all", false, 4.0).has_value());
 
+  // Bad input names the file and the column.
+  const auto refused = [](const CsvTable& bad, const std::string& expected) {
+    try {
+      claims::worst_verify_speedup(bad, "spec.csv", 4, "all", false, 4.0);
+      ADD_FAILURE() << "accepted: " << expected;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  };
   CsvTable bad = t;
   bad.header[8] = "floor";
-  try {
-    claims::worst_verify_speedup(bad, "spec.csv", 4, "all", false, 4.0);
-    ADD_FAILURE() << "a spec_verify CSV without verify_accept_floor_us was accepted";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("spec.csv: no column 'verify_accept_floor_us'"), std::string::npos)
-        << e.what();
-  }
+  refused(bad, "spec.csv: no column 'verify_accept_floor_us'");
+  bad = t;
+  bad.rows[3][7] = "0";  // a KVBuffer latency of zero would hide its batch
+  refused(bad, "spec.csv: column 'verify_accept_us_median' of a kvbuffer_verify row is '0'");
+  bad = t;
+  bad.rows[4][8] = "";  // the fastest row at batch 64 without its floor
+  refused(bad, "spec.csv: column 'verify_accept_floor_us' of a kvbuffer_verify row is ''");
+  bad = t;
+  bad.rows[0][2] = "64.5";
+  refused(bad, "spec.csv: column 'batch' value '64.5' is not a whole number of requests");
 }
 
 TEST(Claims, VerifyLinesGiveEveryAcceptedSettingAndTheTargets) {
@@ -294,12 +308,12 @@ TEST(Claims, VerifyLinesGiveEveryAcceptedSettingAndTheTargets) {
   test::write_text(spec, format_csv(synthetic_spec_verify()));
   const std::string table = claims::format_claims(
       claims::compute_claims(dir.file("a.csv"), dir.file("b.csv"), dir.file("c.csv"), spec));
-  EXPECT_NE(table.find("all: 3.84x (batch 256, B = 8: 250.00 vs 960.0 us, 1.25x its floor, 4x needs 1.20x); "
-                       "0.7: 4.40x (batch 64, B = 8: 50.00 vs 220.0 us, 1.25x its floor, 4x needs 1.38x); "
-                       "target >= 4x: missed"),
+  EXPECT_NE(table.find("all: 3.64x (worst of 2 batches: 64, B = 16: 55.00 vs 200.0 us, 1.25x its floor, 4x needs "
+                       "1.14x); 0.7: 4.40x (worst of 1 batch: 64, B = 8: 50.00 vs 220.0 us, 1.25x its floor, 4x "
+                       "needs 1.38x); target >= 4x: missed"),
             std::string::npos)
       << table;
-  EXPECT_NE(table.find(fmt::format("all: {:.2f}x (batch 256, B = 8: 250.00 vs 709.4 us", 709.4 / 250.0)),
+  EXPECT_NE(table.find(fmt::format("all: {:.2f}x (worst of 2 batches: 256, B = 8: 250.00 vs 709.4 us", 709.4 / 250.0)),
             std::string::npos)
       << table;
   EXPECT_NE(table.find("target >= 4.5x: missed"), std::string::npos) << table;

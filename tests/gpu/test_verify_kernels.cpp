@@ -185,17 +185,27 @@ TEST(KVBufferVerifyGpu, EveryDraftCountAndAcceptedCountMatchesReference) {
   EXPECT_GT(due_rows, 0) << "some verify must fold a due row";
 }
 
-// Qwen3-Next's batches verify whole value heads (128 columns, eight warps; kernels/kvbuffer_verify.cu) once
-// batch x HV reaches four blocks an SM; the tests above take half heads. Draft counts held to three blocks an SM
-// (3, 4) and to two (8); rows at every buffer position, so that the later rounds fold due rows.
+// Qwen3-Next's batches verify whole value heads of 128 columns (eight warps, a 64 KB checkpoint slice; kernels/
+// kvbuffer_verify.cu) once batch x HV reaches four blocks an SM; the other tests launch 64-column blocks. Draft
+// counts held to three blocks an SM (3, 4) and to two (8); rows at every buffer position, so that the later rounds
+// fold due rows.
 TEST(KVBufferVerifyGpu, WholeHeadBlocksMatchReferenceWithFlushes) {
   KVB_REQUIRE_GPU();
   const GdnShape s{2, 34, 128, 128};
   const int B = 4, rows = 4 * sm_count() / s.heads_v + 1;
   std::vector<int32_t> every(rows);
   for (int r = 0; r < rows; ++r) every[r] = r;
+  int32_t dummy[4] = {};
   for (const int m : {3, 4, 8}) {
     SCOPED_TRACE("m=" + std::to_string(m));
+    // The launch these rows take stages a whole value head's 128 x 128 fp32 slice.
+    KVBufferVerifyParams v =
+        token_launch<KVBufferVerifyParams>(s, rows, test::unread_token_inputs(m), dummy, dummy, OutputDtype::fp32);
+    v.pool = test::unread_pool(dummy, 4, B - 1 + m, B);
+    v.group_arrivals = dummy;
+    KVBufferVerifyLaunch d;
+    ASSERT_EQ(describe_kvbuffer_verify_launch(v, d), cudaSuccess);
+    ASSERT_GE(d.smem_bytes, size_t(128) * 128 * sizeof(float)) << "not a whole-head launch";
     KVBufferRig rig(s, rows, B, 900 + m, m);
     for (int step = 0; step < B - 1; ++step) {  // row r at buffer position r % B
       std::vector<int32_t> slots(rows);

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The raw form's decode kernel under racecheck: commit d4d0d89 (base, kvb_tests of b98, same kernels) against a
 # diagnostic build whose helper warps' named barrier (bar.sync 1, 96) is a block barrier that warp 0 meets after its
-# chain (uncommitted). Same test, RawDecodeGpu.LongBuffers*.
+# chain (uncommitted). The same tests in both, RawDecodeGpu.* (the first, 1000 steps with flushes, finishes in 150 s).
 ROOT=$PWD
 mkdir -p /tmp/t
 xz -dc $ROOT/.carry/b98/kvb_tests.xz > /tmp/t/base && xz -dc $ROOT/.carry/b100/kvb_tests.xz > /tmp/t/diag && chmod +x /tmp/t/*
