@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "harness/runners/problem_setup.h"
 #include "kernels/launch_util.h"
@@ -236,15 +237,16 @@ TEST(KVBufferVerifyGpu, SlicedHeadsWriteTheirEntriesAfterTheWholeGroupHasRead) {
   EXPECT_LE(rig.state_err(), tol::kStateFp32) << "decode after the rounds";
 }
 
-// Due rows with long buffers at the edge shapes of the verify fold (kernels/kvbuffer_verify.cu, fold_verify_tile):
-// K = 32 frees only 32 tile rows, so 43 entries take the fold's path that reads every delta from the pool; K = 256
-// folds in four rounds of bands from 43 staged entries.
+// Due rows with long buffers at the edge shapes of the verify fold (kernels/kvbuffer_verify.cu, fold_verify_tile, on
+// the tensor cores): 42 and 43 entries fold in three groups of 16, the partial state returning to the tile between
+// them, over the fewest (K = 32) and the most (K = 256) A tiles; V = 100 leaves the second 64-column slice 36 live
+// columns, so one warp's columns and one B tile are cut inside.
 TEST(KVBufferVerifyGpu, LongBuffersFoldAtTheEdgeHeadSizes) {
   KVB_REQUIRE_GPU();
   const int B = 40, m = 4;
-  for (const int K : {32, 256}) {
-    SCOPED_TRACE("K=" + std::to_string(K));
-    KVBufferRig rig(GdnShape{2, 4, K, 64}, 3, B, 500 + K, m);
+  for (const auto& [K, V] : {std::pair{32, 64}, std::pair{256, 64}, std::pair{64, 100}}) {
+    SCOPED_TRACE("K=" + std::to_string(K) + " V=" + std::to_string(V));
+    KVBufferRig rig(GdnShape{2, 4, K, V}, 3, B, 500 + K + V, m);
     // Slots at positions B - 1, B - 2 and 5.
     for (int step = 0; step < B - 1; ++step) rig.decode({0, step < B - 2 ? 1 : -1, step < 5 ? 2 : -1});
     ASSERT_LE(rig.state_err(), tol::kStateFp32);
