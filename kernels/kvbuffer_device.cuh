@@ -145,8 +145,8 @@ __device__ __forceinline__ void accumulate_buffer(const Tile& tile, const Buffer
 
 /// The buffer's share of a fold for CH consecutive state rows r0 .. r0 + CH - 1 of the caller's four columns, held in
 /// registers: s[i] += sum_{j<n} (w_j / |k_j|) k_j[r0 + i] u_j (DESIGN.md section 3, flush), with u_j = delta(j), a
-/// float4 of the caller's columns from shared memory (decode and flush: the tile's extra rows); raw keys, weights w_j
-/// and 1 / |k_j| come from `bs`. (Verify's fold runs on the tensor cores instead: fold_verify_tile.)
+/// float4 of the caller's columns from shared memory (decode and flush: the tile's extra rows; verify: the freed tile
+/// rows it stages them in); raw keys, weights w_j and 1 / |k_j| come from `bs`.
 template <int CH, int K, class Delta>
 __device__ __forceinline__ void fold_entries(float4 (&s)[CH], int r0, int n, const BufferSmem<K>& bs, Delta delta) {
 #pragma unroll 2

@@ -9,7 +9,6 @@
 // reading), so accept is only the buffer position moving (launch_kvbuffer_commit_accepted); rejection costs nothing.
 // Grid: (V slices, HV, N).
 #include <cstddef>
-#include <cstdint>
 #include <string>
 
 #include "kernels/gdn_params.h"
@@ -37,8 +36,9 @@ using namespace dev;
 /// Then gates, D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i)
 /// and kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i); and the drafts' value slices v[i][c] (bf16, the block's VB
 /// columns). Once the coefficients are formed, khat and qhat are scaled in place by the checkpoint's decay
-/// e^{G_n} D[i] for the pass. With the two ints of kVerifyStaticScalars, the kernel's whole static shared memory, so
-/// its size is known to the launcher without asking the driver.
+/// e^{G_n} D[i] for the pass, and after it they hold the drafts' parked deltas. With the two ints of
+/// kVerifyStaticScalars, the kernel's whole static shared memory, so its size is known to the launcher without
+/// asking the driver.
 template <int K, int VB, int M, bool kPacked = false>
 struct DraftSmem {
   /// Row subgroups, and floats from one subgroup's row to the next.
@@ -53,6 +53,11 @@ struct DraftSmem {
   /// Where subgroup sub's row lies: packed, subgroups 4 and 5, 6 and 7 swapped.
   __device__ __forceinline__ static int slot(int sub) { return kPacked ? sub ^ ((sub >> 2) & 1) : sub; }
   __device__ __forceinline__ float& k_at(int i, int r) { return khat[i][slot(r % kSubs)][r / kSubs]; }
+  /// Draft i's deltas for float4 column c of the block, parked over khat and qhat once every warp is done with them.
+  __device__ __forceinline__ float4& parked(int i, int c) {
+    return reinterpret_cast<float4*>(&khat[0][0][0])[i * (VB / 4) + c];
+  }
+  static_assert(2 * sizeof(float) * kSubs * kPitch >= sizeof(float) * VB, "DraftSmem: no room to park the deltas");
   __device__ __forceinline__ float& q_at(int i, int r) { return qhat[i][slot(r % kSubs)][r / kSubs]; }
 };
 /// The verify kernel's static shared memory besides DraftSmem: due_last (kvbuffer_verify_kernel) and last
@@ -117,13 +122,10 @@ struct VerifyLanes {
 };
 
 /// Shared-memory tile of the checkpoint slice (rows [0, K)), VB columns as VB / 4 float4 per row. Row r keeps its
-/// float4 columns XOR-swizzled by swizzle(r) (bits 0 to 2 of r only), so that
-/// - the two row subgroups of a quarter warp of the pass (rows 2 s and 2 s + 1 mod 8) read opposite bank halves, and
-/// - the 8 rows of one C fragment of the fold (rows of one parity, 2 apart, fold_verify_tile) read four distinct
-///   32-byte bank groups, two rows each: a fragment load takes the two wavefronts its 256 bytes need.
-/// Only the checkpoint is staged here: each buffered delta is read by the one lane that uses it, and the keys are
-/// staged only where that costs no block per SM, so that a block of 128 columns and up to 4 drafts stays under 76 KB
-/// (three blocks per SM) at every buffer size up to 64.
+/// float4 columns XOR-swizzled by (r & 1) * 4, so that the two row subgroups of a quarter warp (one even, one odd
+/// row) read 8 distinct bank groups. Only the checkpoint is staged here: each buffered delta is read by the one lane
+/// that uses it, and the keys are staged only where that costs no block per SM, so that a block of 128 columns and
+/// up to 4 drafts stays under 76 KB (three blocks per SM) at every buffer size up to 64.
 /// The slice is copied in CHUNKS chunks of 32 rows, one cp.async group each, so that the pass over a chunk starts as
 /// soon as it has landed while the later ones still stream.
 template <int K, int VB>
@@ -132,19 +134,13 @@ struct VerifyTile {
   static constexpr int CHUNK_ROWS = 32, CHUNKS = K / CHUNK_ROWS;  ///< rows of one copy group; copy groups
   static constexpr int STEP = VerifyLanes<VB>::THREADS / CG;      ///< rows one copy instruction covers block-wide
   static_assert(CG % 8 == 0, "VerifyTile: VB must be a multiple of 32");
-  static_assert(K % CHUNK_ROWS == 0 && CHUNK_ROWS % STEP == 0 && STEP % 8 == 0, "VerifyTile: unsupported K x VB");
+  static_assert(K % CHUNK_ROWS == 0 && CHUNK_ROWS % STEP == 0 && STEP % 2 == 0, "VerifyTile: unsupported K x VB");
   static constexpr size_t kBytes = size_t(K) * VB * sizeof(float);
   float4* sm;
-  /// XOR of row r's float4 columns: bit 2 = bit 0 ^ bit 1 of r, bit 1 = bit 2 of r.
-  __device__ __forceinline__ static int swizzle(int r) { return (((r ^ (r >> 1)) & 1) << 2) | (((r >> 2) & 1) << 1); }
-  __device__ __forceinline__ float4& at(int r, int c) const { return sm[r * CG + (c ^ swizzle(r))]; }
-  /// Floats c and c + 1 (c even) of row r.
-  __device__ __forceinline__ float2& pair_at(int r, int c) const {
-    return reinterpret_cast<float2*>(&at(r, c / 4))[(c / 2) & 1];
-  }
+  __device__ __forceinline__ float4& at(int r, int c) const { return sm[r * CG + (c ^ ((r & 1) << 2))]; }
   /// Starts copying the checkpoint slice: columns [v0, v0 + VB) of matrix m ([K][V]), masked at V (zero-filled), and
   /// commits one cp.async group per chunk of CHUNK_ROWS rows. Thread t copies float4 column t % CG of rows
-  /// t / CG + STEP i: one row mod 8 (the same swizzle) and constant strides, so each copy is one instruction and an
+  /// t / CG + STEP i: one row parity (the same swizzle) and constant strides, so each copy is one instruction and an
   /// address add. Every thread of the block calls it.
   __device__ __forceinline__ void load_chunks_async(const float* __restrict__ m, int v0, int V) const {
     const int c = threadIdx.x % CG, r0 = threadIdx.x / CG, col = v0 + 4 * c;
@@ -163,101 +159,97 @@ struct VerifyTile {
   }
 };
 
-/// x split into two tf32 values: hi, x with its low 13 mantissa bits cleared, and lo = x - hi (exact in fp32; the
-/// tensor cores read its top 19 bits). hi + lo carries x to about 2^-20 of its magnitude. Two instructions.
-__device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) {
-  hi = __float_as_uint(x) & 0xffffe000u;
-  lo = __float_as_uint(x - __uint_as_float(hi));
-}
-
-/// d += a b on the tensor cores: mma.m16n8k8, tf32 inputs, fp32 accumulation, fragments as PTX lays them out (lane
-/// 4 g + t: a = A[g][t], A[g + 8][t], A[g][t + 4], A[g + 8][t + 4]; b = B[t][g], B[t + 4][g]; d = D[g][2 t],
-/// D[g][2 t + 1], D[g + 8][2 t], D[g + 8][2 t + 1]).
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-/// The flush of a due row inside verify, on the tensor cores, from the checkpoint slice already in the tile: columns
-/// [v0, v0 + VB) of m ([K][V]) <- decay S + sum_{j<n} k_j (w_j / |k_j| u_j)^T (DESIGN.md section 3's flush with
-/// k^_j = k_j / |k_j|), written once, streaming.
-/// The products are D = A B with mma.m16n8k8 tf32 (mma_tf32): A[r][j] = k_j[r], the raw bf16 keys (exact in tf32),
-/// and B[j][c] = w_j / |k_j| u_j[c] split into two tf32 parts (split_tf32), so that A B_hi + A B_lo carries them to
-/// fp32 accuracy (about 2^-20). They start from zero and join decay S on CUDA cores, rounded to nearest as every other
-/// fold of this project. One mma forms 1024 products, 32 warp FMA instructions' worth, so the fold's K V n products
-/// (about as many as the pass's at 4 drafts and B = 8) take a few hundred mma instructions a block.
-/// Warp w owns the tile's 16 columns [16 w, 16 w + 16) (two B tiles of 8) over every row, 16 rows (one A tile) at a
-/// time: A row g is state row r0 + 2 g and A row g + 8 is r0 + 2 g + 1, so that one 32-bit read brings a lane both of
-/// its rows' elements of a key, and a lane's C fragment is two float pairs of one tile row each (VerifyTile::swizzle
-/// spreads a fragment's 8 rows over the banks). Entries go 16 at a time (two k steps, their B fragments in registers);
-/// past 16 entries, the partial state returns to the warp's own tile columns between groups. Each element of the
-/// slice belongs to one lane throughout, so the warps share nothing and the fold holds no barrier. Keys are read
-/// where bs has them (shared memory or the pool), the deltas u_j from deltas (entry 0 of this slot and value head,
-/// entries delta_stride apart) at this block's columns; masked columns are neither read nor written.
+/// The flush of a due row inside verify, from the checkpoint slice already in the tile: columns [v0, v0 + VB) of
+/// m ([K][V]) <- decay S + sum_{j<n} w_j k^_j u_j^T. Thread t owns float4 column t % (VB / 4) of 8-row bands
+/// t / (VB / 4), t / (VB / 4) + THREADS / (VB / 4), ..., a round of THREADS / (VB / 4) bands at a time. Once the
+/// first round's rows are in registers, their tile rows are free: the n deltas u_j (deltas: entry 0 of this slot
+/// and value head, entries delta_stride apart) are copied there in one go, one entry per freed row. Every entry is
+/// thus fetched once, all in flight together, instead of one round trip after another per entry and band (measured
+/// on the H200: verify + accept 4% to 9% faster with 4 drafts). After them, when they fit, go the keys scaled by
+/// their weights, w_j k_j / |k_j| in fp32 (formed once per block, so that a band's entry costs three float4 reads,
+/// two of key and one of delta, and its FMAs); else, the raw keys when bs reads them from the pool (told apart by
+/// their pool stride H x K, so not with one key head) and they fit. With more entries than freed rows (64 at
+/// K >= 64, 32 at K = 32) the fold reads the deltas from the pool.
+/// Masked columns are zero-filled and not written; the checkpoint is written once, streaming. Every thread of the
+/// block must call it (it holds barriers).
 template <int K, int VB>
 __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, const BufferSmem<K>& bs, int n,
                                                  float decay, const float* __restrict__ deltas, int64_t delta_stride,
                                                  float* __restrict__ m, int v0, int V) {
-  constexpr int A_TILES = K / 16, STEPS = 2, GROUP = 8 * STEPS;  // A tiles; k steps and entries per group
-  static_assert(K % 16 == 0 && VerifyLanes<VB>::THREADS == VB / 16 * 32, "fold_verify_tile: a warp per 16 columns");
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int groups = n > GROUP ? (n + GROUP - 1) / GROUP : 1;
+  constexpr int CG = VB / 4, ROWS = 8, BANDS = K / ROWS, THREADS = VerifyLanes<VB>::THREADS;
+  constexpr int PER_ROUND = THREADS / CG, ROUNDS = (BANDS + PER_ROUND - 1) / PER_ROUND;
+  constexpr int FREED = (PER_ROUND < BANDS ? PER_ROUND : BANDS) * ROWS;  // tile rows free after round 0's loads
+  static_assert(K % ROWS == 0 && THREADS % CG == 0, "fold_verify_tile: unsupported K x VB");
+  const int cg = threadIdx.x % CG, col = v0 + 4 * cg;
+  const bool active = col < V;
+  float4* const freed = tile.sm;     // rows [0, FREED), unswizzled: entry j's deltas at freed[j * CG + c]
+  constexpr int KEY_CHUNKS = K / 8;  // 16-byte pieces of one raw key
+  // Entries whose deltas are staged: all of them, or none past FREED; after them the scaled keys ks ([n][K] fp32)
+  // when they fit, else raw keys read from the pool when those fit.
+  const int staged = n <= FREED ? n : 0;
+  const bool scale_keys = n * (CG + K / 4) <= FREED * CG;
+  const bool stage_keys = !scale_keys && bs.key_stride != K && n * (CG + KEY_CHUNKS) <= FREED * CG;
+  float4* const after_deltas = freed + n * CG;  // the scaled or raw keys, when staged
+  float* const ks = reinterpret_cast<float*>(after_deltas);
+  BufferSmem<K> fs = bs;  // bs, with the keys where the fold reads them
+  if (stage_keys) {
+    fs.keys = reinterpret_cast<bf16*>(after_deltas);
+    fs.key_stride = K;
+  }
 #pragma unroll 1
-  for (int group = 0; group < groups; ++group) {
-    // B fragments of this group, both B tiles: entries j0 + 8 step + t (+ 4), column 16 w + 8 nt + g.
-    uint32_t bh[STEPS][2][2], bl[STEPS][2][2];  // [step][nt][entry t, t + 4]
+  for (int round = 0; round < ROUNDS; ++round) {
+    const int band = round * PER_ROUND + int(threadIdx.x) / CG, r0 = band * ROWS;
+    const bool has_band = band < BANDS;
+    float4 s[ROWS];
 #pragma unroll
-    for (int step = 0; step < STEPS; ++step)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int j = group * GROUP + 8 * step + t + 4 * e;
-        const float wj = j < n ? bs.w[j] * bs.rk[j] : 0.f;
-#pragma unroll
-        for (int nt = 0; nt < 2; ++nt) {
-          const int col = v0 + 16 * warp + 8 * nt + g;
-          const float u = j < n && col < V ? __ldg(deltas + j * delta_stride + col) : 0.f;
-          split_tf32(wj * u, bh[step][nt][e], bl[step][nt][e]);
-        }
-      }
-    const bool first = group == 0, last = group == groups - 1;
-#pragma unroll 2
-    for (int at = 0; at < A_TILES; ++at) {
-      const int r = 16 * at + 2 * g;  // rows r (A row g) and r + 1 (A row g + 8)
-      float dh[2][4] = {}, dl[2][4] = {};  // A B_hi and A B_lo: independent chains
-#pragma unroll
-      for (int step = 0; step < STEPS; ++step) {
-        uint32_t a[4];
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int j = group * GROUP + 8 * step + t + 4 * e;
-          const uint32_t pair = j < n ? *reinterpret_cast<const uint32_t*>(bs.key(j) + r) : 0u;  // k_j[r], k_j[r + 1]
-          a[2 * e] = pair << 16;
-          a[2 * e + 1] = pair & 0xffff0000u;
-        }
-#pragma unroll
-        for (int nt = 0; nt < 2; ++nt) {
-          mma_tf32(dh[nt], a, bh[step][nt]);
-          mma_tf32(dl[nt], a, bl[step][nt]);
-        }
-      }
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const int c = 16 * warp + 8 * nt + 2 * t;  // this lane's tile columns c, c + 1
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          float2& cell = tile.pair_at(r + half, c);
-          float2 s = cell;
-          const float px = dh[nt][2 * half] + dl[nt][2 * half], py = dh[nt][2 * half + 1] + dl[nt][2 * half + 1];
-          s.x = first ? fmaf(decay, s.x, px) : s.x + px;
-          s.y = first ? fmaf(decay, s.y, py) : s.y + py;
-          if (!last) cell = s;
-          else if (v0 + c < V) __stcs(reinterpret_cast<float2*>(m + int64_t(r + half) * V + v0 + c), s);
-        }
-      }
+    for (int i = 0; i < ROWS; ++i) {
+      const float4 x = has_band ? tile.at(r0 + i, cg) : make_float4(0.f, 0.f, 0.f, 0.f);
+      s[i] = make_float4(decay * x.x, decay * x.y, decay * x.z, decay * x.w);
     }
+    if (round == 0) {
+      __syncthreads();  // round 0's rows are in registers: tile rows [0, FREED) are free
+      for (int idx = threadIdx.x; idx < staged * CG; idx += THREADS) {
+        const int j = idx / CG, c = idx % CG, cc = v0 + 4 * c;
+        cp_async16(freed + idx, deltas + j * delta_stride + (cc < V ? cc : 0), cc < V);
+      }
+      if (stage_keys)
+        for (int idx = threadIdx.x; idx < n * KEY_CHUNKS; idx += THREADS) {
+          const int j = idx / KEY_CHUNKS, part = idx % KEY_CHUNKS;
+          cp_async16(fs.keys + j * K + part * 8, bs.key(j) + part * 8, true);
+        }
+      cp_async_commit();
+      if (scale_keys)
+        for (int idx = threadIdx.x; idx < n * KEY_CHUNKS; idx += THREADS) {
+          const int j = idx / KEY_CHUNKS, part = idx % KEY_CHUNKS;
+          float kr[8];
+          load_bf16<8>(bs.key(j) + part * 8, kr);
+          const float wj = bs.w[j] * bs.rk[j];
+          float4* dst = reinterpret_cast<float4*>(ks + j * K + part * 8);
+          dst[0] = make_float4(kr[0] * wj, kr[1] * wj, kr[2] * wj, kr[3] * wj);
+          dst[1] = make_float4(kr[4] * wj, kr[5] * wj, kr[6] * wj, kr[7] * wj);
+        }
+      cp_async_wait_all();
+      __syncthreads();  // staged deltas and keys visible to the block
+    }
+    if (!has_band) continue;
+    if (scale_keys) {
+#pragma unroll 2
+      for (int j = 0; j < n; ++j) {
+        const float4 k0 = *reinterpret_cast<const float4*>(ks + j * K + r0);
+        const float4 k1 = *reinterpret_cast<const float4*>(ks + j * K + r0 + 4);
+        const float kr[ROWS] = {k0.x, k0.y, k0.z, k0.w, k1.x, k1.y, k1.z, k1.w};
+        fma_rows<ROWS>(s, kr, freed[j * CG + cg]);
+      }
+    } else if (staged == n) {
+      fold_entries<ROWS>(s, r0, n, fs, [&](int j) { return freed[j * CG + cg]; });
+    } else {
+      const float* u = deltas + (active ? col : 0);
+      fold_entries<ROWS>(s, r0, n, bs,
+                         [&](int j) { return __ldg(reinterpret_cast<const float4*>(u + j * delta_stride)); });
+    }
+    if (active)
+#pragma unroll
+      for (int i = 0; i < ROWS; ++i) __stcs(reinterpret_cast<float4*>(m + int64_t(r0 + i) * V + col), s[i]);
   }
 }
 
@@ -647,16 +639,22 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   // entries are then free and the drafts take positions 0 .. m - 1.
   // Every read of its entries by this block (buffer's share, coefficients, fold) is complete past the barrier; only
   // then may the drafts' deltas (this block's columns) replace them. A row that is not due writes past its entries.
-  // (Each warp's fold touches only the tile columns its own pass read: no barrier before it.)
   if (flush) {
+    // The drafts' deltas wait in shared memory (the drafts' keys and queries, read by every warp before this
+    // barrier), so that their registers serve the fold.
+    __syncthreads();
+    if (kind_a)
+#pragma unroll
+      for (int i = 0; i < M; ++i) reinterpret_cast<float*>(&ds.parked(i, ln.c4))[c] = u[i];
     fold_verify_tile<K, VB>(tile, bs, n, decay0, pool.deltas + (int64_t(slot) * cap * HV + h) * V, delta_stride,
                             pool.checkpoint + (int64_t(slot) * HV + h) * K * V, v0, V);
     __syncthreads();
-  }
-  if (kind_a && ln.active) {
-    const int base = flush ? 0 : n;
+    if (ln.sub == 0 && ln.active)
 #pragma unroll
-    for (int i = 0; i < M; ++i) deltas[(base + i) * delta_stride + c] = u[i];
+      for (int i = 0; i < M; ++i) *reinterpret_cast<float4*>(deltas + i * delta_stride) = ds.parked(i, ln.c4);
+  } else if (kind_a && ln.active) {
+#pragma unroll
+    for (int i = 0; i < M; ++i) deltas[(n + i) * delta_stride + c] = u[i];
   }
   if (!flush) return;
   if constexpr (kSmemKeys) {

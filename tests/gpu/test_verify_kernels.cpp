@@ -237,10 +237,10 @@ TEST(KVBufferVerifyGpu, SlicedHeadsWriteTheirEntriesAfterTheWholeGroupHasRead) {
   EXPECT_LE(rig.state_err(), tol::kStateFp32) << "decode after the rounds";
 }
 
-// Due rows with long buffers at the edge shapes of the verify fold (kernels/kvbuffer_verify.cu, fold_verify_tile, on
-// the tensor cores): 42 and 43 entries fold in three groups of 16, the partial state returning to the tile between
-// them, over the fewest (K = 32) and the most (K = 256) A tiles; V = 100 leaves the second 64-column slice 36 live
-// columns, so one warp's columns and one B tile are cut inside.
+// Due rows with long buffers at the edge shapes of the verify fold (kernels/kvbuffer_verify.cu, fold_verify_tile):
+// K = 32 frees only 32 tile rows, so 43 entries take the fold's path that reads every delta from the pool; K = 256
+// folds in four rounds of bands from 43 staged entries; V = 100 leaves the second 64-column slice 36 live columns, so
+// the fold's masked columns are cut inside one warp's.
 TEST(KVBufferVerifyGpu, LongBuffersFoldAtTheEdgeHeadSizes) {
   KVB_REQUIRE_GPU();
   const int B = 40, m = 4;
