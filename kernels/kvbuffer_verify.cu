@@ -342,25 +342,15 @@ __device__ __forceinline__ void write_draft_entries(const KVBufferVerifyParams& 
 }
 
 /// A due row's key group (the blocks of row `row` whose value heads share key head hk) counts its blocks in
-/// p.group_arrivals[row, hk]: `arrival` is what this block's arrive_in_key_group returned, and it is the last of the
-/// group when every other block has arrived (the count is then set back to 0, ready for the next launch).
+/// p.group_arrivals[row, hk]: `arrival` is what this block's atomicAdd returned, and it is the last of the group when
+/// every other block has arrived (the count is then set back to 0, ready for the next launch).
 __device__ __forceinline__ bool last_in_key_group(const KVBufferVerifyParams& p, int row, int hk, int arrival) {
   const bool last = arrival == p.shape.group() * int(gridDim.x) - 1;
   if (last) p.group_arrivals[int64_t(row) * p.shape.heads_qk + hk] = 0;
   return last;
 }
-/// Counts this block's arrival in its key group (p.group_arrivals[row, hk] += 1, relaxed, GPU scope) and returns the
-/// count before it, for last_in_key_group. One thread calls it. An increment that wraps at 2^31 - 1 (atom.inc)
-/// rather than an add: ptxas aggregates an atomic add over the warp and broadcasts its result with a shuffle right
-/// after it, so the warp waited there for the whole round trip (under load, behind the checkpoint slices' copies)
-/// instead of where the count is first used; an increment with a limit it leaves alone.
-__device__ __forceinline__ int arrive_in_key_group(const KVBufferVerifyParams& p, int row, int hk) {
-  int before;
-  asm volatile("atom.relaxed.gpu.global.inc.u32 %0, [%1], 0x7fffffff;\n"
-               : "=r"(before)
-               : "l"(p.group_arrivals + int64_t(row) * p.shape.heads_qk + hk)
-               : "memory");
-  return before;
+__device__ __forceinline__ int* key_group_arrivals(const KVBufferVerifyParams& p, int row, int hk) {
+  return p.group_arrivals + int64_t(row) * p.shape.heads_qk + hk;
 }
 
 /// A due row's drafts' raw keys and log-decays into entries e0 .. e0 + m - 1, which replace entries other blocks of
@@ -373,7 +363,7 @@ __device__ __forceinline__ void write_due_draft_entries(const KVBufferVerifyPara
   const int hk = blockIdx.y / p.shape.group();
   if (threadIdx.x == 0) {
     __threadfence();
-    last = last_in_key_group(p, row, hk, arrive_in_key_group(p, row, hk));
+    last = last_in_key_group(p, row, hk, atomicAdd(key_group_arrivals(p, row, hk), 1));
   }
   __syncthreads();
   if (!last) return;
@@ -490,7 +480,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   __shared__ int due_last;
   const bool arrives_early = kSmemKeys && flush && threadIdx.x == THREADS - 32;
   int arrival = 0;
-  if (arrives_early) arrival = arrive_in_key_group(p, row, hk);
+  if (arrives_early) arrival = atomicAdd(key_group_arrivals(p, row, hk), 1);
 
   // Buffer weights w_j = e^{sum of g after j} and the drafts' decays D_i (the last warp, which has the fewest
   // draft-draft pairs and buffer entries), 1/|k_j| and the raw buffer-draft products (every warp).
