@@ -152,12 +152,11 @@ std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const st
   };
   std::map<int, Best> kvbuffer;
   std::map<int, double> baseline;
-  // Against the anchor, the CSV's recurrent rows are not read.
-  const bool read_recurrent = !vs_sglang;
   for (const auto& row : spec.rows) {
     if (!c.ok(row) || row[launch_col] != launch || row[acc] != accepted) continue;
     const bool recurrent = row[variant] == "recurrent_verify";
-    if (!(recurrent && read_recurrent) && row[variant] != "kvbuffer_verify") continue;
+    // Against the anchor, the CSV's recurrent rows are not read.
+    if (recurrent ? vs_sglang : row[variant] != "kvbuffer_verify") continue;
     if (c.number(row, drafts) != double(draft_tokens)) continue;
     const double b = positive(row, batch);
     if (b != std::floor(b) || b > 1e9)
