@@ -71,6 +71,21 @@ struct KVBufferRig {
     for (int r = 0; r < N; ++r)
       if (slots[r] >= 0) ref::kvbuffer_decode(s, B, ref::prepare_token(s, toks[r], gp), ref_slot[slots[r]], o_ref);
   }
+  /// Brings slot i (row i) from an empty buffer to buffer position positions[i] (at most B - 1): B - 1 decode steps,
+  /// row i padding once its slot has reached its position.
+  void decode_to_positions(const std::vector<int>& positions) {
+    std::vector<int32_t> slots(positions.size());
+    for (int step = 0; step < B - 1; ++step) {
+      for (size_t i = 0; i < positions.size(); ++i) slots[i] = step < positions[i] ? int32_t(i) : -1;
+      decode(slots);
+    }
+  }
+  /// Slots whose buffer is due (fill >= B): the next verify folds them.
+  int due_slots() const {
+    int due = 0;
+    for (int32_t f : download(fill.get(), S)) due += f >= B;
+    return due;
+  }
   /// Largest per-head error of every slot's materialised state against the reference.
   double state_err() const {
     const auto c = download(ck.get(), ck.size());
@@ -163,19 +178,13 @@ TEST(KVBufferVerifyGpu, EveryDraftCountAndAcceptedCountMatchesReference) {
   for (int B : {4, 8}) {
     for (int m = 1; m <= kMaxDraftTokens; ++m) {
       KVBufferRig rig(small_shape(), 4, B, 1000 + 10 * B + m, m);
-      // Bring slots 0..3 to buffer positions 0, 1, B/2, B-1 (rows are padding when they should not advance).
-      const int target[4] = {0, 1, B / 2, B - 1};
-      for (int step = 0; step < B - 1; ++step) {
-        std::vector<int32_t> slots(4);
-        for (int i = 0; i < 4; ++i) slots[i] = step < target[i] ? i : -1;
-        rig.decode(slots);
-      }
+      rig.decode_to_positions({0, 1, B / 2, B - 1});
       ASSERT_LE(rig.state_err(), tol::kStateFp32);
       // Accepted counts 0..m spread over the rows; one padding row.
       for (int a0 = 0; a0 <= m; ++a0) {
         const std::vector<int32_t> slots = {2, -1, 0, 3, 1};
         const std::vector<int32_t> acc = {a0, m, (a0 + 1) % (m + 1), m - a0, (a0 + 2) % (m + 1)};
-        for (int32_t f : download(rig.fill.get(), rig.S)) due_rows += f >= B;
+        due_rows += rig.due_slots();
         verify_accept_round(rig, slots, m, acc);
       }
       // Decoding continues identically after the accepts.
@@ -208,16 +217,14 @@ TEST(KVBufferVerifyGpu, WholeHeadBlocksMatchReferenceWithFlushes) {
     ASSERT_EQ(describe_kvbuffer_verify_launch(v, d), cudaSuccess);
     ASSERT_GE(d.smem_bytes, size_t(128) * 128 * sizeof(float)) << "not a whole-head launch";
     KVBufferRig rig(s, rows, B, 900 + m, m);
-    for (int step = 0; step < B - 1; ++step) {  // row r at buffer position r % B
-      std::vector<int32_t> slots(rows);
-      for (int r = 0; r < rows; ++r) slots[r] = step < r % B ? r : -1;
-      rig.decode(slots);
-    }
+    std::vector<int> positions(rows);  // row r at buffer position r % B
+    for (int r = 0; r < rows; ++r) positions[r] = r % B;
+    rig.decode_to_positions(positions);
     int due_rows = 0;
     for (int round = 0; round < 3; ++round) {
       std::vector<int32_t> acc(rows);
       for (int r = 0; r < rows; ++r) acc[r] = (r + round) % (m + 1);
-      for (int32_t f : download(rig.fill.get(), rig.S)) due_rows += f >= B;
+      due_rows += rig.due_slots();
       verify_accept_round(rig, every, m, acc);
     }
     EXPECT_GT(due_rows, 0) << "some verify must fold a due row";
@@ -247,8 +254,7 @@ TEST(KVBufferVerifyGpu, LongBuffersFoldAtTheEdgeHeadSizes) {
   for (const auto& [K, V] : {std::pair{32, 64}, std::pair{256, 64}, std::pair{64, 100}}) {
     SCOPED_TRACE("K=" + std::to_string(K) + " V=" + std::to_string(V));
     KVBufferRig rig(GdnShape{2, 4, K, V}, 3, B, 500 + K + V, m);
-    // Slots at positions B - 1, B - 2 and 5.
-    for (int step = 0; step < B - 1; ++step) rig.decode({0, step < B - 2 ? 1 : -1, step < 5 ? 2 : -1});
+    rig.decode_to_positions({B - 1, B - 2, 5});
     ASSERT_LE(rig.state_err(), tol::kStateFp32);
     // Every draft accepted: slots 0 and 1 reach B - 1 + m and B - 2 + m entries, due; the next round folds them.
     verify_accept_round(rig, {0, 1, 2}, m, {m, m, 1});
