@@ -184,6 +184,16 @@ struct RecurrentAcceptParams {
   bool pdl = false;
 };
 
+/// Which KVBuffer verify kernel a launch runs. cuda_cores: the checkpoint slice's products with the drafts as fp32
+/// FMAs (every head size the shape check allows). tensor_cores: the same products, the buffer's share and a due row's
+/// fold as TF32 tensor-core matrix products, split three ways (3xTF32) wherever the result reaches a buffer entry or
+/// the checkpoint (kernels/kvbuffer_verify_mma.cu; head_dim_k 128, head_dim_v a multiple of 32, capacity <= 64).
+/// automatic: the launcher's choice by draft count and batch (describe_kvbuffer_verify_launch says which ran).
+enum class VerifyKernel : int { automatic = 0, cuda_cores = 1, tensor_cores = 2 };
+inline const char* to_string(VerifyKernel k) {
+  return k == VerifyKernel::cuda_cores ? "cuda_cores" : k == VerifyKernel::tensor_cores ? "tensor_cores" : "automatic";
+}
+
 /// KVBuffer verification with accept folded in: the m drafts' outputs from the checkpoint and the buffer in one pass.
 /// Draft i's entry (raw key, corrected delta u_i, log-decay) is exact for any accepted prefix (causality), so verify
 /// writes it straight into the slot's buffer at position base + i, base = n = fill[slot]; accepting a drafts is then
@@ -207,7 +217,8 @@ struct KVBufferVerifyParams {
   /// finishes, and the blocks of its first wave stream their checkpoint slices before waiting for it. Set it only when
   /// that previous kernel writes none of this launch's checkpoints (in a model step it is another layer's verify, or
   /// the commit, which writes only fill); false: a plain launch.
-  bool pdl = false;
+  bool pdl = false;  /// The kernel to run (VerifyKernel); a forced kernel that cannot take p is refused by validate().
+  VerifyKernel kernel = VerifyKernel::automatic;
 };
 
 /// Largest number of draft tokens the verify kernels take.
@@ -221,6 +232,10 @@ std::string validate(const KVBufferVerifyParams& p);
 /// the reason, naming the field.
 std::string validate_verify_capacity(const KVBufferPool& pool, int draft_tokens);
 
+/// "" when the tensor-core verify kernel takes p (head_dim_k 128, head_dim_v a multiple of 32, pool capacity <= 64),
+/// else the reason naming the field and the allowed values. validate(p) asks it when p.kernel is tensor_cores.
+std::string validate_tensor_core_verify(const KVBufferVerifyParams& p);
+
 cudaError_t launch_recurrent_verify(const RecurrentVerifyParams& p, cudaStream_t stream);
 cudaError_t launch_recurrent_accept(const RecurrentAcceptParams& p, cudaStream_t stream);
 cudaError_t launch_kvbuffer_verify(const KVBufferVerifyParams& p, cudaStream_t stream);
@@ -231,6 +246,7 @@ cudaError_t launch_kvbuffer_verify(const KVBufferVerifyParams& p, cudaStream_t s
 /// kernel (which loads it). The model counts shared memory, and registers only where it may pack (128 columns, up to
 /// 4 drafts: three blocks); elsewhere registers can hold the kernel to fewer blocks than predicted.
 struct KVBufferVerifyLaunch {
+  VerifyKernel kernel = VerifyKernel::cuda_cores;  ///< the kernel the launch runs (never automatic)
   bool smem_keys = false;
   bool packed = false;
   size_t smem_bytes = 0;

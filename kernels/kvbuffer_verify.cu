@@ -15,6 +15,7 @@
 #include "kernels/kvbuffer_device.cuh"
 #include "kernels/launch_util.h"
 #include "kernels/pdl.cuh"
+#include "kernels/verify_launch.h"
 
 namespace kvb {
 namespace {
@@ -764,6 +765,7 @@ std::string validate(const KVBufferVerifyParams& p) {
     return "pool.num_checkpoints = " + std::to_string(p.pool.num_checkpoints) +
            ": verify indexes checkpoints by slot (allowed: 0 or num_slots = " + std::to_string(p.pool.num_slots) + ")";
   if (!p.slot || !p.o || !p.group_arrivals) return "slot, o and group_arrivals must be set";
+  if (p.kernel == VerifyKernel::tensor_cores) return validate_tensor_core_verify(p);
   return "";
 }
 
@@ -771,6 +773,8 @@ namespace {
 /// The head-dimension and slice-width dispatch of launch_kvbuffer_verify and describe_kvbuffer_verify_launch.
 cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
+  if (p.kernel == VerifyKernel::tensor_cores) return launch_tensor_core_verify(p, stream, describe);
+  if (describe) describe->kernel = VerifyKernel::cuda_cores;
   switch (p.shape.head_dim_k) {
     case 32: return launch_verify_drafts<32, 64>(p, stream, describe);
     case 64: return launch_verify_drafts<64, 64>(p, stream, describe);
