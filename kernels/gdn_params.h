@@ -185,10 +185,13 @@ struct RecurrentAcceptParams {
 };
 
 /// Which KVBuffer verify kernel a launch runs. cuda_cores: the checkpoint slice's products with the drafts as fp32
-/// FMAs (every head size the shape check allows). tensor_cores: the same products, the buffer's share and a due row's
-/// fold as TF32 tensor-core matrix products, split three ways (3xTF32) wherever the result reaches a buffer entry or
-/// the checkpoint (kernels/kvbuffer_verify_mma.cu; head_dim_k 128, head_dim_v a multiple of 32, capacity <= 64).
-/// automatic: the launcher's choice by draft count and batch (describe_kvbuffer_verify_launch says which ran).
+/// FMAs (every head size the shape check allows). tensor_cores: a persistent kernel whose producer warp streams each
+/// (row, value head) into shared memory with the bulk-copy engine while 16 warps form the same products, the
+/// buffer's share and a due row's fold as TF32 tensor-core matrix products split three ways (3xTF32, fp32 accuracy;
+/// kernels/kvbuffer_verify_mma.cu; head dims 128 x 128, heads_v a multiple of 8, up to 24 buffered entries at 8
+/// drafts: validate_tensor_core_verify).
+/// automatic: the launcher's choice, the CUDA-core kernel (the faster at every draft count and batch measured,
+/// docs/FINDINGS.md); describe_kvbuffer_verify_launch says which runs.
 enum class VerifyKernel : int { automatic = 0, cuda_cores = 1, tensor_cores = 2 };
 inline const char* to_string(VerifyKernel k) {
   return k == VerifyKernel::cuda_cores ? "cuda_cores" : k == VerifyKernel::tensor_cores ? "tensor_cores" : "automatic";
@@ -217,7 +220,8 @@ struct KVBufferVerifyParams {
   /// finishes, and the blocks of its first wave stream their checkpoint slices before waiting for it. Set it only when
   /// that previous kernel writes none of this launch's checkpoints (in a model step it is another layer's verify, or
   /// the commit, which writes only fill); false: a plain launch.
-  bool pdl = false;  /// The kernel to run (VerifyKernel); a forced kernel that cannot take p is refused by validate().
+  bool pdl = false;
+  /// The kernel to run (VerifyKernel); a forced kernel that cannot take p is refused by validate().
   VerifyKernel kernel = VerifyKernel::automatic;
 };
 

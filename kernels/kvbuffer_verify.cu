@@ -13,6 +13,7 @@
 
 #include "kernels/gdn_params.h"
 #include "kernels/kvbuffer_device.cuh"
+#include "kernels/kvbuffer_verify_device.cuh"
 #include "kernels/launch_util.h"
 #include "kernels/pdl.cuh"
 #include "kernels/verify_launch.h"
@@ -254,66 +255,6 @@ __device__ __forceinline__ void fold_verify_tile(const VerifyTile<K, VB>& tile, 
   }
 }
 
-/// The buffer's per-entry products with the drafts, for entries j < n (raw keys k_j from bs): 1 / |k_j| into
-/// bs.rk[j], and dk[i * cap + j] = k_j . k^_i, dq[i * cap + j] = k_j . q^_i ([M][cap], no decay, no 1 / |k_j|).
-/// Warp w takes entries w, w + WARPS, ...; keys read from the pool are requested four at a time (one round trip to
-/// L2 per four entries, not per entry) and the drafts' k^ and q^ held in registers where they take at most 32 of
-/// them; keys in shared memory are read one at a time and the drafts with them (fewer registers held). The 2M
-/// products of an entry are summed over the warp at once (warp_sum_scatter).
-/// Writes shared memory only: the caller synchronises before reading.
-template <int K, int M, int WARPS, bool kSmemKeys, class Drafts>
-__device__ __forceinline__ void buffer_draft_products(int n, Drafts& ds, const BufferSmem<K>& bs, float* dk, float* dq,
-                                                      int cap) {
-  constexpr int N = WarpVec<K>::N, P = pow2_at_least(2 * M), BATCH = kSmemKeys ? 1 : 4;
-  constexpr int GROUP = 32 / P;  // lanes that end with the same total
-  constexpr bool kHold = !kSmemKeys && 2 * M * N <= 32;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (warp >= n) return;
-  WarpVec<K> kd[kHold ? M : 1], qd[kHold ? M : 1];
-  const auto draft = [&](int i, WarpVec<K>& k, WarpVec<K>& q) {
-#pragma unroll
-    for (int e = 0; e < N; ++e) {
-      k.x[e] = ds.k_at(i, lane * N + e);
-      q.x[e] = ds.q_at(i, lane * N + e);
-    }
-  };
-  if constexpr (kHold)
-#pragma unroll
-    for (int i = 0; i < M; ++i) draft(i, kd[i], qd[i]);
-  const int total = lane / GROUP;  // which of the 2M sums this lane ends with: k^_i (i < M) or q^_{i - M}
-  const bool writes = lane % GROUP == 0 && total < 2 * M;
-  for (int j0 = warp; j0 < n; j0 += BATCH * WARPS) {
-    WarpVecBf16<K> kj[BATCH];
-#pragma unroll
-    for (int t = 0; t < BATCH; ++t)
-      if (j0 + t * WARPS < n) kj[t].load(bs.key(j0 + t * WARPS), lane);
-#pragma unroll
-    for (int t = 0; t < BATCH; ++t) {
-      const int j = j0 + t * WARPS;
-      if (j >= n) break;
-      float v[P];
-#pragma unroll
-      for (int i = 0; i < M; ++i) {
-        if constexpr (kHold) {
-          v[i] = kj[t].dot(kd[i]);
-          v[M + i] = kj[t].dot(qd[i]);
-        } else {
-          WarpVec<K> ki, qi;
-          draft(i, ki, qi);
-          v[i] = kj[t].dot(ki);
-          v[M + i] = kj[t].dot(qi);
-        }
-      }
-#pragma unroll
-      for (int i = 2 * M; i < P; ++i) v[i] = 0.f;
-      const float rk = kj[t].inverse_norm();
-      const float x = warp_sum_scatter<P>(v);
-      if (writes) (total < M ? dk + total * cap : dq + (total - M) * cap)[j] = x;
-      if (lane == 0) bs.rk[j] = rk;
-    }
-  }
-}
-
 /// Shared-memory bytes of the verify kernel's BufferSmem for `capacity` entries, with or without the staged keys.
 template <int K>
 constexpr size_t verify_buffer_bytes(int capacity, bool smem_keys) {
@@ -325,35 +266,6 @@ constexpr size_t verify_buffer_bytes(int capacity, bool smem_keys) {
 template <int VB, int M>
 constexpr int verify_min_blocks() { return VB == 128 ? (M <= 4 ? 3 : 2) : 1; }
 
-/// The m drafts' raw keys of key head hk (verify's input k, [N, m, H, K]) and their log-decays (every value head of
-/// the key group) into buffer entries e0 .. e0 + m - 1, by threads t = 0 .. nthreads - 1 of the caller's.
-__device__ __forceinline__ void write_draft_entries(const KVBufferVerifyParams& p, int row, int64_t e0, int m, int hk,
-                                                    int t, int nthreads) {
-  const int H = p.shape.heads_qk, HV = p.shape.heads_v, K = p.shape.head_dim_k, group = p.shape.group();
-  const int chunks = K / 8;  // 16-byte pieces of one key
-  for (int idx = t; idx < m * chunks; idx += nthreads) {
-    const int i = idx / chunks, part = idx % chunks;
-    reinterpret_cast<uint4*>(p.pool.keys + ((e0 + i) * H + hk) * K)[part] =
-        reinterpret_cast<const uint4*>(p.in.k + ((int64_t(row) * m + i) * H + hk) * K)[part];
-  }
-  for (int idx = t; idx < m * group; idx += nthreads) {
-    const int i = idx / group, h = hk * group + idx % group;
-    p.pool.log_decay[(e0 + i) * HV + h] = prepare_gate(p.in, int64_t(row) * m + i, h, HV).g;
-  }
-}
-
-/// A due row's key group (the blocks of row `row` whose value heads share key head hk) counts its blocks in
-/// p.group_arrivals[row, hk]: `arrival` is what this block's atomicAdd returned, and it is the last of the group when
-/// every other block has arrived (the count is then set back to 0, ready for the next launch).
-__device__ __forceinline__ bool last_in_key_group(const KVBufferVerifyParams& p, int row, int hk, int arrival) {
-  const bool last = arrival == p.shape.group() * int(gridDim.x) - 1;
-  if (last) p.group_arrivals[int64_t(row) * p.shape.heads_qk + hk] = 0;
-  return last;
-}
-__device__ __forceinline__ int* key_group_arrivals(const KVBufferVerifyParams& p, int row, int hk) {
-  return p.group_arrivals + int64_t(row) * p.shape.heads_qk + hk;
-}
-
 /// A due row's drafts' raw keys and log-decays into entries e0 .. e0 + m - 1, which replace entries other blocks of
 /// the key group may still be reading from the pool: the last block of the group to get here writes them. Call after
 /// a barrier that follows this block's last read of the buffer. (A row that is not due writes its drafts' keys and
@@ -364,7 +276,7 @@ __device__ __forceinline__ void write_due_draft_entries(const KVBufferVerifyPara
   const int hk = blockIdx.y / p.shape.group();
   if (threadIdx.x == 0) {
     __threadfence();
-    last = last_in_key_group(p, row, hk, atomicAdd(key_group_arrivals(p, row, hk), 1));
+    last = last_in_key_group(p, row, hk, atomicAdd(key_group_arrivals(p, row, hk), 1), int(gridDim.x));
   }
   __syncthreads();
   if (!last) return;
@@ -497,29 +409,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
     }
   }
   buffer_draft_products<K, M, WARPS, kSmemKeys>(n, ds, bs, dk, dq, cap);
-  // Draft-draft coefficients with their decays (sums of at most M g's): pair (ip, i), ip <= i, numbered row by row,
-  // pair t to warp t % WARPS; its two sums at once (lanes 0-15 end with k^_ip . k^_i, lanes 16-31 with k^_ip . q^_i).
-  for (int pair = warp; pair < M * (M + 1) / 2; pair += WARPS) {
-    int ip = 0, i = pair;  // earlier draft ip, later draft i
-    while (i >= M - ip) i -= M - ip++;
-    i += ip;
-    float v[2] = {0.f, 0.f};
-#pragma unroll
-    for (int e = 0; e < WarpVec<K>::N; ++e) {
-      const int c = lane * WarpVec<K>::N + e;
-      v[0] = fmaf(ds.k_at(ip, c), ds.k_at(i, c), v[0]);
-      v[1] = fmaf(ds.k_at(ip, c), ds.q_at(i, c), v[1]);
-    }
-    const float x = warp_sum_scatter<2>(v);
-    if (lane % 16 == 0) {
-      float gsum = 0.f;
-      for (int l = ip + 1; l <= i; ++l) gsum += ds.g[l];
-      const float w = expf(gsum);
-      if (lane == 0) ds.kk[ip][i] = ip < i ? w * x : 0.f;
-      else ds.kq[ip][i] = w * x;
-    }
-  }
-  if (arrives_early) due_last = last_in_key_group(p, row, hk, arrival);
+  draft_pair_coefficients<K, M, WARPS>(ds);
+  if (arrives_early) due_last = last_in_key_group(p, row, hk, arrival, int(gridDim.x));
   __syncthreads();  // coefficients in shared memory
 
   // The buffer's share first, while the slice streams: a_i, o_i = sum_{j<n} w_j D_i (k^_j . k^_i, k^_j . q^_i) u_j,
@@ -765,6 +656,9 @@ std::string validate(const KVBufferVerifyParams& p) {
     return "pool.num_checkpoints = " + std::to_string(p.pool.num_checkpoints) +
            ": verify indexes checkpoints by slot (allowed: 0 or num_slots = " + std::to_string(p.pool.num_slots) + ")";
   if (!p.slot || !p.o || !p.group_arrivals) return "slot, o and group_arrivals must be set";
+  if (p.kernel != VerifyKernel::automatic && p.kernel != VerifyKernel::cuda_cores &&
+      p.kernel != VerifyKernel::tensor_cores)
+    return "kernel = " + std::to_string(int(p.kernel)) + " (allowed: automatic, cuda_cores, tensor_cores)";
   if (p.kernel == VerifyKernel::tensor_cores) return validate_tensor_core_verify(p);
   return "";
 }

@@ -117,6 +117,7 @@ KVBufferVerifyParams VerifyProblem::kvbuffer_verify_params(int set) const {
   p.pool = entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
   p.group_arrivals = group_arrivals();
   p.pdl = cfg_.pdl;
+  p.kernel = cfg_.kernel;
   return p;
 }
 

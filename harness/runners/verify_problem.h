@@ -44,6 +44,8 @@ struct VerifyConfig {
   /// streams its states or checkpoints while the previous launch finishes. Needs distinct pools per layer-set (sets()
   /// >= 2) and the recurrent or delta-form kernels; VerifyProblem throws std::invalid_argument otherwise.
   bool pdl = false;
+  /// The KVBuffer verify kernel (delta form): automatic (the launcher's choice), cuda_cores or tensor_cores.
+  VerifyKernel kernel = VerifyKernel::automatic;
 };
 
 /// Device memory and launch parameters of one verification workload. Move-only; frees everything on destruction.

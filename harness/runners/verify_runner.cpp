@@ -26,7 +26,18 @@ VerifyConfig verify_config(const Point& pt) {
   c.draft_tokens = int(pt.get_int("draft_tokens"));
   c.accepted = parse_accepted(pt.get("accepted"));
   c.pdl = pt.get("launch") == "pdl";
+  const std::string k = pt.get("verify_kernel");
+  c.kernel = k == "cuda_cores" ? VerifyKernel::cuda_cores : k == "tensor_cores" ? VerifyKernel::tensor_cores
+                                                                                : VerifyKernel::automatic;
   return c;
+}
+
+/// The verify kernel a point runs ("" for recurrent verification and the raw form, whose kernels have no choice).
+std::string kernel_that_runs(const VerifyProblem& prob) {
+  if (!prob.kvbuffer() || prob.config().form != BufferForm::delta) return "";
+  KVBufferVerifyLaunch d;
+  KVB_CUDA_CHECK(describe_kvbuffer_verify_launch(prob.kvbuffer_verify_params(0), d));
+  return to_string(d.kernel);
 }
 
 Row run_verify_point(const Point& pt, SweepContext& ctx) {
@@ -35,6 +46,8 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
   ScopedRange point_range(pt.label());
   CudaStream stream;
   VerifyProblem prob(cfg);
+  if (prob.kvbuffer() && cfg.kernel == VerifyKernel::tensor_cores)
+    if (const std::string e = validate(prob.kvbuffer_verify_params(0)); !e.empty()) throw std::invalid_argument(e);
   const VerifyCheck chk = run_check([&] { return check_verify_step(prob, stream.get()); });
 
   const CudaGraph verify = CudaGraph::capture(stream.get(), [&](cudaStream_t s) { prob.enqueue_verify(s); });
@@ -73,6 +86,7 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
   Row r;
   r.emplace_back("state_dtype", "fp32");
   r.emplace_back("output_dtype", to_string(cfg.o_dtype));
+  r.emplace_back("kernel", kernel_that_runs(prob));
   r.emplace_back("capacity", prob.kvbuffer() ? std::to_string(prob.capacity()) : "");
   r.emplace_back("mean_accepted", fmt_num(prob.mean_accepted()));
   add_timing_columns(r, "verify", "verify_", tv);
@@ -102,10 +116,12 @@ ExperimentKind spec_verify_experiment_kind() {
       buffer_form_axis(),
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
       launch_axis(),  // pdl: verify, accept and commit with programmatic dependent launch
+      {"verify_kernel", {"automatic"}, word_axis("verify_kernel", {"automatic", "cuda_cores", "tensor_cores"}),
+       /*added_later=*/true},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.result_columns = {
-      "state_dtype", "output_dtype", "capacity", "mean_accepted",
+      "state_dtype", "output_dtype", "kernel", "capacity", "mean_accepted",
       "verify_us_median", "verify_us_p10", "verify_us_p90", "verify_samples", "verify_noise_pct",
       "verify_sample_stop", "verify_steps_per_sample",
       "verify_accept_us_median", "verify_accept_us_p10", "verify_accept_us_p90", "verify_accept_samples",
@@ -117,10 +133,19 @@ ExperimentKind spec_verify_experiment_kind() {
       "max_rel_err", "max_rel_err_o", "l2", "l2_rotation", "scratch_sets", "copy_gbps", "read_gbps", "device_bytes",
       "dram_read_bytes", "dram_write_bytes", "measured_over_model", "cupti_status", "sm_clock_mhz", "throttled"};
   k.applies = [](const std::string& variant, const std::string& axis) {
-    if (variant == "recurrent_verify") return axis != "buffer_size" && axis != "buffer_form" && axis != "phase";
+    if (variant == "recurrent_verify")
+      return axis != "buffer_size" && axis != "buffer_form" && axis != "phase" && axis != "verify_kernel";
     return true;
   };
-  k.validate = validate_launch_point;
+  k.results_added_later = {"kernel"};
+  k.validate = [](const Point& pt) {
+    if (auto e = validate_launch_point(pt); !e.empty()) return e;
+    const std::string kernel = pt.get("verify_kernel");
+    if (!kernel.empty() && kernel != "automatic" && point_buffer_form(pt) == BufferForm::raw)
+      return fmt::format("verify_kernel = {} needs buffer_form = delta (the raw form has one verify kernel; allowed "
+                         "with raw: automatic)", kernel);
+    return std::string();
+  };
   k.run = run_verify_point;
   return k;
 }

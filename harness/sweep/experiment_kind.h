@@ -77,6 +77,9 @@ struct ExperimentKind {
   std::string name;
   std::vector<AxisSpec> axes;
   std::vector<std::string> result_columns;
+  /// Result columns the kind gained after CSVs of it were written: a CSV without them still resumes, its rows
+  /// reading them empty (load_resume_table).
+  std::vector<std::string> results_added_later;
   std::function<bool(const std::string& variant, const std::string& axis)> applies;
   /// Whole-point check (combinations, e.g. heads_v a multiple of heads_qk): "" or the reason.
   std::function<std::string(const Point&)> validate;

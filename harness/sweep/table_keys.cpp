@@ -117,20 +117,30 @@ std::string point_row_key(const std::string& experiment, const Point& point) {
 
 bool upgrade_older_header(const ExperimentKind& kind, CsvTable& table, const std::string& path) {
   const auto cols = csv_columns(kind);
-  std::vector<std::string> axes, kept;  // the kind's axes; its columns less the axes the header lacks and may lack
+  const auto in_header = [&](const std::string& c) {
+    return std::find(table.header.begin(), table.header.end(), c) != table.header.end();
+  };
+  const auto result_added_later = [&](const std::string& c) {
+    return std::find(kind.results_added_later.begin(), kind.results_added_later.end(), c) !=
+           kind.results_added_later.end();
+  };
+  std::vector<std::string> axes, kept;  // the kind's axes; its columns less those the header lacks and may lack
   for (const AxisSpec& a : kind.axes) axes.push_back(a.name);
   for (const auto& c : cols) {
     const auto axis = std::find_if(kind.axes.begin(), kind.axes.end(), [&](const AxisSpec& a) { return a.name == c; });
-    const bool lacked = std::find(table.header.begin(), table.header.end(), c) == table.header.end();
-    if (axis == kind.axes.end() || !may_be_absent(*axis) || !lacked) kept.push_back(c);
+    const bool may_lack = axis != kind.axes.end() ? may_be_absent(*axis) : result_added_later(c);
+    if (!may_lack || in_header(c)) kept.push_back(c);
   }
   if (kept.size() == cols.size() || kept != table.header) return false;
   const RowKeyer keyer(table.header, axes, path, &kind);
-  const size_t results = 1 + axes.size() - (cols.size() - kept.size());  // the header's first column after its axes
   for (auto& row : table.rows) {
     std::vector<std::string> full{row[0]};
     for (auto& axis_value : keyer.axes(row)) full.push_back(std::move(axis_value.second));
-    full.insert(full.end(), row.begin() + long(results), row.end());
+    for (size_t c = 1 + axes.size(); c < cols.size(); ++c) {
+      const auto at = std::find(table.header.begin(), table.header.end(), cols[c]);
+      const size_t i = size_t(at - table.header.begin());
+      full.push_back(at == table.header.end() || i >= row.size() ? std::string() : row[i]);
+    }
     row = std::move(full);
   }
   table.header = cols;

@@ -57,10 +57,11 @@ class RowKeyer {
 std::string point_row_key(const std::string& experiment, const Point& point);
 
 /// A CSV of `kind` written before the kind gained some of its axes (may_be_absent: spec_verify and decode CSVs
-/// without `launch`): when `table`'s header is exactly the kind's columns less such axes, puts those columns back
-/// with the values RowKeyer reads for them (the default where the kind's `applies` says the axis matters for the
-/// row's variant, empty elsewhere, as the sweep writes them) and returns true; the next write of the table carries
-/// the whole header. Otherwise leaves `table` alone and returns false.
+/// without `launch`) or result columns (ExperimentKind::results_added_later): when `table`'s header is exactly the
+/// kind's columns less such columns, puts them back, axes with the values RowKeyer reads for them (the default where
+/// the kind's `applies` says the axis matters for the row's variant, empty elsewhere, as the sweep writes them),
+/// result columns empty, and returns true; the next write of the table carries the whole header. Otherwise leaves
+/// `table` alone and returns false.
 bool upgrade_older_header(const ExperimentKind& kind, CsvTable& table, const std::string& path);
 
 }  // namespace kvb

@@ -122,7 +122,8 @@ struct KVBufferRig {
 
 /// Verify m drafts for `slots` and check outputs and the drafts' entries in the buffer; then accept `accepted` (the
 /// commit) and check every state.
-void verify_accept_round(KVBufferRig& rig, const std::vector<int32_t>& slots, int m, const std::vector<int32_t>& acc) {
+void verify_accept_round(KVBufferRig& rig, const std::vector<int32_t>& slots, int m, const std::vector<int32_t>& acc,
+                         VerifyKernel kernel = VerifyKernel::automatic) {
   const GdnShape& s = rig.s;
   const int N = int(slots.size()), HV = s.heads_v;
   const size_t vv = size_t(HV) * s.head_dim_v;
@@ -136,6 +137,7 @@ void verify_accept_round(KVBufferRig& rig, const std::vector<int32_t>& slots, in
   vp.in.tokens = m;
   vp.pool = rig.pool();
   vp.group_arrivals = rig.arrivals.get();
+  vp.kernel = kernel;
   ASSERT_EQ(validate(vp), "");
   KVB_CUDA_CHECK(launch_kvbuffer_verify(vp, nullptr));
   const auto o_got = download(o.get(), o.size());
@@ -208,11 +210,12 @@ TEST(KVBufferVerifyGpu, WholeHeadBlocksMatchReferenceWithFlushes) {
   int32_t dummy[4] = {};
   for (const int m : {3, 4, 8}) {
     SCOPED_TRACE("m=" + std::to_string(m));
-    // The launch these rows take stages a whole value head's 128 x 128 fp32 slice.
+    // The launch these rows take on CUDA cores stages a whole value head's 128 x 128 fp32 slice.
     KVBufferVerifyParams v =
         token_launch<KVBufferVerifyParams>(s, rows, test::unread_token_inputs(m), dummy, dummy, OutputDtype::fp32);
     v.pool = test::unread_pool(dummy, 4, B - 1 + m, B);
     v.group_arrivals = dummy;
+    v.kernel = VerifyKernel::cuda_cores;
     KVBufferVerifyLaunch d;
     ASSERT_EQ(describe_kvbuffer_verify_launch(v, d), cudaSuccess);
     ASSERT_GE(d.smem_bytes, size_t(128) * 128 * sizeof(float)) << "not a whole-head launch";
@@ -225,9 +228,35 @@ TEST(KVBufferVerifyGpu, WholeHeadBlocksMatchReferenceWithFlushes) {
       std::vector<int32_t> acc(rows);
       for (int r = 0; r < rows; ++r) acc[r] = (r + round) % (m + 1);
       due_rows += rig.due_slots();
-      verify_accept_round(rig, every, m, acc);
+      verify_accept_round(rig, every, m, acc, VerifyKernel::cuda_cores);
     }
     EXPECT_GT(due_rows, 0) << "some verify must fold a due row";
+  }
+}
+
+// The tensor-core kernel at the Qwen3-Next shape against the float64 reference: every draft count, buffer sizes from
+// recurrent (B = 1) to 17, rows at every buffer position, rounds of every draft accepted (rows due every few rounds,
+// folded by the next verify) and of partial accepts, a padding row.
+TEST(KVBufferVerifyGpu, TensorCoresMatchReferenceAtQwen3NextShape) {
+  KVB_REQUIRE_GPU();
+  const GdnShape s{16, 32, 128, 128};
+  for (const int B : {1, 3, 8, 16, 17}) {  // capacity B - 1 + m up to 24, what the kernel stages at 8 drafts
+    for (int m = 1; m <= kMaxDraftTokens; ++m) {
+      SCOPED_TRACE(fmt::format("B={} m={}", B, m));
+      KVBufferRig rig(s, 4, B, 7000 + 16 * B + m, m);
+      rig.decode_to_positions({0, B / 3, B / 2, B - 1});
+      int due_rows = 0;
+      for (int round = 0; round < 4; ++round) {
+        const std::vector<int32_t> acc = {m, 0, round % 2 ? 0 : m, (round + 1) % (m + 1), m};  // one per row
+        due_rows += rig.due_slots();
+        verify_accept_round(rig, {3, -1, 1, 0, 2}, m, acc, VerifyKernel::tensor_cores);
+      }
+      if (B <= 8) {
+        EXPECT_GT(due_rows, 0) << "some verify must fold a due row";
+      }
+      for (int step = 0; step < 2; ++step) rig.decode({0, 1, 2, 3});
+      EXPECT_LE(rig.state_err(), tol::kStateFp32) << "decode after the rounds";
+    }
   }
 }
 
@@ -476,6 +505,7 @@ TEST(VerifyLaunchGpu, PredictedBlocksPerSmMatchTheOccupancyOfTheKernelChosen) {
                                                                     dummy, OutputDtype::fp32);
         v.pool = test::unread_pool(dummy, 4, B - 1 + m, B);
         v.group_arrivals = dummy;
+        v.kernel = VerifyKernel::cuda_cores;
         ASSERT_EQ(validate(v), "") << "batch " << batch << ", m " << m << ", B " << B;
         KVBufferVerifyLaunch d;
         ASSERT_EQ(describe_kvbuffer_verify_launch(v, d), cudaSuccess);

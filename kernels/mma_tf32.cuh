@@ -1,0 +1,63 @@
+// TF32 tensor-core products (mma.sync m16n8k8, sm_80 and later) with an fp32-accurate split (3xTF32).
+//
+// Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k8" with .tf32), lane = 4 g + t (g = lane / 4, t = lane % 4):
+//   A (16 x 8):  a[0] = A[g][t], a[1] = A[g + 8][t], a[2] = A[g][t + 4], a[3] = A[g + 8][t + 4]
+//   B (8 x 8):   b0 = B[t][g], b1 = B[t + 4][g]
+//   D (16 x 8):  d[0] = D[g][2t], d[1] = D[g][2t + 1], d[2] = D[g + 8][2t], d[3] = D[g + 8][2t + 1]
+// A TF32 operand keeps 10 of fp32's 23 mantissa bits (a product is good to about 1e-3). 3xTF32 splits each operand
+// x into hi = x rounded to TF32 and lo = x - hi, and sums hi b_hi + hi b_lo + lo b_hi: only lo b_lo (about 2^-22 of
+// the product) and the truncation of lo to TF32 (about 2^-21) are lost, fp32 accuracy for what feeds a state.
+#pragma once
+
+#include <cstdint>
+
+namespace kvb::dev {
+
+/// x rounded to TF32 (round to nearest, ties away from zero), as the bits of an fp32.
+__device__ __forceinline__ uint32_t to_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+
+/// An fp32 value split for 3xTF32 products: hi = to_tf32(x), lo = x - hi (the tensor cores read lo's top 19 bits).
+struct Tf32Pair {
+  uint32_t hi, lo;
+};
+__device__ __forceinline__ Tf32Pair split_tf32(float x) {
+  const uint32_t hi = to_tf32(x);
+  return {hi, __float_as_uint(x - __uint_as_float(hi))};
+}
+
+/// An A fragment split for 3xTF32: hi[i], lo[i] of the four values a[i] (layout above).
+struct Tf32A {
+  uint32_t hi[4], lo[4];
+};
+__device__ __forceinline__ Tf32A split_a(float a0, float a1, float a2, float a3) {
+  Tf32A r;
+  const float a[4] = {a0, a1, a2, a3};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const Tf32Pair x = split_tf32(a[i]);
+    r.hi[i] = x.hi;
+    r.lo[i] = x.lo;
+  }
+  return r;
+}
+
+/// d += A B, one m16n8k8 TF32 product with fp32 accumulators (operands as TF32 bits; layouts above).
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// d += A B to about fp32 accuracy (3xTF32): the two small terms first, then hi x hi.
+__device__ __forceinline__ void mma_3xtf32(float (&d)[4], const Tf32A& a, Tf32Pair b0, Tf32Pair b1) {
+  mma_tf32(d, a.lo, b0.hi, b1.hi);
+  mma_tf32(d, a.hi, b0.lo, b1.lo);
+  mma_tf32(d, a.hi, b0.hi, b1.hi);
+}
+
+}  // namespace kvb::dev
