@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/gdn_shape.h"
+#include "core/gdn_shape.h"
 
 namespace kvb {
 

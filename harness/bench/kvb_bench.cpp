@@ -1,7 +1,7 @@
 // kvb_bench: Google Benchmark microbenchmarks of the GDN kernel families at fixed shapes (Qwen3-Next at TP1, one
 // layer, batch 64 and 256): recurrent decode, KVBuffer decode (B = 16, staggered phases) and the standalone KVBuffer
 // flush. Each iteration is one launch timed with CUDA events (manual time); counters: bytes_per_second (byte model,
-// kernels/byte_model.h), model_bytes and floor_us (model bytes at the bandwidth measured at start-up).
+// byte_model/byte_model.h), model_bytes and floor_us (model bytes at the bandwidth measured at start-up).
 // Cold L2: the problem holds enough copies of its pools (groups) that the states exceed 3x the L2, and successive
 // iterations rotate through them.
 // Usage: kvb_bench [--device=N] [Google Benchmark flags, e.g. --benchmark_out=r.json --benchmark_out_format=json].
@@ -20,11 +20,11 @@
 
 #include <fmt/format.h>
 
-#include "harness/device/bandwidth.h"
-#include "harness/device/device_info.h"
-#include "harness/runners/decode_problem.h"
-#include "kernels/byte_model.h"
-#include "kernels/cuda_check.h"
+#include "harness/measure/bandwidth.h"
+#include "harness/measure/device_info.h"
+#include "harness/workloads/decode_problem.h"
+#include "byte_model/byte_model.h"
+#include "core/cuda_check.h"
 #include "kernels/gdn_params.h"
 
 namespace kvb {

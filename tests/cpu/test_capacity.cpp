@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 
 #include "cli_runner.h"
-#include "harness/capacity/capacity_config.h"
-#include "harness/capacity/capacity_model.h"
-#include "harness/capacity/capacity_table.h"
-#include "harness/device/device_info.h"
+#include "harness/kinds/capacity_config.h"
+#include "harness/kinds/capacity_model.h"
+#include "harness/kinds/capacity_table.h"
+#include "harness/measure/device_info.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/experiment_kind.h"
 #include "test_sweep_support.h"
