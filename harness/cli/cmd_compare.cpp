@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
+#include "harness/kinds/registry.h"
 #include "harness/reports/compare.h"
 #include "harness/reports/compare_report.h"
 

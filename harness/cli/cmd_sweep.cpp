@@ -6,6 +6,7 @@
 #include "harness/cli/build_info.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/sweep_setup.h"
+#include "harness/kinds/registry.h"
 #include "harness/measure/bandwidth.h"
 #include "harness/measure/device_info.h"
 #include "harness/sweep/config.h"

@@ -1,10 +1,10 @@
-// The experiment kinds the `kvb` binary knows.
+#include "harness/kinds/registry.h"
+
 #include <fmt/format.h>
 
 #include "harness/kinds/decode_runner.h"
 #include "harness/kinds/short_context_runner.h"
 #include "harness/kinds/verify_runner.h"
-#include "harness/sweep/experiment_kind.h"
 
 namespace kvb {
 

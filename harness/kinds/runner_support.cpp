@@ -6,10 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/measure/l2_flush.h"
 #include "harness/measure/nvtx.h"
 #include "harness/kinds/axis_checks.h"
-#include "harness/measure/point_profiler.h"
 #include "core/cuda_check.h"
 
 namespace kvb {
@@ -65,12 +63,6 @@ std::string validate_launch_point(const Point& pt) {
   return "";
 }
 
-int cold_l2_groups(double step_state_bytes, int device) {
-  int l2_bytes = 0;
-  KVB_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
-  return int(std::clamp(std::ceil(3.0 * l2_bytes / step_state_bytes), 1.0, 16.0));
-}
-
 LaunchCheck run_check(const std::function<LaunchCheck()>& check) {
   LaunchCheck c;
   {
@@ -89,61 +81,9 @@ SamplingRule sampling_rule(const SweepContext& ctx, double seconds_share) {
   return rule;
 }
 
-namespace {
-/// Least warm-up of a point, ms. Memory freed by the previous point keeps the driver busy in DRAM for a while after
-/// the free: on the H200, reads ran 13% slow for about 3.5 ms after 2 GiB were freed, and a batch-512 point frees
-/// up to about 38 GB of pools (results/h200-2026-11-30g/explore/bandwidth/).
-constexpr double kMinWarmupMs = 100.0;
-}  // namespace
-
-StepTiming time_model_steps(int device, const CudaGraph& graph, cudaStream_t stream, int cycle, int layer_steps,
-                            const SamplingRule& rule, L2Flusher* flusher,
-                            const std::function<void(cudaStream_t)>& before_sample) {
-  auto replay = [&](int steps) {
-    return time_ms(stream, [&](cudaStream_t s) {
-      for (int i = 0; i < steps; ++i) graph.launch(s);
-    });
-  };
-  double warm_ms = 0;
-  int warm_steps = 0;
-  {
-    ScopedRange r("warm-up");
-    while (warm_steps < 3 * cycle || warm_ms < kMinWarmupMs) {
-      warm_ms += replay(cycle);
-      warm_steps += cycle;
-    }
-  }
-  StepTiming t;
-  t.clock_before = sample_sm_clock(device);
-  const double step_ms = warm_ms / warm_steps;
-  t.steps_per_sample = std::max(1, int(std::ceil(2.0 / (step_ms * cycle)))) * cycle;
-  const double layer_steps_per_sample = double(t.steps_per_sample) * layer_steps;
-  ScopedRange r("timing");
-  t.stats = sample_until(
-      [&] {
-        if (before_sample) before_sample(stream);
-        if (flusher) flusher->flush(stream);
-        return replay(t.steps_per_sample) * 1e3 / layer_steps_per_sample;
-      },
-      rule);
-  return t;
-}
-
 RangeMeasurement profile_model_steps(const SweepContext& ctx, const CudaGraph& graph, cudaStream_t stream, int steps,
                                      const std::function<void(cudaStream_t)>& before_pass) {
-  RangeMeasurement dram;
-  dram.status.reason = "skipped (--no-cupti)";
-  if (!ctx.cupti) return dram;
-  return profile_range(
-      ctx.device,
-      [&] {
-        for (int i = 0; i < steps; ++i) graph.launch(stream);
-        KVB_CUDA_CHECK(cudaStreamSynchronize(stream));
-      },
-      [&] {
-        before_pass(stream);
-        KVB_CUDA_CHECK(cudaStreamSynchronize(stream));
-      });
+  return profile_model_steps(ctx.device, ctx.cupti, graph, stream, steps, before_pass);
 }
 
 std::string fmt_num(double x) { return fmt::format("{:.6g}", x); }

@@ -1,6 +1,6 @@
-// Pieces shared by the experiment runners (decode_runner, verify_runner): the model-shape axes, the cold-L2 rotation,
-// warm-up and sampling of CUDA-graph model steps, the CUPTI range around them, and the CSV columns they have in common
-// (DESIGN.md section 4).
+// Pieces the experiment kinds share (decode, spec_verify, short_context): the model-shape, buffer-form and launch axes,
+// how a point's run options become a sampling rule and an L2 placement, and the CSV columns they have in common.
+// The timing itself is harness/measure/step_timing.h (DESIGN.md section 4).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -9,19 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "harness/measure/cupti_range_profiler.h"
-#include "harness/measure/gpu_clock.h"
-#include "harness/workloads/check_support.h"
-#include "harness/measure/graph_timer.h"
+#include "harness/measure/step_timing.h"
 #include "harness/sweep/experiment_kind.h"
+#include "harness/workloads/check_support.h"
 #include "byte_model/byte_model.h"
 #include "core/cuda_check.h"
 #include "core/gdn_shape.h"
 #include "kernels/kvbuffer_raw_params.h"
 
 namespace kvb {
-
-class L2Flusher;
 
 /// The axes every GDN experiment shares, in this order: layers (default 36), heads_qk, heads_v, head_dim_k,
 /// head_dim_v (default Qwen3-Next TP1: 16, 32, 128, 128), seed.
@@ -62,10 +58,6 @@ void read_model_point(const Point& pt, bool kvbuffer, Config& c) {
   }
 }
 
-/// Model replicas per step for cold L2: ceil(3 x L2 / step_state_bytes) clamped to [1, 16], so that no state is still
-/// resident when its layer comes round again. Throws CudaError when the device's L2 size cannot be read.
-int cold_l2_groups(double step_state_bytes, int device);
-
 /// Makes ctx.device current and lays a problem config out for the L2 mode: "hot" shares one set of pools among all
 /// layers (share_pools); cold replicates the model cold_l2_groups(batch x state bytes x layers) times. Throws
 /// CudaError.
@@ -83,24 +75,7 @@ LaunchCheck run_check(const std::function<LaunchCheck()>& check);
 /// Sampling rule from the sweep context, with `seconds_share` of the point's time budget.
 SamplingRule sampling_rule(const SweepContext& ctx, double seconds_share = 1.0);
 
-/// How replays of one model step were timed.
-struct StepTiming {
-  SampleStats stats;         ///< microseconds per layer-step
-  int steps_per_sample = 0;  ///< model steps per sample (a whole number of cycles)
-  ClockSample clock_before;  ///< SM clock after warm-up, before the first sample
-};
-
-/// Warms up and samples replays of `graph` on CUDA device `device` (one model step per launch of `layer_steps`
-/// layer-steps): warm-up of whole cycles of `cycle` steps for at least 3 cycles and 100 ms; then samples of a whole
-/// number of cycles lasting at least 2 ms (CUDA-event resolution is about 0.5 us). Before each sample, untimed:
-/// `before_sample(stream)` when given, then `flusher->flush` when a flusher is given (cold L2). NVTX ranges
-/// "warm-up" and "timing". Throws CudaError.
-StepTiming time_model_steps(int device, const CudaGraph& graph, cudaStream_t stream, int cycle, int layer_steps,
-                            const SamplingRule& rule, L2Flusher* flusher,
-                            const std::function<void(cudaStream_t)>& before_sample = {});
-
-/// CUPTI DRAM bytes of `steps` replays of `graph`, each CUPTI pass preceded by `before_pass(stream)` and a stream
-/// synchronisation (profile_range). With ctx.cupti false the status says "skipped (--no-cupti)". Throws CudaError.
+/// profile_model_steps (harness/measure/step_timing.h) on ctx.device, skipped when ctx.cupti is false.
 RangeMeasurement profile_model_steps(const SweepContext& ctx, const CudaGraph& graph, cudaStream_t stream, int steps,
                                      const std::function<void(cudaStream_t)>& before_pass);
 

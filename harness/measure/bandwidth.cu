@@ -11,26 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "harness/measure/dram_probe.h"
 #include "core/cuda_check.h"
+#include "harness/measure/dram_probe.h"
+#include "harness/measure/event_timer.h"
 
 namespace kvb {
 namespace {
-
-/// RAII pair of CUDA events.
-struct EventPair {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  EventPair() {
-    KVB_CUDA_CHECK(cudaEventCreate(&start));
-    KVB_CUDA_CHECK(cudaEventCreate(&stop));
-  }
-  ~EventPair() {
-    if (start) cudaEventDestroy(start);
-    if (stop) cudaEventDestroy(stop);
-  }
-  EventPair(const EventPair&) = delete;
-  EventPair& operator=(const EventPair&) = delete;
-};
 
 /// Bytes per buffer: the request, shrunk so that `buffers` of them fit in 80% of free memory, in whole MiB.
 size_t fitted_bytes(size_t requested, int buffers) {
@@ -45,25 +31,16 @@ size_t fitted_bytes(size_t requested, int buffers) {
 }
 
 /// Least time, ms, that the warm-up and then the timed launches each span. Freeing device memory leaves the driver
-/// work that takes DRAM bandwidth for a while after it: on the H200, reads ran at 3.98 instead of 4.59 TB/s for about
-/// 3.5 ms after 2 GiB had been freed and allocated again, so a best of ten 0.45 ms launches right after the allocation
-/// measured the disturbance, not the memory (results/h200-2026-11-30g/explore/bandwidth/).
+/// work that takes DRAM bandwidth for a few milliseconds after it, so a best of short launches right after the
+/// allocation would measure that disturbance, not the memory.
 constexpr float kSpanMs = 25.f;
 
 /// Best (shortest) time in ms of the launches of `launch`: a warm-up of at least kSpanMs, then at least `repeats`
 /// timed launches (CUDA events around each) that together span at least kSpanMs.
 template <typename Launch>
 float best_ms(int repeats, Launch launch) {
-  EventPair ev;
-  const auto timed = [&] {
-    KVB_CUDA_CHECK(cudaEventRecord(ev.start));
-    launch();
-    KVB_CUDA_CHECK(cudaEventRecord(ev.stop));
-    KVB_CUDA_CHECK(cudaEventSynchronize(ev.stop));
-    float ms = 0;
-    KVB_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-    return ms;
-  };
+  EventTimer timer;
+  const auto timed = [&] { return timer.ms(nullptr, [&](cudaStream_t) { launch(); }); };
   for (float warm = 0; warm < kSpanMs;) warm += timed();
   float best = 0, span = 0;
   for (int r = 0; r < std::max(1, repeats) || span < kSpanMs; ++r) {

@@ -13,9 +13,8 @@ inline constexpr size_t kBandwidthBufferBytes = size_t(2) << 30;
 /// runtime's device-to-device copy (cudaMemcpyAsync) of one buffer of `buffer_bytes` into another (both filled with
 /// non-zero data), after a warm-up of at least 25 ms; the best of at least `repeats` copies timed with CUDA events,
 /// spanning at least 25 ms (bandwidth.cu says why). The buffers shrink to fit 80% of free memory. Checks samples of
-/// the copy. On the H200 the runtime's copy moved 4.24 TB/s where a grid-stride kernel moved 3.93. Throws
-/// kvb::CudaError on CUDA failures, std::runtime_error when the copy is wrong or memory is too small (< 64 MiB per
-/// buffer).
+/// the copy (the runtime's copy is faster than a grid-stride copy kernel; docs/FINDINGS.md). Throws kvb::CudaError
+/// on CUDA failures, std::runtime_error when the copy is wrong or memory is too small (< 64 MiB per buffer).
 double measure_copy_gbps(int device, size_t buffer_bytes = kBandwidthBufferBytes, int repeats = 10);
 
 /// Device read bandwidth of `device` in GB/s: a kernel with 16-byte loads (launch_read_probe, one pass) XOR-reduces

@@ -1,6 +1,6 @@
 // DRAM bytes and GPU time of one user range, through CUDA 13's CUPTI Profiler Host API and Range Profiler
 // (cupti_profiler_host.h, cupti_range_profiler.h), with user ranges and user replay. DESIGN.md section 4 ("measure
-// what it did move"); the call order and traps are those seen on the H200 (2026-11-29).
+// what it did move"); the call order is the one CUPTI needs, and the traps below are those it sets on an H200.
 #pragma once
 
 #include <cupti_result.h>

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 
-#include "kernels/launch_util.h"
 
 namespace kvb {
 namespace {
@@ -77,18 +76,20 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 /// occupancy is read once per device.
 template <auto Kernel>
 unsigned grid_for(size_t n_vec) {
-  static std::atomic<int> cached_per_sm[kMaxDevices] = {};
-  int device = 0, per_sm = 1;
+  static std::atomic<int> cached_blocks[kMaxDevices] = {};  // resident blocks on the whole device
+  int device = 0, blocks = 132;
   if (cudaGetDevice(&device) == cudaSuccess && device >= 0 && device < kMaxDevices) {
-    per_sm = cached_per_sm[device].load();
-    if (per_sm == 0) {
+    blocks = cached_blocks[device].load();
+    if (blocks == 0) {
+      int per_sm = 1, sms = 132;
       if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, kThreads, 0) != cudaSuccess) per_sm = 1;
-      per_sm = std::max(1, per_sm);
-      cached_per_sm[device].store(per_sm);
+      if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) sms = 132;
+      blocks = std::max(1, per_sm) * std::max(1, sms);
+      cached_blocks[device].store(blocks);
     }
   }
   const size_t wanted = (n_vec + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(wanted, size_t(sm_count()) * per_sm)));
+  return static_cast<unsigned>(std::max<size_t>(1, std::min<size_t>(wanted, size_t(blocks))));
 }
 
 }  // namespace
@@ -124,9 +125,7 @@ cudaError_t launch_read_probe(const void* src, size_t bytes, uint32_t never, uin
   if (bytes == 0) return cudaSuccess;
   const size_t n = bytes / 16;
   // One pass: every thread issues its kReadDepth loads once and exits, so blocks stream through the SMs instead of
-  // looping over the buffer. A standalone probe on the H200 read 4.65 to 4.69 TB/s this way against 4.58 to 4.62
-  // with a grid of resident blocks only (results/h200-2026-11-30g/explore/bandwidth/read_patterns_*.txt); inside
-  // kvb, after its copy measurement, it read 4.54 to 4.59 TB/s (results/h200-2026-11-30g/info.txt, the CSVs).
+  // looping over the buffer, which reads faster than a grid of resident blocks only (docs/FINDINGS.md, "Measuring").
   const size_t per_block = size_t(kThreads) * kReadDepth;
   const unsigned grid = static_cast<unsigned>(std::min<size_t>((n + per_block - 1) / per_block, 0x7fffffffu));
   read_probe_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const uint4*>(src), n, never, sink);

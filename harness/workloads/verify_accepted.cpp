@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "harness/sweep/experiment_kind.h"
 
 namespace kvb {
 namespace {
@@ -31,7 +30,7 @@ std::string check_accepted(const std::string& value) {
 }
 
 AcceptedSpec parse_accepted(const std::string& value) {
-  if (std::string e = check_accepted(value); !e.empty()) throw UsageError(e);
+  if (std::string e = check_accepted(value); !e.empty()) throw std::invalid_argument(e);
   AcceptedSpec s;
   if (value == "all") s.kind = AcceptedSpec::Kind::all;
   else if (value == "none") s.kind = AcceptedSpec::Kind::none;

@@ -22,7 +22,8 @@ constexpr const char* kAcceptedAllowed = "all, none, or an acceptance rate stric
 /// `accepted` and the allowed values (kAcceptedAllowed).
 std::string check_accepted(const std::string& value);
 
-/// Parses an `accepted` value. Throws UsageError (harness/sweep/experiment_kind.h) with check_accepted's reason.
+/// Parses an `accepted` value. Throws std::invalid_argument with check_accepted's reason (the sweep checks every
+/// axis value with check_accepted before any point runs).
 AcceptedSpec parse_accepted(const std::string& value);
 
 /// Accepted drafts a of each of `rows` rows, 0 <= a <= draft_tokens: all -> m, none -> 0; rate r -> draft 1, 2, ...

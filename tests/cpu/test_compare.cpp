@@ -2,6 +2,7 @@
 // table_keys.h).
 #include <gtest/gtest.h>
 
+#include "harness/kinds/registry.h"
 #include "harness/reports/compare.h"
 #include "harness/reports/compare_report.h"
 #include "harness/sweep/table_keys.h"

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "harness/kinds/registry.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/experiment_kind.h"
 #include "test_regression_support.h"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "harness/kinds/registry.h"
 #include "harness/kinds/short_context_runner.h"
 #include "harness/sweep/config.h"
 #include "harness/sweep/grid.h"

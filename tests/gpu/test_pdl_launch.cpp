@@ -11,7 +11,7 @@
 
 #include "harness/workloads/decode_check.h"
 #include "harness/workloads/decode_problem.h"
-#include "harness/measure/graph_timer.h"
+#include "harness/measure/cuda_graph.h"
 #include "harness/workloads/verify_accepted.h"
 #include "harness/workloads/verify_check.h"
 #include "harness/workloads/verify_problem.h"

@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "harness/kinds/registry.h"
 #include "harness/workloads/problem_setup.h"
 #include "harness/kinds/short_context_runner.h"
 #include "kernels/kvbuffer_prefill.h"

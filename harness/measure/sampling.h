@@ -1,32 +1,12 @@
-// CUDA-graph capture and event timing of repeated samples (DESIGN.md section 4: warm up, repeat, median and spread).
+// Repeated samples until their spread settles, and their median and spread (DESIGN.md section 4: warm up, repeat,
+// report median and spread). Plain C++.
 #pragma once
-
-#include <cuda_runtime_api.h>
 
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace kvb {
-
-/// An instantiated CUDA graph captured from the work a callable enqueues on a stream. Move-only RAII.
-class CudaGraph {
- public:
-  /// Captures `enqueue(stream)` (stream capture, global mode). Throws CudaError when capture or instantiation fails.
-  static CudaGraph capture(cudaStream_t stream, const std::function<void(cudaStream_t)>& enqueue);
-  CudaGraph() = default;
-  CudaGraph(CudaGraph&& o) noexcept;
-  CudaGraph& operator=(CudaGraph&& o) noexcept;
-  CudaGraph(const CudaGraph&) = delete;
-  CudaGraph& operator=(const CudaGraph&) = delete;
-  ~CudaGraph();
-  /// Launches the graph on `stream`; throws CudaError.
-  void launch(cudaStream_t stream) const;
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-};
 
 /// Median and spread of timed samples.
 struct SampleStats {
@@ -51,8 +31,5 @@ struct SamplingRule {
 
 /// Calls `sample()` (returns one sample's value, e.g. microseconds per layer-step) until the rule stops it.
 SampleStats sample_until(const std::function<double()>& sample, const SamplingRule& rule);
-
-/// Elapsed milliseconds of `enqueue(stream)` between two events on the stream (synchronises). Throws CudaError.
-double time_ms(cudaStream_t stream, const std::function<void(cudaStream_t)>& enqueue);
 
 }  // namespace kvb
