@@ -1,6 +1,6 @@
 // Byte model of one speculative-verification model step, summed over a batch whose rows have their own buffer
-// positions and accepted counts (per-row formulas in byte_model/byte_model.h, and byte_model/byte_model_raw.h for the raw
-// form; DESIGN.md sections 3 and 4).
+// positions and accepted counts (per-row formulas in byte_model/byte_model.h, and byte_model/byte_model_raw.h for the
+// raw form; DESIGN.md sections 3 and 4).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,6 @@
 
 #include "byte_model/byte_model.h"
 #include "core/gdn_shape.h"
-#include "kernels/kvbuffer_raw_params.h"
 
 namespace kvb {
 

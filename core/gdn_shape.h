@@ -1,4 +1,5 @@
-// Shapes and enums shared by the kernels, the float64 reference and the harness. Plain C++ (no CUDA).
+// The shared vocabulary of kernels, float64 reference, byte model and harness: the shape of a GDN layer and the names
+// of state layouts, output dtypes and buffer forms. Plain C++ (no CUDA).
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,13 @@ enum class StateLayout : int { kv = 0, vk = 1 };
 /// Element type of the output o. bf16 as served; fp32 for checking against the reference.
 enum class OutputDtype : int { bf16 = 0, fp32 = 1 };
 
+/// What a KVBuffer stores per entry (the CSV's buffer_form column). delta: raw bf16 key + fp32 corrected delta u_j +
+/// fp32 log-decay g_j (kernels' KVBufferPool). raw: bf16 k, v, a, b (RawKVBufferPool).
+enum class BufferForm : int { delta = 0, raw = 1 };
+
 inline const char* to_string(StateLayout l) { return l == StateLayout::kv ? "kv" : "vk"; }
 inline const char* to_string(OutputDtype d) { return d == OutputDtype::bf16 ? "bf16" : "fp32"; }
+inline const char* to_string(BufferForm f) { return f == BufferForm::delta ? "delta" : "raw"; }
 
 /// Checks a shape against what the kernels support; returns "" when valid, else a one-line reason naming the field
 /// and the allowed values. Supported: head_dim_k in {32, 64, 128, 256}; head_dim_v a multiple of 4 in [4, 1024];

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "core/gdn_shape.h"
+#include "kernels/gdn_params.h"
 
 namespace kvb::capacity {
 
@@ -43,10 +44,9 @@ namespace kvb::capacity {
 constexpr int64_t kAllocationGranule = int64_t(2) << 20;
 /// Budget bytes kept free for the driver: 4 MiB.
 constexpr int64_t kDriverHeadroom = int64_t(4) << 20;
-/// Largest buffer capacity (entries per slot) the KVBuffer kernels accept (kernels/kvbuffer_device.cuh kMaxBuffer).
-constexpr int kMaxBufferEntries = 256;
-/// Largest number of draft tokens the verify kernels take (kernels/gdn_params.h kMaxDraftTokens).
-constexpr int kMaxDrafts = 8;
+/// Largest buffer capacity (entries per slot) and draft count: the kernels' own limits.
+constexpr int kMaxBufferEntries = ::kvb::kMaxBuffer;
+constexpr int kMaxDrafts = ::kvb::kMaxDraftTokens;
 /// Alignment of each piece of the step workspace, bytes.
 constexpr int64_t kWorkspaceAlign = 256;
 /// Positions of the short convolution's window kept per request (Qwen3-Next conv kernel size 4, less one).

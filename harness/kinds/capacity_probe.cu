@@ -13,14 +13,10 @@
 #include "harness/workloads/device_random.h"
 #include "harness/sweep/experiment_kind.h"
 #include "kernels/gdn_params.h"
-#include "kernels/kvbuffer_device.cuh"
 #include "kernels/launch_util.h"
 #include "reference/qwen3_next_inputs.h"
 
 namespace kvb::capacity {
-
-static_assert(kMaxBufferEntries == dev::kMaxBuffer, "capacity model and kernels disagree on the largest buffer");
-static_assert(kMaxDrafts == kMaxDraftTokens, "capacity model and kernels disagree on the most draft tokens");
 
 namespace {
 

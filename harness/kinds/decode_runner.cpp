@@ -83,10 +83,11 @@ ExperimentKind decode_experiment_kind() {
   k.axes = {
       {"variant", {"recurrent", "kvbuffer"}, word_axis("variant", {"recurrent", "kvbuffer"})},
       {"batch", {"64"}, int_axis("batch", 1, 4096)},
-      {"buffer_size", {"16"}, int_axis("buffer_size", 1, 256)},
+      {"buffer_size", {"16"}, int_axis("buffer_size", 1, kMaxBuffer)},
       buffer_form_axis(),
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
       launch_axis(),
+      tile_axis({recurrent_decode_tiles(), kvbuffer_decode_tiles(), raw_tiles()}),
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.result_columns = decode_result_columns();

@@ -52,15 +52,54 @@ AxisSpec launch_axis() {
   return {"launch", {"plain"}, word_axis("launch", {"plain", "pdl"}), /*added_later=*/true};
 }
 
+namespace {
+/// The tile part of validate_launch_point.
+std::string validate_tile_point(const Point& pt) {
+  const TileShape tile = point_tile(pt);
+  if (tile.is_auto()) return "";
+  const std::string& variant = pt.get("variant");
+  const BufferForm form = point_buffer_form(pt);
+  const GdnShape shape = point_shape(pt);
+  if (form == BufferForm::raw && variant.rfind("kvbuffer", 0) == 0) return validate_raw_tile(tile, shape);
+  return validate_tile(tile, variant_tiles(variant, form), shape, variant.c_str());
+}
+}  // namespace
+
 std::string validate_launch_point(const Point& pt) {
   if (auto e = validate_buffer_form_point(pt); !e.empty()) return e;
-  if (pt.get("launch") != "pdl") return "";
+  if (pt.get("launch") != "pdl") return validate_tile_point(pt);
   if (point_buffer_form(pt) == BufferForm::raw)  // only KVBuffer points have a buffer form (the kinds' applies)
     return "launch = pdl is not supported with buffer_form = raw (allowed with raw: plain)";
   if (pt.get_int("layers") < 2)
     return fmt::format("launch = pdl needs layers >= 2, each layer on its own pools (layers = {}; allowed with one "
                        "layer: plain)", pt.get("layers"));
-  return "";
+  return validate_tile_point(pt);
+}
+
+AxisSpec tile_axis(const std::vector<std::vector<TileShape>>& families) {
+  std::vector<std::string> words{"auto"};
+  for (const auto& family : families)
+    for (const TileShape& t : family)
+      if (std::find(words.begin(), words.end(), to_string(t)) == words.end()) words.push_back(to_string(t));
+  return {"tile", {"auto"}, word_axis("tile", words), /*added_later=*/true};
+}
+
+TileShape point_tile(const Point& pt) {
+  TileShape t;
+  for (const auto& [name, value] : pt.axes)
+    if (name == "tile" && !value.empty() && !parse_tile(value, t))
+      throw UsageError(fmt::format("tile = '{}' is not a tile (allowed: auto or COLUMNSxTHREADS)", value));
+  return t;
+}
+
+const std::vector<TileShape>& variant_tiles(const std::string& variant, BufferForm form) {
+  static const std::vector<TileShape> none;
+  if (variant == "recurrent") return recurrent_decode_tiles();
+  if (variant == "recurrent_verify") return recurrent_verify_tiles();
+  if (form == BufferForm::raw && (variant == "kvbuffer" || variant == "kvbuffer_verify")) return raw_tiles();
+  if (variant == "kvbuffer") return kvbuffer_decode_tiles();
+  if (variant == "kvbuffer_verify") return kvbuffer_verify_tiles();
+  return none;
 }
 
 LaunchCheck run_check(const std::function<LaunchCheck()>& check) {

@@ -1,10 +1,11 @@
-// Pieces the experiment kinds share (decode, spec_verify, short_context): the model-shape, buffer-form and launch axes,
-// how a point's run options become a sampling rule and an L2 placement, and the CSV columns they have in common.
+// Pieces the experiment kinds share (decode, spec_verify, short_context): the model-shape, buffer-form, launch and tile
+// axes, how a point's run options become a sampling rule and an L2 placement, and the CSV columns they have in common.
 // The timing itself is harness/measure/step_timing.h (DESIGN.md section 4).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -12,10 +13,11 @@
 #include "harness/measure/step_timing.h"
 #include "harness/sweep/experiment_kind.h"
 #include "harness/workloads/check_support.h"
+#include "kernels/gdn_params.h"
 #include "byte_model/byte_model.h"
 #include "core/cuda_check.h"
 #include "core/gdn_shape.h"
-#include "kernels/kvbuffer_raw_params.h"
+#include "kernels/kvbuffer_raw_launch.h"
 
 namespace kvb {
 
@@ -35,20 +37,36 @@ BufferForm point_buffer_form(const Point& pt);
 /// raw, buffer_size within the raw kernels' limit (1 to kMaxRawBuffer). "" or a one-line reason.
 std::string validate_buffer_form_point(const Point& pt);
 
+/// Largest buffer_size of the spec_verify kind: the largest B that both buffer forms verify with any draft count
+/// (delta form: B - 1 + kMaxDraftTokens entries <= kMaxBuffer; raw form: B <= kMaxRawBuffer).
+constexpr int kMaxVerifyBufferSize = std::min(kMaxRawBuffer, kMaxBuffer + 1 - kMaxDraftTokens);
+
 /// The launch axis of the decode and spec_verify kinds: plain (default; one launch after another) or pdl
 /// (programmatic dependent launch, kernels/pdl.cuh). Read as plain in a CSV written before the column existed.
 AxisSpec launch_axis();
+/// The tile axis of the decode and spec_verify kinds: auto (default: each launcher's own choice, the shapes measured
+/// fastest) or an explicit tile COLUMNSxTHREADS of one of `families` (kernels/gdn_params.h TileShape). Read as auto in
+/// a CSV written before the column existed.
+AxisSpec tile_axis(const std::vector<std::vector<TileShape>>& families);
+/// A point's tile: auto when the point has no tile axis or leaves it empty.
+TileShape point_tile(const Point& pt);
+/// The explicit tiles of the launcher a variant runs: recurrent and kvbuffer (decode), recurrent_verify and
+/// kvbuffer_verify (spec_verify), for buffer form `form`; empty for an unknown variant.
+const std::vector<TileShape>& variant_tiles(const std::string& variant, BufferForm form);
+
 /// Whole-point check of a kind with the launch axis: validate_buffer_form_point, then launch = pdl only where the
 /// kernels take it (not with buffer_form raw of a KVBuffer variant) and with layers >= 2 (a PDL launch must follow
-/// another layer's, on distinct pools). "" or a one-line reason.
+/// another layer's, on distinct pools), then the tile: auto, or one the variant's launcher takes at the point's
+/// shape (validate_tile, validate_raw_tile). "" or a one-line reason.
 std::string validate_launch_point(const Point& pt);
 
-/// Reads into a problem config (DecodeConfig, VerifyConfig) the axes both experiments have: the shape, batch, layers
-/// and seed; for a KVBuffer point also buffer_size and phase (staggered unless "aligned"). Throws UsageError on a
-/// non-integer.
+/// Reads into a problem config (DecodeConfig, VerifyConfig) the axes both experiments have: the shape, batch, layers,
+/// seed and tile; for a KVBuffer point also buffer_size and phase (staggered unless "aligned"). Throws UsageError on
+/// a non-integer.
 template <typename Config>
 void read_model_point(const Point& pt, bool kvbuffer, Config& c) {
   c.shape = point_shape(pt);
+  c.tile = point_tile(pt);
   c.batch = int(pt.get_int("batch"));
   c.layers = int(pt.get_int("layers"));
   c.seed = uint64_t(pt.get_int("seed"));

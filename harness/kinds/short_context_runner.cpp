@@ -53,7 +53,7 @@ ExperimentKind short_context_experiment_kind() {
       {"variant", {"recurrent", "kvbuffer"}, word_axis("variant", {"recurrent", "kvbuffer"})},
       {"context_len", {"1"}, int_axis("context_len", 1, 65536)},
       {"batch", {"64"}, int_axis("batch", 1, 4096)},
-      {"buffer_size", {"16"}, int_axis("buffer_size", 1, 256)},
+      {"buffer_size", {"16"}, int_axis("buffer_size", 1, kMaxBuffer)},
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));

@@ -98,10 +98,11 @@ ExperimentKind spec_verify_experiment_kind() {
       {"batch", {"64"}, int_axis("batch", 1, 4096)},
       {"draft_tokens", {"4"}, int_axis("draft_tokens", 1, kMaxDraftTokens)},
       {"accepted", {"all"}, AxisCheck(check_accepted, kAcceptedAllowed)},
-      {"buffer_size", {"8"}, int_axis("buffer_size", 1, 64)},
+      {"buffer_size", {"8"}, int_axis("buffer_size", 1, kMaxVerifyBufferSize)},
       buffer_form_axis(),
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
       launch_axis(),  // pdl: verify, accept and commit with programmatic dependent launch
+      tile_axis({recurrent_verify_tiles(), kvbuffer_verify_tiles(), raw_tiles()}),
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.result_columns = {

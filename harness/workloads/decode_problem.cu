@@ -62,8 +62,7 @@ size_t DecodeProblem::o_bytes_per_set() const {
 void* DecodeProblem::o(int set) const { return o_.get() + size_t(set) * o_bytes_per_set(); }
 
 RecurrentDecodeParams DecodeProblem::recurrent_params(int set) const {
-  auto p = token_launch<RecurrentDecodeParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
-                                               cfg_.o_dtype);
+  auto p = token_launch<RecurrentDecodeParams>(cfg_, inputs_.inputs(set), slot_.get(), o(set));
   p.state = state(set);
   p.num_slots = cfg_.batch;
   p.layout = cfg_.layout;
@@ -72,8 +71,7 @@ RecurrentDecodeParams DecodeProblem::recurrent_params(int set) const {
 }
 
 KVBufferDecodeParams DecodeProblem::kvbuffer_params(int set) const {
-  auto p = token_launch<KVBufferDecodeParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
-                                              cfg_.o_dtype);
+  auto p = token_launch<KVBufferDecodeParams>(cfg_, inputs_.inputs(set), slot_.get(), o(set));
   p.pool = entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
   if (stateless()) {
     p.pool.num_checkpoints = int(std::max<size_t>(state_rows_, 1));
@@ -86,8 +84,7 @@ KVBufferDecodeParams DecodeProblem::kvbuffer_params(int set) const {
 }
 
 RawKVBufferDecodeParams DecodeProblem::raw_params(int set) const {
-  auto p = token_launch<RawKVBufferDecodeParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
-                                                 cfg_.o_dtype);
+  auto p = token_launch<RawKVBufferDecodeParams>(cfg_, inputs_.inputs(set), slot_.get(), o(set));
   p.pool = raw_entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
   return p;
 }

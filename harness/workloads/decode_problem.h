@@ -43,6 +43,8 @@ struct DecodeConfig {
   /// while the previous layer's kernel finishes. Needs consecutive launches on distinct pools (at least two sets, not
   /// share_pools); DecodeProblem throws std::invalid_argument otherwise.
   bool pdl = false;
+  /// Tile of every decode launch (kernels/gdn_params.h TileShape; auto: the launcher's own choice).
+  TileShape tile;
 };
 
 /// Bytes one model step of `c` touches per group (for the cold-L2 rotation): states (recurrent, stateful KVBuffer), or

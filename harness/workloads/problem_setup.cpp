@@ -67,14 +67,10 @@ KVBufferEntrySets::KVBufferEntrySets(DeviceFootprint& mem, const GdnShape& s, in
 KVBufferPool KVBufferEntrySets::pool(int set, float* checkpoints, int32_t* fill, int buffer_size) const {
   const size_t entries = size_t(slots_) * capacity_;
   KVBufferPool p;
-  p.checkpoint = checkpoints;
+  set_pool_rows(p, checkpoints, fill, slots_, capacity_, buffer_size);
   p.keys = keys_.get() + set * entries * shape_.heads_qk * shape_.head_dim_k;
   p.deltas = deltas_.get() + set * entries * shape_.heads_v * shape_.head_dim_v;
   p.log_decay = log_decay_.get() + set * entries * shape_.heads_v;
-  p.fill = fill;
-  p.num_slots = slots_;
-  p.capacity = capacity_;
-  p.buffer_size = buffer_size;
   return p;
 }
 

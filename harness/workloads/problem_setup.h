@@ -99,6 +99,26 @@ Params token_launch(const GdnShape& s, int batch, const TokenInputs& in, const i
   return p;
 }
 
+/// The same from a problem config `c` (DecodeConfig, VerifyConfig): its shape, batch and output dtype, and its tile
+/// (params with a tile field only: not KVBufferPrefillParams).
+template <typename Params, typename Config>
+Params token_launch(const Config& c, const TokenInputs& in, const int32_t* slot, void* o) {
+  auto p = token_launch<Params>(c.shape, c.batch, in, slot, o, c.o_dtype);
+  p.tile = c.tile;
+  return p;
+}
+
+/// Sets the fields a KVBuffer pool of either form (KVBufferPool, RawKVBufferPool) has besides its entries: the
+/// checkpoints, the buffer positions, `slots` rows of `capacity` entries, and the buffer size B.
+template <typename Pool>
+void set_pool_rows(Pool& p, float* checkpoints, int32_t* fill, int slots, int capacity, int buffer_size) {
+  p.checkpoint = checkpoints;
+  p.fill = fill;
+  p.num_slots = slots;
+  p.capacity = capacity;
+  p.buffer_size = buffer_size;
+}
+
 /// `count` fp32 state values ~ N(0, 1/sqrt(K)), so that S^T k^ has the scale of v. Throws CudaError.
 DeviceBuffer<float> random_states(DeviceFootprint& mem, const GdnShape& s, size_t count, FillSeeds& seeds);
 

@@ -20,15 +20,11 @@ RawKVBufferEntrySets::RawKVBufferEntrySets(DeviceFootprint& mem, const GdnShape&
 RawKVBufferPool RawKVBufferEntrySets::pool(int set, float* checkpoints, int32_t* fill, int buffer_size) const {
   const size_t entries = size_t(slots_) * capacity_;
   RawKVBufferPool p;
-  p.checkpoint = checkpoints;
+  set_pool_rows(p, checkpoints, fill, slots_, capacity_, buffer_size);
   p.keys = keys_.get() + set * entries * shape_.heads_qk * shape_.head_dim_k;
   p.values = values_.get() + set * entries * shape_.heads_v * shape_.head_dim_v;
   p.gate_a = gate_a_.get() + set * entries * shape_.heads_v;
   p.gate_b = gate_b_.get() + set * entries * shape_.heads_v;
-  p.fill = fill;
-  p.num_slots = slots_;
-  p.capacity = capacity_;
-  p.buffer_size = buffer_size;
   return p;
 }
 

@@ -88,8 +88,7 @@ double VerifyProblem::mean_accepted() const {
 }
 
 RecurrentVerifyParams VerifyProblem::recurrent_verify_params(int set) const {
-  auto p = token_launch<RecurrentVerifyParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
-                                               cfg_.o_dtype);
+  auto p = token_launch<RecurrentVerifyParams>(cfg_, inputs_.inputs(set), slot_.get(), o(set));
   p.state = state(set);
   p.num_slots = cfg_.batch;
   p.scratch = scratch(set);
@@ -112,8 +111,7 @@ RecurrentAcceptParams VerifyProblem::recurrent_accept_params(int set) const {
 }
 
 KVBufferVerifyParams VerifyProblem::kvbuffer_verify_params(int set) const {
-  auto p = token_launch<KVBufferVerifyParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
-                                              cfg_.o_dtype);
+  auto p = token_launch<KVBufferVerifyParams>(cfg_, inputs_.inputs(set), slot_.get(), o(set));
   p.pool = entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
   p.group_arrivals = group_arrivals();
   p.pdl = cfg_.pdl;
@@ -121,8 +119,7 @@ KVBufferVerifyParams VerifyProblem::kvbuffer_verify_params(int set) const {
 }
 
 RawKVBufferVerifyParams VerifyProblem::raw_verify_params(int set) const {
-  auto p = token_launch<RawKVBufferVerifyParams>(cfg_.shape, cfg_.batch, inputs_.inputs(set), slot_.get(), o(set),
-                                                 cfg_.o_dtype);
+  auto p = token_launch<RawKVBufferVerifyParams>(cfg_, inputs_.inputs(set), slot_.get(), o(set));
   p.pool = raw_entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
   return p;
 }
@@ -135,6 +132,7 @@ RawKVBufferAcceptParams VerifyProblem::raw_accept_params(int set) const {
   p.pool = raw_entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
   p.slot = slot_.get();
   p.accepted = accepted_.get();
+  p.tile = cfg_.tile;
   return p;
 }
 

@@ -44,6 +44,8 @@ struct VerifyConfig {
   /// streams its states or checkpoints while the previous launch finishes. Needs distinct pools per layer-set (sets()
   /// >= 2) and the recurrent or delta-form kernels; VerifyProblem throws std::invalid_argument otherwise.
   bool pdl = false;
+  /// Tile of every verify and accept launch (kernels/gdn_params.h TileShape; auto: the launcher's own choice).
+  TileShape tile;
 };
 
 /// Device memory and launch parameters of one verification workload. Move-only; frees everything on destruction.
