@@ -80,20 +80,66 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& flag
   return out;
 }
 
+namespace {
+
+/// One value of a model axis: an integer, or a list holding exactly one (a capacity table is of one model).
+int toml_single_int(const toml::node& node, const std::string& where) {
+  if (node.is_integer()) return toml_int(node, where);
+  const std::vector<int> values = toml_int_list(node, where);
+  if (values.size() != 1)
+    throw UsageError(fmt::format("{} holds {} values (allowed: one; a capacity table is of one model)", where,
+                                 values.size()));
+  return values[0];
+}
+
+/// An integer list axis; one integer stands for a list of one.
+std::vector<int> toml_axis_ints(const toml::node& node, const std::string& where) {
+  if (node.is_integer()) return {toml_int(node, where)};
+  return toml_int_list(node, where);
+}
+
+}  // namespace
+
 void apply_capacity_config(const std::string& toml_text, const std::string& origin, CapacitySettings& s) {
   const toml::table root = parse_toml(toml_text, origin);
   for (const auto& [key, node] : root) {
     const std::string k(key.str());
-    if (k != "experiment" && k != "capacity")
-      throw UsageError(fmt::format("{}: unknown table '{}' (allowed: experiment, capacity)", origin, k));
+    if (k != "experiment" && k != "axes" && k != "capacity")
+      throw UsageError(fmt::format("{}: unknown table '{}' (allowed: experiment, axes, capacity)", origin, k));
     if (!node.is_table()) throw UsageError(fmt::format("{}: '{}' must be a table", origin, k));
   }
   if (const toml::table* exp = root["experiment"].as_table()) {
     for (const auto& [key, node] : *exp) {
       const std::string k(key.str());
-      if (k != "name" && k != "description")
-        throw UsageError(fmt::format("{}: unknown key 'experiment.{}' (allowed: name, description)", origin, k));
+      if (k != "name" && k != "kind" && k != "description")
+        throw UsageError(fmt::format("{}: unknown key 'experiment.{}' (allowed: name, kind, description)", origin, k));
       if (!node.is_string()) throw UsageError(fmt::format("{}: experiment.{} must be a string", origin, k));
+      if (k == "kind" && node.as_string()->get() != "capacity")
+        throw UsageError(fmt::format("{}: experiment.kind = '{}' (allowed: capacity; `kvb sweep` runs the other kinds)",
+                                     origin, node.as_string()->get()));
+    }
+  }
+  if (const toml::table* axes = root["axes"].as_table()) {
+    for (const auto& [key, node] : *axes) {
+      const std::string k(key.str());
+      const std::string where = fmt::format("{}: axes.{}", origin, k);
+      if (k == "layers") s.model.layers = toml_single_int(node, where);
+      else if (k == "heads_qk") s.model.shape.heads_qk = toml_single_int(node, where);
+      else if (k == "heads_v") s.model.shape.heads_v = toml_single_int(node, where);
+      else if (k == "head_dim_k") s.model.shape.head_dim_k = toml_single_int(node, where);
+      else if (k == "head_dim_v") s.model.shape.head_dim_v = toml_single_int(node, where);
+      else if (k == "buffer_size") {
+        s.buffer_sizes = toml_axis_ints(node, where);
+        check_list(s.buffer_sizes, where, 1, kMaxBufferEntries);
+      } else if (k == "draft_tokens") {
+        s.draft_tokens = toml_axis_ints(node, where);
+        check_list(s.draft_tokens, where, 1, kMaxDrafts);
+      } else {
+        throw UsageError(fmt::format(
+            "{}: unknown axis 'axes.{}' (allowed: buffer_size, draft_tokens, layers, heads_qk, heads_v, head_dim_k, "
+            "head_dim_v)",
+            origin, k));
+      }
     }
   }
   const toml::table* cap = root["capacity"].as_table();
@@ -101,18 +147,7 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
   for (const auto& [key, node] : *cap) {
     const std::string k(key.str());
     const std::string where = fmt::format("{}: capacity.{}", origin, k);
-    if (k == "layers") s.model.layers = toml_int(node, where);
-    else if (k == "heads_qk") s.model.shape.heads_qk = toml_int(node, where);
-    else if (k == "heads_v") s.model.shape.heads_v = toml_int(node, where);
-    else if (k == "head_dim_k") s.model.shape.head_dim_k = toml_int(node, where);
-    else if (k == "head_dim_v") s.model.shape.head_dim_v = toml_int(node, where);
-    else if (k == "buffer_sizes") {
-      s.buffer_sizes = toml_int_list(node, where);
-      check_list(s.buffer_sizes, where, 1, kMaxBufferEntries);
-    } else if (k == "draft_tokens") {
-      s.draft_tokens = toml_int_list(node, where);
-      check_list(s.draft_tokens, where, 1, kMaxDrafts);
-    } else if (k == "budget_gib") {
+    if (k == "budget_gib") {
       s.budget_gib = toml_number(node, where);
       if (!(*s.budget_gib > 0)) throw UsageError(fmt::format("{} = {} must be > 0", where, *s.budget_gib));
     } else if (k == "reserve_gib") {
@@ -122,11 +157,13 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
       auto b = node.as_boolean();
       if (!b) throw UsageError(fmt::format("{} must be true or false", where));
       s.model.conv_state = b->get();
+    } else if (k == "layers" || k == "heads_qk" || k == "heads_v" || k == "head_dim_k" || k == "head_dim_v" ||
+               k == "buffer_sizes" || k == "draft_tokens") {
+      throw UsageError(fmt::format("{}: is an axis now: write it under [axes] as {} = [...]", where,
+                                   k == "buffer_sizes" ? "buffer_size" : k));
     } else {
-      throw UsageError(fmt::format(
-          "{}: unknown key 'capacity.{}' (allowed: layers, heads_qk, heads_v, head_dim_k, head_dim_v, buffer_sizes, "
-          "draft_tokens, budget_gib, reserve_gib, conv_state)",
-          origin, k));
+      throw UsageError(fmt::format("{}: unknown key 'capacity.{}' (allowed: budget_gib, reserve_gib, conv_state)",
+                                   origin, k));
     }
   }
 }

@@ -24,20 +24,21 @@ struct CapacitySettings {
 /// values for an empty list, a value that is not an integer or is out of range, or a repeated value.
 std::vector<int> parse_int_list(const std::string& text, const std::string& flag, int lo, int hi);
 
-/// Applies a capacity config to `settings`. Layout:
-///   [experiment] name, description (strings, optional)
-///   [capacity]   layers, heads_qk, heads_v, head_dim_k, head_dim_v (integers), buffer_sizes, draft_tokens (integer
-///                arrays), budget_gib, reserve_gib (numbers), conv_state (boolean); every key optional.
-/// Throws UsageError naming `origin` and the field for malformed TOML, an unknown table or key, or a mistyped or
-/// out-of-range value.
+/// Applies a capacity config to `settings`, in the [axes] dialect of every experiment config. Layout:
+///   [experiment] name, description (strings, optional), kind (optional; "capacity")
+///   [axes]       buffer_size, draft_tokens (integer lists: the table's B and m); layers, heads_qk, heads_v,
+///                head_dim_k, head_dim_v (one integer, or a list of one: the model)
+///   [capacity]   budget_gib, reserve_gib (numbers), conv_state (boolean)
+/// Every key is optional. Throws UsageError naming `origin` and the field for malformed TOML, an unknown table or
+/// key, or a mistyped or out-of-range value.
 void apply_capacity_config(const std::string& toml_text, const std::string& origin, CapacitySettings& settings);
 
 /// Reads `path` and applies it (apply_capacity_config). Throws UsageError naming the file when it cannot be read.
 void load_capacity_config(const std::string& path, CapacitySettings& settings);
 
-/// Checks settings as a whole: the shape (validate_shape), layers in [1, 10000], buffer sizes in [1, 256], draft
-/// tokens in [1, 8], B - 1 + m <= 256 for every pair, budget_gib > 0 when set, reserve_gib >= 0. Throws UsageError
-/// naming the flag (--layers, --buffer-sizes, ...) and the allowed values.
+/// Checks settings as a whole: the shape (validate_shape), layers in [1, 10000], buffer sizes in [1, kMaxBuffer],
+/// draft tokens in [1, kMaxDraftTokens], B - 1 + m <= kMaxBuffer for every pair, budget_gib > 0 when set,
+/// reserve_gib >= 0. Throws UsageError naming the flag (--layers, --buffer-sizes, ...) and the allowed values.
 void validate_settings(const CapacitySettings& settings);
 
 /// The rows of the capacity table, in order: recurrent_decode; recurrent_verify for each m; kvbuffer_decode for
