@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/reports/anchors.h"
 #include "harness/sweep/experiment_kind.h"
 
 namespace kvb::claims {
@@ -117,16 +118,12 @@ std::string phase_text(const DecodeReduction& d) { return d.phase.empty() ? "" :
 }  // namespace
 
 const std::map<int, double>& fla_triton_anchor_us() {
-  static const std::map<int, double> us{{1, 3.9},   {8, 13.6},   {32, 48.9},  {64, 94.0},
-                                        {128, 184.1}, {256, 364.4}, {512, 725.8}};
+  static const std::map<int, double> us = anchor_by_batch("fla_recurrent_decode");
   return us;
 }
 
 const std::map<int, std::map<int, double>>& sglang_verify_anchor_us() {
-  static const std::map<int, std::map<int, double>> us{{1, {{64, 77.5}, {256, 284.7}}},
-                                                       {2, {{64, 115.1}, {256, 428.3}}},
-                                                       {4, {{64, 187.6}, {256, 709.4}}},
-                                                       {8, {{64, 333.1}, {256, 1301.6}}}};
+  static const std::map<int, std::map<int, double>> us = anchor_by_drafts("sglang_verify");
   return us;
 }
 

@@ -11,7 +11,8 @@
 namespace kvb::claims {
 
 /// fla 0.5.2 Triton `fused_recurrent_gated_delta_rule` decode on an H200, per-layer microseconds by batch, Qwen3-Next
-/// TP1 shape (HV = 32, K = V = 128, fp32 state), 36 layers (README "Anchors"; plots/anchors.py FLA_RECURRENT_US).
+/// TP1 shape (HV = 32, K = V = 128, fp32 state), 36 layers: anchor fla_recurrent_decode of results/anchors.csv
+/// (anchors.h). Throws UsageError when the anchors file is missing or malformed.
 const std::map<int, double>& fla_triton_anchor_us();
 
 /// Paper values: "up to 45.17%" lower decode latency; 5x the requests with 4 draft tokens.
@@ -87,13 +88,13 @@ std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_contex
                                                     int min_batch = 64);
 
 /// SGLang's speculative-verify kernel on an H200 (recurrent, one fp32 intermediate state written per draft, state
-/// pool untouched), per-layer microseconds by draft tokens m and batch, Qwen3-Next TP1 shape (README "Anchors";
-/// plots/anchors.py SPEC_VERIFY_US).
+/// pool untouched), per-layer microseconds by draft tokens m and batch, Qwen3-Next TP1 shape: anchor sglang_verify of
+/// results/anchors.csv (anchors.h). Throws UsageError when the anchors file is missing or malformed.
 const std::map<int, std::map<int, double>>& sglang_verify_anchor_us();
 
-/// This project's speculative-verification targets (README "The paper's claims on an NVIDIA H200"; the paper gives
-/// no number): with 4 drafts at batch >= 64, KVBuffer verify + accept at least 4x faster than recurrent verify +
-/// accept, and at least 4.5x faster than SGLang's verify kernel (verify alone).
+/// This project's speculative-verification targets (the paper gives no number): with 4 drafts at batch >= 64,
+/// KVBuffer verify + accept at least 4x faster than recurrent verify + accept, and at least 4.5x faster than SGLang's
+/// verify kernel (verify alone).
 inline constexpr double kTargetVerifyVsRecurrent = 4.0;
 inline constexpr double kTargetVerifyVsSglang = 4.5;
 
