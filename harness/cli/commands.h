@@ -117,7 +117,7 @@ int run_capacity_command(const CapacityCommandOptions& options);
 
 /// `kvb reproduce` options.
 struct ReproduceOptions {
-  bool quick = false;              ///< reduced grids (README "Regenerating the figures" lists them)
+  bool quick = false;              ///< reduced grids (docs/CLI.md, "kvb reproduce", lists them)
   std::string out_dir = "results"; ///< where the CSVs (and figures/) go
   bool no_plots = false;           ///< skip plots/make_all.py
   int device = 0;                  ///< CUDA device for the sweeps and the capacity probe
@@ -127,8 +127,8 @@ struct ReproduceOptions {
 /// short_context.toml and buffer_form.toml, then kvb capacity --config experiments/capacity.toml, each into out_dir
 /// (quick: narrowed grids), then plots/make_all.py on out_dir into out_dir/figures. Without a GPU: the float64
 /// reference's golden checks, the capacity model at a 135 GiB budget into out_dir/capacity_model.csv, the figures from
-/// the committed results/ CSVs (make_all skips those whose CSV is absent), and a "skipped: ..." line per GPU step. Then prints the claims table (harness/reports/claims.h) from the CSVs of
-/// this run (GPU) or the committed ones. Runs from the repository root. Exit 0 when every step passed, 1 when one
+/// the committed results/ CSVs (make_all skips those whose CSV is absent), and a "skipped: ..." line per GPU step.
+/// Then prints the claims table (harness/reports/claims.h) from the CSVs of this run (GPU) or the committed ones. Runs from the repository root. Exit 0 when every step passed, 1 when one
 /// failed; UsageError (exit 2) for a bad option or when not run from the repository root.
 int run_reproduce_command(const ReproduceOptions& options);
 
