@@ -112,7 +112,7 @@ __device__ __forceinline__ float gate_beta(float b) { return 1.f / (1.f + expf(-
 
 /// Gate of token `tok` (= row * T + t) and value head h: prepared values when given, else
 /// g = -exp(A_log[h]) softplus(a + dt_bias[h]), beta = sigmoid(b). It keeps its own branches rather than being
-/// form_gate(load_gate_inputs(...)), so that the decode kernels compile exactly as they were measured.
+/// form_gate(load_gate_inputs(...)): the decode kernels issue its loads in this order.
 __device__ __forceinline__ Gate prepare_gate(const TokenInputs& in, int64_t tok, int h, int HV) {
   Gate r;
   const int64_t i = tok * HV + h;
@@ -294,7 +294,7 @@ __device__ __forceinline__ void normalise_drafts(const TokenInputs& in, int row,
     if (preloaded) {
       qv = first_inputs->q.widen();
       kv = first_inputs->k.widen();
-    } else {  // loaded straight into fp32, as recurrent verify was measured (not through load_draft_inputs)
+    } else {  // loaded straight into fp32 (recurrent verify does not go through load_draft_inputs)
       qv.load(in.q + (tok * H + hk) * K, lane);
       kv.load(in.k + (tok * H + hk) * K, lane);
     }

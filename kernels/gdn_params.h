@@ -8,8 +8,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
-#include "kernels/gdn_shape.h"
+#include "core/gdn_shape.h"
 
 namespace kvb {
 
@@ -32,6 +33,34 @@ struct TokenInputs {
   int tokens = 1;                 ///< T
 };
 
+/// Tile of a launch: value columns per block x threads per block. {0, 0} is auto: the launcher's own choice by shape
+/// and batch, the shapes measured fastest on the H200 (docs/CLI.md lists them). A launcher takes an explicit tile at
+/// head_dim_k = 128 only, and only one of its family's list (recurrent_decode_tiles() and the like); validate()
+/// refuses any other. The CSV's `tile` column records it.
+struct TileShape {
+  int columns = 0;  ///< value columns per block
+  int threads = 0;  ///< threads per block
+  bool is_auto() const { return columns == 0 && threads == 0; }
+  bool operator==(const TileShape& o) const { return columns == o.columns && threads == o.threads; }
+  bool operator!=(const TileShape& o) const { return !(*this == o); }
+};
+
+/// "auto", or "COLUMNSxTHREADS" (for example "64x128").
+std::string to_string(const TileShape& t);
+/// Parses to_string's form into `out`; false (out unchanged) when `text` is neither.
+bool parse_tile(const std::string& text, TileShape& out);
+
+/// The explicit tiles of each launcher family at head_dim_k = 128 (auto aside).
+const std::vector<TileShape>& recurrent_decode_tiles();  ///< 32x128, 64x256, 128x256, 128x512
+const std::vector<TileShape>& kvbuffer_decode_tiles();   ///< 32x128, 64x128, 64x256, 128x256
+const std::vector<TileShape>& recurrent_verify_tiles();  ///< 64x128, 128x256, 128x512
+const std::vector<TileShape>& kvbuffer_verify_tiles();   ///< 64x128, 128x256
+
+/// "" when `tile` is auto, or one of `allowed` at head_dim_k = 128; else the reason, naming `family` and the allowed
+/// tiles.
+std::string validate_tile(const TileShape& tile, const std::vector<TileShape>& allowed, const GdnShape& shape,
+                          const char* family);
+
 /// Recurrent decode (today's serving path): per row, S <- e^g S; u = beta (v - S^T k^); S += k^ u^T; o = S^T q^.
 /// Reads and writes the whole fp32 state once per token: 2 * HV * K * V * 4 bytes per row.
 struct RecurrentDecodeParams {
@@ -48,7 +77,13 @@ struct RecurrentDecodeParams {
   /// finishes, and streams its state slices before waiting for it. Set it only when that previous kernel writes none of
   /// this launch's states (in a model step it is another layer's kernel); false: a plain launch.
   bool pdl = false;
+  /// Tile of the launch (TileShape): auto, or one of recurrent_decode_tiles() (head_dim_k = 128, layout kv).
+  TileShape tile;
 };
+
+/// Largest buffer capacity (entries per slot) the KVBuffer kernels of the delta form accept: buffer_size and capacity
+/// of a KVBufferPool are at most this (validate_pool), and B - 1 + m for m-draft verify (validate_verify_capacity).
+constexpr int kMaxBuffer = 256;
 
 /// Per-request KVBuffer in delta form (DESIGN.md section 3): a checkpoint S0 and up to `capacity` buffered entries
 /// (k_j, u_j, g_j). Keys are stored raw (bf16, the exact inputs; l2-normalised in fp32 on use), corrected deltas u_j in
@@ -102,6 +137,8 @@ struct KVBufferDecodeParams {
   /// finishes, and streams its checkpoint slices before waiting for it. Set it only when that previous kernel writes none of
   /// this launch's checkpoints (in a model step it is another layer's kernel); false: a plain launch.
   bool pdl = false;
+  /// Tile of the launch (TileShape): auto, or one of kvbuffer_decode_tiles() (head_dim_k = 128, not stateless_batch).
+  TileShape tile;
 };
 
 /// Standalone flush: folds the fill[slot] buffered entries of each listed slot into its checkpoint
@@ -166,6 +203,8 @@ struct RecurrentVerifyParams {
   /// finishes, and loads its state slices before waiting for it. Set it only when that previous kernel writes none of
   /// this launch's states (in a model step it is another layer's verify or accept); false: a plain launch.
   bool pdl = false;
+  /// Tile of the launch (TileShape): auto, or one of recurrent_verify_tiles() (head_dim_k = 128).
+  TileShape tile;
 };
 
 /// Accept after recurrent verification: state[slot] = scratch[slot][a - 1] for a = accepted[row] >= 1 (a = 0 keeps
@@ -221,6 +260,8 @@ struct KVBufferVerifyParams {
   /// that previous kernel writes none of this launch's checkpoints (in a model step it is another layer's verify, or
   /// the commit, which writes only fill); false: a plain launch.
   bool pdl = false;
+  /// Tile of the launch (TileShape): auto, or one of kvbuffer_verify_tiles() (head_dim_k = 128).
+  TileShape tile;
   /// The kernel to run (VerifyKernel); a forced kernel that cannot take p is refused by validate().
   VerifyKernel kernel = VerifyKernel::automatic;
 };
@@ -232,7 +273,7 @@ std::string validate(const RecurrentVerifyParams& p);
 std::string validate(const RecurrentAcceptParams& p);
 std::string validate(const KVBufferVerifyParams& p);
 /// "" when `pool` can take KVBuffer verification of `draft_tokens` drafts: capacity >= buffer_size - 1 +
-/// draft_tokens (verify writes the drafts' deltas after up to B - 1 entries) and that sum <= dev::kMaxBuffer; else
+/// draft_tokens (verify writes the drafts' deltas after up to B - 1 entries) and that sum <= kMaxBuffer; else
 /// the reason, naming the field.
 std::string validate_verify_capacity(const KVBufferPool& pool, int draft_tokens);
 

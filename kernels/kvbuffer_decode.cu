@@ -27,11 +27,11 @@ constexpr size_t smem_bytes(int capacity) {
 }
 
 /// Blocks per SM the decode kernel's registers must allow: 128-thread blocks of a 64-column slice of K = 128 take
-/// 37,520 bytes of shared memory at B = 8 (dynamic plus static, the row reduction in turn: SmemTile::reduce_rows_in_turn), so
-/// six fit an SM of 228 KB, and their registers are held to six too (at most 80 a thread, no spills); from B = 16
-/// (41,776 bytes) five fit. On the H200 six blocks measured 0.5% to 4.7% faster than five at B = 4 and 8 from batch 64
-/// on, and 2% to 5.5% slower at batch 16 with PDL (results/README.md, h200-2026-11-30h). The stateless kernel's
-/// whole-head blocks (K <= 128) are held to four (at most 128 registers), as many as its shared memory allows at B = 64.
+/// 37,520 bytes of shared memory at B = 8 (dynamic plus static, the row reduction in turn:
+/// SmemTile::reduce_rows_in_turn), so six fit an SM of 228 KB, and their registers are held to six too (at most 80 a
+/// thread, no spills); from B = 16 (41,776 bytes) five fit. Six blocks beat five from batch 64 on and lose at batch
+/// 16 with PDL, where a layer is 1.3 waves (docs/FINDINGS.md). The stateless kernel's whole-head blocks (K <= 128)
+/// are held to four (at most 128 registers), as many as its shared memory allows at B = 64.
 template <int K, int VB, int THREADS>
 constexpr int decode_min_blocks() {
   return THREADS != 128 ? 1 : VB == 64 ? 6 : VB == 128 && K <= 128 ? 4 : 1;
@@ -72,8 +72,8 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
   // may start while the previous kernel finishes, and copies its checkpoint slice before the wait; everything else
   // (token inputs, buffer positions, entries) is read after it. Later blocks start after that kernel has completed
   // and keep the plain order below, where the keys come first: a 32 KB slice queued ahead of a block's buffer
-  // positions and keys holds up its coefficients (measured on the H200: 4% slower at batch 512 when every block
-  // copied its slice first; 17% slower when every block prefetched it into L2 instead).
+  // positions and keys holds up its coefficients (every block copying its slice first, or prefetching it into L2,
+  // made large batches slower; docs/FINDINGS.md).
   const bool early = pdl_first_wave(early_blocks);
   if constexpr (!kStateless)
     if (early && has_state && cslot_ok) {
@@ -220,6 +220,9 @@ std::string validate(const KVBufferDecodeParams& p) {
   if (p.in.tokens != 1) return "tokens = " + std::to_string(p.in.tokens) + ": kvbuffer decode takes 1 token per row";
   if (auto e = validate_pool(p.pool); !e.empty()) return e;
   if (!p.slot || !p.o) return "slot and o must be set";
+  if (auto e = validate_tile(p.tile, kvbuffer_decode_tiles(), p.shape, "kvbuffer decode"); !e.empty()) return e;
+  if (!p.tile.is_auto() && p.stateless_batch)
+    return "tile = " + to_string(p.tile) + ": a stateless batch takes whole value heads (allowed: auto)";
   return "";
 }
 
@@ -228,27 +231,22 @@ namespace {
 cudaError_t dispatch_decode(const KVBufferDecodeParams& p, cudaStream_t stream, KVBufferDecodeLaunch* describe) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
   const bool narrow = narrow_slices(p.batch, p.shape);
-  if (p.stateless_batch) {  // buffer-only blocks: whole value heads (up to 128 columns) per block
-    switch (p.shape.head_dim_k) {
-      case 32: return launch_tile<32, 128, kThreads, true>(p, stream, describe);
-      case 64: return launch_tile<64, 128, kThreads, true>(p, stream, describe);
-      case 128: return launch_tile<128, 128, kThreads, true>(p, stream, describe);
-      case 256: return launch_tile<256, 128, kThreads, true>(p, stream, describe);
-    }
-    return cudaErrorInvalidValue;
-  }
+  if (p.stateless_batch)  // buffer-only blocks: whole value heads (up to 128 columns) per block
+    return by_head_dim_k(p.shape.head_dim_k, [&](auto k) {
+      return launch_tile<decltype(k)::value, 128, kThreads, true>(p, stream, describe);
+    });
   switch (p.shape.head_dim_k) {
     case 32: return narrow ? launch_tile<32, 16>(p, stream, describe) : launch_tile<32, 32>(p, stream, describe);
     case 64: return narrow ? launch_tile<64, 16>(p, stream, describe) : launch_tile<64, 32>(p, stream, describe);
     case 128:
+      if (p.tile == TileShape{32, 128}) return launch_tile<128, 32>(p, stream, describe);
+      if (p.tile == TileShape{64, 256}) return launch_tile<128, 64, 256>(p, stream, describe);
+      if (p.tile == TileShape{128, 256}) return launch_tile<128, 128, 256>(p, stream, describe);
+      if (p.tile == TileShape{64, 128}) return launch_tile<128, 64, 128>(p, stream, describe);
+      // auto: 16-wide slices when the batch does not fill the GPU, else two slices per head of 128 threads, the
+      // fastest there.
       if (narrow) return launch_tile<128, 16>(p, stream, describe);
-      // Two slices per head, 128 threads measured fastest on the H200 at batch >= 64.
-      switch (tile_override()) {
-        case 32128: return launch_tile<128, 32>(p, stream, describe);
-        case 64256: return launch_tile<128, 64, 256>(p, stream, describe);
-        case 128256: return launch_tile<128, 128, 256>(p, stream, describe);
-        default: return launch_tile<128, 64, 128>(p, stream, describe);
-      }
+      return launch_tile<128, 64, 128>(p, stream, describe);
     case 256: return launch_tile<256, 16>(p, stream, describe);
   }
   return cudaErrorInvalidValue;

@@ -11,7 +11,7 @@
 
 namespace kvb::dev {
 
-constexpr int kMaxBuffer = 256;  ///< largest buffer capacity the kernels accept (entries per slot)
+constexpr int kMaxBuffer = ::kvb::kMaxBuffer;  ///< largest buffer capacity the kernels accept (gdn_params.h)
 
 /// One (slot, value head)'s buffer in shared memory, for entries j < n: the raw keys of its key head [capacity][K]
 /// (bf16; key j at keys + j * key_stride), and per entry g[j] (log-decay), w[j] = e^{G_t - G_j},
@@ -172,8 +172,8 @@ __device__ __forceinline__ void fold_entries(float4 (&s)[CH], int r0, int n, con
 /// Rows are taken kFoldRows at a time into registers and every entry folded there, so the tile is read once and the
 /// state written once (streaming); keys, weights and deltas u_j (the tile's extra rows) come from shared memory, once
 /// per pass of kFoldRows rows. 8 rows fit kernels held to 80 registers (decode's six 64-column blocks per SM); 16
-/// halve the passes over the entries where registers allow (a stateless flush of 63 entries: 9% faster on the H200,
-/// results/h200-2026-11-30g/explore/stateless_fold/). No token: kcol and u zero.
+/// halve the passes over the entries where registers allow (the stateless flush of a long buffer gains most;
+/// docs/FINDINGS.md). No token: kcol and u zero.
 template <int K, int kFoldRows = 8, class Tile>
 __device__ __forceinline__ void fold_and_store(float* __restrict__ m, int V, float decay,
                                                const float (&kcol)[Tile::ROWS], const float (&u)[4], bool from_zero,

@@ -186,13 +186,7 @@ std::string validate(const KVBufferPrefillParams& p) {
 
 cudaError_t launch_kvbuffer_prefill(const KVBufferPrefillParams& p, cudaStream_t stream) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
-  switch (p.shape.head_dim_k) {
-    case 32: return launch_prompt<32>(p, stream);
-    case 64: return launch_prompt<64>(p, stream);
-    case 128: return launch_prompt<128>(p, stream);
-    case 256: return launch_prompt<256>(p, stream);
-  }
-  return cudaErrorInvalidValue;
+  return by_head_dim_k(p.shape.head_dim_k, [&](auto k) { return launch_prompt<decltype(k)::value>(p, stream); });
 }
 
 cudaError_t launch_kvbuffer_advance_prefill(int32_t* fill, const int32_t* slot, const int32_t* prompt_len, int batch,

@@ -25,6 +25,7 @@
 #include "kernels/launch_util.h"
 
 namespace kvb {
+static_assert(kThreadsRaw == dev::kThreads, "raw_tiles() names the threads the raw kernels run with");
 namespace {
 
 using namespace dev;
@@ -387,7 +388,7 @@ cudaError_t launch_tile(const RawKVBufferDecodeParams& p, cudaStream_t stream) {
 
 template <int K>
 cudaError_t launch_width(const RawKVBufferDecodeParams& p, cudaStream_t stream) {
-  switch (raw_slice_width(p.batch, p.shape)) {
+  switch (raw_slice_width(p.batch, p.shape, p.tile)) {
     case 64: if constexpr (K < 256) return launch_tile<K, 64>(p, stream); else break;
     case 32: return launch_tile<K, 32>(p, stream);
     case 16: return launch_tile<K, 16>(p, stream);
@@ -424,18 +425,13 @@ std::string validate(const RawKVBufferDecodeParams& p) {
   if (p.in.tokens != 1) return "tokens = " + std::to_string(p.in.tokens) + ": raw decode takes 1 token per row";
   if (auto e = validate_raw_pool(p.pool); !e.empty()) return e;
   if (!p.slot || !p.o) return "slot and o must be set";
+  if (auto e = validate_raw_tile(p.tile, p.shape); !e.empty()) return e;
   return "";
 }
 
 cudaError_t launch_kvbuffer_raw_decode(const RawKVBufferDecodeParams& p, cudaStream_t stream) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
-  switch (p.shape.head_dim_k) {
-    case 32: return launch_width<32>(p, stream);
-    case 64: return launch_width<64>(p, stream);
-    case 128: return launch_width<128>(p, stream);
-    case 256: return launch_width<256>(p, stream);
-  }
-  return cudaErrorInvalidValue;
+  return by_head_dim_k(p.shape.head_dim_k, [&](auto k) { return launch_width<decltype(k)::value>(p, stream); });
 }
 
 }  // namespace kvb

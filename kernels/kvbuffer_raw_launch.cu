@@ -1,7 +1,6 @@
 #include "kernels/kvbuffer_raw_launch.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 
 #include "kernels/launch_util.h"
@@ -31,21 +30,28 @@ std::string validate_raw_inputs(const GdnShape& shape, const TokenInputs& in, in
   return "";
 }
 
-namespace {
-int forced_width() {
-  static const int value = [] {
-    const char* s = std::getenv("KVB_RAW_TILE");
-    const int vb = s ? std::atoi(s) : 0;
-    return vb == 16 || vb == 32 || vb == 64 ? vb : 0;
-  }();
-  return value;
+const std::vector<TileShape>& raw_tiles() {
+  static const std::vector<TileShape> tiles{{16, kThreadsRaw}, {32, kThreadsRaw}, {64, kThreadsRaw}};
+  return tiles;
 }
-}  // namespace
 
+std::string validate_raw_tile(const TileShape& tile, const GdnShape& shape) {
+  if (tile.is_auto()) return "";
+  const int widest = shape.head_dim_k >= 256 ? 32 : 64;
+  std::string list = "auto";
+  for (const TileShape& t : raw_tiles())
+    if (t.columns <= widest && shape.head_dim_v % t.columns == 0) list += ", " + to_string(t);
+  const bool known = std::find(raw_tiles().begin(), raw_tiles().end(), tile) != raw_tiles().end();
+  if (!known || tile.columns > widest || shape.head_dim_v % tile.columns != 0)
+    return "tile = " + to_string(tile) + " is not a tile of the raw form at head_dim_k = " +
+           std::to_string(shape.head_dim_k) + ", head_dim_v = " + std::to_string(shape.head_dim_v) + " (allowed: " +
+           list + ")";
+  return "";
+}
 
-int raw_slice_width(int batch, const GdnShape& shape) {
+int raw_slice_width(int batch, const GdnShape& shape, const TileShape& tile) {
   const int V = shape.head_dim_v, widest = shape.head_dim_k >= 256 ? 32 : 64;
-  if (const int f = forced_width(); f && f <= widest && V % f == 0) return f;
+  if (!tile.is_auto()) return tile.columns;
   int narrowest = 16;
   for (int vb = widest; vb >= 16; vb /= 2) {
     if (V % vb != 0) continue;

@@ -18,12 +18,6 @@
 
 namespace kvb {
 
-/// What a KVBuffer stores per entry (the CSV's buffer_form column). delta: raw bf16 key + fp32 corrected delta u_j +
-/// fp32 log-decay g_j (KVBufferPool). raw: bf16 k, v, a, b (RawKVBufferPool).
-enum class BufferForm : int { delta = 0, raw = 1 };
-
-inline const char* to_string(BufferForm f) { return f == BufferForm::delta ? "delta" : "raw"; }
-
 /// Largest buffer_size (and capacity) of a raw pool: T = n + 1 entries of a decode step, and n + m (m <= 8) of a
 /// verify, stay within the 80 rows the kernels' shared-memory tiles are sized for.
 constexpr int kMaxRawBuffer = 64;
@@ -57,6 +51,8 @@ struct RawKVBufferDecodeParams {
   const int32_t* slot = nullptr;  ///< [N], -1 = padding: pool untouched, o row zeroed
   void* o = nullptr;              ///< [N, HV, V]
   OutputDtype o_dtype = OutputDtype::bf16;
+  /// Tile of the launch: auto, or one of raw_tiles() that divides head_dim_v (at most 32 columns at head_dim_k = 256).
+  TileShape tile;
 };
 
 /// Raw-form verification of m drafts (positions n + 1 .. n + m): every draft's output from S0 and the buffer in one
@@ -70,6 +66,8 @@ struct RawKVBufferVerifyParams {
   const int32_t* slot = nullptr;  ///< [N], -1 = padding: outputs zeroed
   void* o = nullptr;              ///< [N, m, HV, V]
   OutputDtype o_dtype = OutputDtype::bf16;
+  /// Tile of the launch: auto, or one of raw_tiles() that divides head_dim_v (at most 32 columns at head_dim_k = 256).
+  TileShape tile;
 };
 
 /// Raw-form accept: the first a = accepted[row] drafts' raw entries (from the verify inputs) are appended at positions
@@ -84,6 +82,8 @@ struct RawKVBufferAcceptParams {
   RawKVBufferPool pool;
   const int32_t* slot = nullptr;      ///< [N], -1 = padding
   const int32_t* accepted = nullptr;  ///< [N], 0 <= a <= m
+  /// Tile of the launch: auto, or one of raw_tiles() that divides head_dim_v (at most 32 columns at head_dim_k = 256).
+  TileShape tile;
 };
 
 std::string validate(const RawKVBufferDecodeParams& p);

@@ -145,7 +145,7 @@ cudaError_t launch_accept_tile(const RawKVBufferAcceptParams& p, cudaStream_t st
 /// Dispatches a launch on head_dim_k and the slice width of `batch` rows.
 template <class Params, template <int, int> class Launch>
 cudaError_t dispatch(const Params& p, cudaStream_t stream) {
-  const int vb = raw_slice_width(p.batch, p.shape);
+  const int vb = raw_slice_width(p.batch, p.shape, p.tile);
   auto by_width = [&](auto k_tag) -> cudaError_t {
     constexpr int K = decltype(k_tag)::value;
     if (vb == 16) return Launch<K, 16>::run(p, stream);
@@ -155,13 +155,7 @@ cudaError_t dispatch(const Params& p, cudaStream_t stream) {
     }
     return cudaErrorInvalidValue;
   };
-  switch (p.shape.head_dim_k) {
-    case 32: return by_width(std::integral_constant<int, 32>{});
-    case 64: return by_width(std::integral_constant<int, 64>{});
-    case 128: return by_width(std::integral_constant<int, 128>{});
-    case 256: return by_width(std::integral_constant<int, 256>{});
-  }
-  return cudaErrorInvalidValue;
+  return by_head_dim_k(p.shape.head_dim_k, by_width);
 }
 
 template <int K, int VB>
@@ -180,6 +174,7 @@ std::string validate(const RawKVBufferVerifyParams& p) {
   if (auto e = validate_draft_tokens(p.in.tokens); !e.empty()) return e;
   if (auto e = validate_raw_pool(p.pool); !e.empty()) return e;
   if (!p.slot || !p.o) return "slot and o must be set";
+  if (auto e = validate_raw_tile(p.tile, p.shape); !e.empty()) return e;
   return "";
 }
 
@@ -188,6 +183,7 @@ std::string validate(const RawKVBufferAcceptParams& p) {
   if (auto e = validate_draft_tokens(p.in.tokens); !e.empty()) return e;
   if (auto e = validate_raw_pool(p.pool); !e.empty()) return e;
   if (!p.slot || !p.accepted) return "slot and accepted must be set";
+  if (auto e = validate_raw_tile(p.tile, p.shape); !e.empty()) return e;
   return "";
 }
 

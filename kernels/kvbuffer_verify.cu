@@ -656,6 +656,7 @@ std::string validate(const KVBufferVerifyParams& p) {
     return "pool.num_checkpoints = " + std::to_string(p.pool.num_checkpoints) +
            ": verify indexes checkpoints by slot (allowed: 0 or num_slots = " + std::to_string(p.pool.num_slots) + ")";
   if (!p.slot || !p.o || !p.group_arrivals) return "slot, o and group_arrivals must be set";
+  if (auto e = validate_tile(p.tile, kvbuffer_verify_tiles(), p.shape, "kvbuffer verify"); !e.empty()) return e;
   if (p.kernel != VerifyKernel::automatic && p.kernel != VerifyKernel::cuda_cores &&
       p.kernel != VerifyKernel::tensor_cores)
     return "kernel = " + std::to_string(int(p.kernel)) + " (allowed: automatic, cuda_cores, tensor_cores)";
@@ -673,8 +674,10 @@ cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, 
     case 32: return launch_verify_drafts<32, 64>(p, stream, describe);
     case 64: return launch_verify_drafts<64, 64>(p, stream, describe);
     case 128:
-      // One block per value head at batch * HV >= 4 blocks per SM; half heads below.
-      if (tile_override() == 64128 || int64_t(p.batch) * p.shape.heads_v < 4 * sm_count())
+      // auto: one block per value head at batch * HV >= 4 blocks per SM; half heads below.
+      if (p.tile == TileShape{64, 128}) return launch_verify_drafts<128, 64>(p, stream, describe);
+      if (p.tile == TileShape{128, 256}) return launch_verify_drafts<128, 128>(p, stream, describe);
+      if (int64_t(p.batch) * p.shape.heads_v < 4 * sm_count())
         return launch_verify_drafts<128, 64>(p, stream, describe);
       return launch_verify_drafts<128, 128>(p, stream, describe);
     case 256: return launch_verify_drafts<256, 64>(p, stream, describe);

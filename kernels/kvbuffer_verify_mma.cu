@@ -535,6 +535,8 @@ std::string validate_tensor_core_verify(const KVBufferVerifyParams& p) {
     return "kernel = tensor_cores takes head_dim_k = " + std::to_string(kTcK) + " and head_dim_v = " +
            std::to_string(kTcV) + " (got " + std::to_string(p.shape.head_dim_k) + " x " +
            std::to_string(p.shape.head_dim_v) + "; allowed elsewhere: kernel = cuda_cores)";
+  if (!p.tile.is_auto())
+    return "tile = " + to_string(p.tile) + ": kernel = tensor_cores has one block shape (allowed: tile = auto)";
   if (p.shape.heads_v % 8 != 0)
     return "heads_v = " + std::to_string(p.shape.heads_v) +
            ": kernel = tensor_cores takes a multiple of 8 (allowed elsewhere: kernel = cuda_cores)";

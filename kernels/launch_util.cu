@@ -3,8 +3,6 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -43,16 +41,6 @@ cudaError_t static_smem_bytes(const void* kernel, size_t& bytes) {
   if (const cudaError_t e = cudaFuncGetAttributes(&attr, kernel); e != cudaSuccess) return e;
   bytes = cache[kernel] = attr.sharedSizeBytes;
   return cudaSuccess;
-}
-
-int tile_override() {
-  static const int value = [] {
-    const char* s = std::getenv("KVB_TILE");
-    int vb = 0, threads = 0;
-    if (!s || std::sscanf(s, "%d,%d", &vb, &threads) != 2) return 0;
-    return vb * 1000 + threads;
-  }();
-  return value;
 }
 
 int sm_count() {

@@ -5,10 +5,24 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "kernels/gdn_params.h"
 
 namespace kvb {
+
+/// Calls launch(std::integral_constant<int, K>{}) for head_dim_k = K in {32, 64, 128, 256}, the head dimensions every
+/// kernel is instantiated for; cudaErrorInvalidValue for any other.
+template <class Launch>
+cudaError_t by_head_dim_k(int head_dim_k, Launch&& launch) {
+  switch (head_dim_k) {
+    case 32: return launch(std::integral_constant<int, 32>{});
+    case 64: return launch(std::integral_constant<int, 64>{});
+    case 128: return launch(std::integral_constant<int, 128>{});
+    case 256: return launch(std::integral_constant<int, 256>{});
+  }
+  return cudaErrorInvalidValue;
+}
 
 /// "" when the token inputs hold every pointer the kernels need for `batch` rows, else the reason.
 std::string validate_inputs(const TokenInputs& in, int batch);
@@ -19,10 +33,6 @@ std::string validate_draft_tokens(int m);
 /// "" when a KVBuffer pool is usable (pointers set, 1 <= buffer_size, max(buffer_size - 1, 1) <= capacity <=
 /// kMaxBuffer, num_checkpoints >= 0), else the reason.
 std::string validate_pool(const KVBufferPool& pool);
-
-/// Tile shape forced through the environment variable KVB_TILE ("VB,THREADS", e.g. "64,256": a tuning override for
-/// A/B measurements), as VB * 1000 + THREADS; 0 when unset or malformed. Read once per process.
-int tile_override();
 
 /// The static shared memory of `kernel` in `bytes`, read with cudaFuncGetAttributes on the first call per kernel and
 /// cached (launchers ask on every launch, which kvb_bench times). Returns that call's error, or cudaSuccess.

@@ -164,6 +164,9 @@ std::string validate(const RecurrentDecodeParams& p) {
   if (p.num_slots < 1) return "num_slots must be >= 1";
   if (p.layout == StateLayout::vk && p.shape.head_dim_k > 128)
     return "head_dim_k = " + std::to_string(p.shape.head_dim_k) + " with layout vk is not supported (allowed: 32, 64, 128)";
+  if (auto e = validate_tile(p.tile, recurrent_decode_tiles(), p.shape, "recurrent decode"); !e.empty()) return e;
+  if (!p.tile.is_auto() && p.layout == StateLayout::vk)
+    return "tile = " + to_string(p.tile) + " with layout vk is not supported (allowed with vk: auto)";
   return "";
 }
 
@@ -174,16 +177,16 @@ cudaError_t launch_recurrent_decode(const RecurrentDecodeParams& p, cudaStream_t
     case 32: return narrow ? launch_tile<32, 16>(p, stream) : launch_tile<32, 32>(p, stream);
     case 64: return narrow ? launch_tile<64, 16>(p, stream) : launch_tile<64, 32>(p, stream);
     case 128:
+      if (p.tile == TileShape{32, 128}) return launch_tile<128, 32>(p, stream);
+      if (p.tile == TileShape{64, 256}) return launch_tile<128, 64, 256>(p, stream);
+      if (p.tile == TileShape{128, 512}) return launch_tile<128, 128, 512>(p, stream);
+      if (p.tile == TileShape{128, 256}) return launch_tile<128, 128, 256>(p, stream);
+      // auto: 16-wide slices when the batch does not fill the GPU, 32-wide up to the wide grid, then whole rows per
+      // block (contiguous 64 KiB tiles), the fastest there.
       if (narrow) return launch_tile<128, 16>(p, stream);
       if (p.layout == StateLayout::vk || int64_t(p.batch) * p.shape.heads_v < kWideGridBlocksPerSm * sm_count())
         return launch_tile<128, 32>(p, stream);
-      // Whole rows per block (contiguous 64 KiB tiles) measured fastest on the H200 at batch >= 64.
-      switch (tile_override()) {
-        case 32128: return launch_tile<128, 32>(p, stream);
-        case 64256: return launch_tile<128, 64, 256>(p, stream);
-        case 128512: return launch_tile<128, 128, 512>(p, stream);
-        default: return launch_tile<128, 128, 256>(p, stream);
-      }
+      return launch_tile<128, 128, 256>(p, stream);
     case 256: return launch_tile<256, 16>(p, stream);
   }
   return cudaErrorInvalidValue;

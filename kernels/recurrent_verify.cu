@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(L::WARPS * 32, L::BANDS > 1 ? 2 : 1) recurrent
       const float kr = ds.khat[i][r];
       S[t] = make_float4(fmaf(kr, u[0], decay * S[t].x), fmaf(kr, u[1], decay * S[t].y),
                          fmaf(kr, u[2], decay * S[t].z), fmaf(kr, u[3], decay * S[t].w));
-      // Plain write-back stores: measured faster on the H200 than evict-first (st.global.cs) at every m.
+      // Plain write-back stores: they beat evict-first stores (st.global.cs) at every m.
       if (active) *reinterpret_cast<float4*>(dst + int64_t(r) * V) = S[t];
     }
     if (sub == 0 && band == 0 && active) store_output4(p.o, p.o_dtype, vo, o);
@@ -176,6 +176,7 @@ std::string validate(const RecurrentVerifyParams& p) {
   if (auto e = validate_draft_tokens(p.in.tokens); !e.empty()) return e;
   if (!p.state || !p.scratch || !p.slot || !p.o) return "state, scratch, slot and o must be set";
   if (p.num_slots < 1) return "num_slots must be >= 1";
+  if (auto e = validate_tile(p.tile, recurrent_verify_tiles(), p.shape, "recurrent verify"); !e.empty()) return e;
   return "";
 }
 
@@ -193,31 +194,24 @@ cudaError_t launch_k(const RecurrentVerifyParams& p, cudaStream_t stream) {
   constexpr int CGW = K >= 256 ? 2 : 4;  // column warps: 16 state rows per lane at K = 128 and 256
   using Columns4 = VerifyRegLanes<K, CGW, 1, 4>;
   using Columns2 = VerifyRegLanes<K, CGW, 1, 2>;
-  // Blocks of two column warps (8 * CGW columns) when the grid would not fill the GPU; otherwise row bands, one block
-  // per value head and 16 rows a lane (K <= 128: at K = 256 the bands' partial sums pass the static shared-memory
-  // limit), or four column warps (16 * CGW columns). KVB_TILE (launch_util.h) forces a layout for A/B measurements
-  // at K = 128: "64,128" column warps, "128,512" row bands of 8 rows a lane.
+  // auto: blocks of two column warps (8 * CGW columns) when the grid would not fill the GPU; otherwise row bands, one
+  // block per value head and 16 rows a lane (K <= 128: at K = 256 the bands' partial sums pass the static
+  // shared-memory limit), or four column warps (16 * CGW columns). An explicit tile at K = 128 picks one layout:
+  // 64x128 four column warps, 128x256 row bands of 16 rows a lane, 128x512 row bands of 8 rows a lane.
+  if constexpr (K == 128) {
+    if (p.tile == TileShape{64, 128}) return launch_layout<K, Columns4>(p, stream);
+    if (p.tile == TileShape{128, 256}) return launch_layout<K, VerifyRegLanes<K, 32, K / 16, K / 16>>(p, stream);
+    if (p.tile == TileShape{128, 512}) return launch_layout<K, VerifyRegLanes<K, 32, K / 8, K / 8>>(p, stream);
+  }
   const bool narrow = int64_t(p.batch) * p.shape.heads_v * num_slices(p.shape.head_dim_v, 64) < 4 * sm_count();
   if (narrow) return launch_layout<K, Columns2>(p, stream);
-  if constexpr (K <= 128) {
-    switch (tile_override()) {
-      case 64128: break;
-      case 128512: return launch_layout<K, VerifyRegLanes<K, 32, K / 8, K / 8>>(p, stream);
-      default: return launch_layout<K, VerifyRegLanes<K, 32, K / 16, K / 16>>(p, stream);
-    }
-  }
+  if constexpr (K <= 128) return launch_layout<K, VerifyRegLanes<K, 32, K / 16, K / 16>>(p, stream);
   return launch_layout<K, Columns4>(p, stream);
 }
 
 cudaError_t launch_recurrent_verify(const RecurrentVerifyParams& p, cudaStream_t stream) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
-  switch (p.shape.head_dim_k) {
-    case 32: return launch_k<32>(p, stream);
-    case 64: return launch_k<64>(p, stream);
-    case 128: return launch_k<128>(p, stream);
-    case 256: return launch_k<256>(p, stream);
-  }
-  return cudaErrorInvalidValue;
+  return by_head_dim_k(p.shape.head_dim_k, [&](auto k) { return launch_k<decltype(k)::value>(p, stream); });
 }
 
 cudaError_t launch_recurrent_accept(const RecurrentAcceptParams& p, cudaStream_t stream) {

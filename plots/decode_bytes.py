@@ -1,7 +1,7 @@
 """Bytes moved per layer step, measured against the byte model: one point per decode sweep point.
 
 Top panel (log-log): measured DRAM bytes (CUPTI dram__bytes_read.sum + dram__bytes_write.sum per layer step, columns
-dram_read_bytes + dram_write_bytes) against the byte model's fewest bytes (model_bytes, kernels/byte_model.h), with
+dram_read_bytes + dram_write_bytes) against the byte model's fewest bytes (model_bytes, byte_model/byte_model.h), with
 the line measured = model. Bottom panel (log x): measured / model. Points whose row has no DRAM counts (CUPTI not
 available, see cupti_status) are left out and counted in the footnote.
 
@@ -68,7 +68,7 @@ def build(rows, path):
     pad = max(spread * 1.3, 0.01)
     bottom.set_ylim(1.0 - pad, 1.0 + pad)
     extra = "measured = CUPTI dram__bytes_read.sum + dram__bytes_write.sum per layer step; model = fewest bytes " \
-            "(kernels/byte_model.h)"
+            "(byte_model/byte_model.h)"
     if left_out:
         extra += f"; {left_out} point(s) without DRAM counts left out"
     style.footnote(fig, rows, path, extra=extra)

@@ -2,7 +2,7 @@
 
 A decode row is one sweep point: `variant` (recurrent or kvbuffer), `batch` (requests), `buffer_size` (B, tokens;
 empty for recurrent), `phase` (staggered or aligned; empty for recurrent), the model shape (`heads_v` = HV,
-`head_dim_k` = K, `head_dim_v` = V), `state_dtype`, and per-layer results (README "CSV columns").
+`head_dim_k` = K, `head_dim_v` = V), `state_dtype`, and per-layer results (docs/EXPERIMENTS.md).
 """
 
 from __future__ import annotations
@@ -112,12 +112,12 @@ def read_state_floor_us(batch: float, state_bytes: float, read_gbps: float) -> f
 
     floor = batch * state_bytes / (read_gbps * 1e9 B/s) * 1e6 us. This is the least any decode kernel that keeps
     the state in device memory can take: KVBuffer must at least read its checkpoint, the recurrent kernel must also
-    write the state back (the README's anchors, "floor read state only").
+    write the state back (the anchors' read-only state floor, results/anchors.csv).
     """
     return batch * state_bytes / (read_gbps * 1e3)
 
 
 def is_qwen3_next_tp1(row: Mapping[str, str], path) -> bool:
-    """True when the row's shape is the one the README's anchors measured: HV = 32, K = V = 128, fp32 state."""
+    """True when the row's shape is the one the anchors (results/anchors.csv) measured: HV = 32, K = V = 128, fp32 state."""
     hv, k, v = (style.num(row, c, path) for c in SHAPE_COLUMNS)
     return (hv, k, v) == (32, 128, 128) and (row.get("state_dtype") or "").strip() == "fp32"

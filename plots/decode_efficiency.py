@@ -1,8 +1,8 @@
 """Decode latency over floor (bandwidth efficiency) against batch: recurrent and KVBuffer per buffer size.
 
-The floor of a point (column floor_us, README "CSV columns") is its model bytes at the bandwidth measured on the
+The floor of a point (column floor_us, docs/EXPERIMENTS.md) is its model bytes at the bandwidth measured on the
 same GPU in the same run: written bytes paired with read bytes at the measured copy bandwidth, the remaining reads
-at the measured read bandwidth (kernels/byte_model.h). latency_over_floor = median latency / floor; 1 means the
+at the measured read bandwidth (byte_model/byte_model.h). latency_over_floor = median latency / floor; 1 means the
 kernel moves its modelled bytes as fast as the measured copy and read loops. Error bars: p10 / floor .. p90 / floor.
 The floor is each point's own, so a KVBuffer series at 1 is as fast as its bytes allow, not as fast as recurrent.
 

@@ -2,8 +2,9 @@
 
 Top panel (log-log): median per-layer latency (us) of each series, error bars p10..p90; the read-only state floor,
 batch * HV*K*V*bytes(state_dtype) / read_gbps, from the CSV's own shape and measured read bandwidth (the least time
-any decode kernel that reads its state from device memory can take); and, when the CSV's shape is the README anchors'
-(HV = 32, K = V = 128, fp32 state), the fla Triton recurrent kernel measured there on an H200, as a reference.
+any decode kernel that reads its state from device memory can take); and, when the CSV's shape is the anchors'
+(HV = 32, K = V = 128, fp32 state), the fla Triton recurrent kernel measured on an H200 (results/anchors.csv), as a
+reference.
 Series are plain launches; when the CSV also has launch = pdl rows, the fastest KVBuffer row with B <= 32 per batch
 under programmatic dependent launch is one more line. Bottom panel (log x): each series' latency over this CSV's
 recurrent latency (plain launches) at the same batch.

@@ -2,10 +2,10 @@
 
 Each panel (log y): median per-layer latency (us) of verify + accept, error bars p10..p90, for recurrent verify and
 KVBuffer verify (one series per buffer size B); accepted = 0.7 solid, accepted = all dashed when the CSV has it; verify
-alone as thin dotted lines (accepted = 0.7). SGLang's speculative-verify kernel measured on an H200 (the README's
-anchors, plots/anchors.py) is drawn as reference markers when the CSV's shape is the anchors' (HV = 32, K = V = 128,
+alone as thin dotted lines (accepted = 0.7). SGLang's speculative-verify kernel measured on an H200 (an anchor,
+results/anchors.csv) is drawn as reference markers when the CSV's shape is the anchors' (HV = 32, K = V = 128,
 fp32 state). Only rows launched plainly are drawn (as the anchors were measured); a CSV's launch = pdl rows are
-left out (see the README's table for them).
+left out (the claims table of `kvb reproduce` has them).
 
 Usage: python3 plots/spec_verify.py [--csv results/spec_verify.csv] [--out-dir results/figures]
 Writes OUT_DIR/spec_verify.png and .pdf. Exit 2 on bad input (a missing column is named).

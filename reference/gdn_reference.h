@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/gdn_shape.h"
+#include "core/gdn_shape.h"
 
 namespace kvb::ref {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gdn_shape.h"
+#include "core/gdn_shape.h"
 #include "reference/gdn_reference.h"
-#include "reference/tolerances.h"
+#include "core/tolerances.h"
 
 namespace kvb::ref {
 

@@ -18,7 +18,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/gdn_shape.h"
+#include "core/gdn_shape.h"
 #include "reference/gdn_reference.h"
 
 namespace kvb::ref {

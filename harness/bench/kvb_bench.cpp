@@ -1,9 +1,10 @@
-// kvb_bench: Google Benchmark microbenchmarks of the GDN kernel families at fixed shapes (Qwen3-Next at TP1, one
-// layer, batch 64 and 256): recurrent decode, KVBuffer decode (B = 16, staggered phases) and the standalone KVBuffer
-// flush. Each iteration is one launch timed with CUDA events (manual time); counters: bytes_per_second (byte model,
-// kernels/byte_model.h), model_bytes and floor_us (model bytes at the bandwidth measured at start-up).
-// Cold L2: the problem holds enough copies of its pools (groups) that the states exceed 3x the L2, and successive
-// iterations rotate through them.
+// kvb_bench: a Google Benchmark front end over the harness's own problems (harness/workloads/) and timing
+// (harness/measure/): the GDN kernel families at fixed shapes (Qwen3-Next at TP1, one layer, batch 64 and 256):
+// recurrent decode, KVBuffer decode (B = 16, staggered phases) and the standalone KVBuffer flush. Each iteration is
+// one launch timed with the harness's EventTimer (manual time); counters: bytes_per_second (byte model,
+// byte_model/byte_model.h), model_bytes and floor_us (model bytes at the bandwidth measured at start-up).
+// Cold L2: the problem holds as many copies of its pools as cold_l2_groups() gives, and successive iterations rotate
+// through them.
 // Usage: kvb_bench [--device=N] [Google Benchmark flags, e.g. --benchmark_out=r.json --benchmark_out_format=json].
 // Without a CUDA device it prints a skip message and exits 0.
 #include <benchmark/benchmark.h>
@@ -20,11 +21,13 @@
 
 #include <fmt/format.h>
 
-#include "harness/device/bandwidth.h"
-#include "harness/device/device_info.h"
-#include "harness/runners/decode_problem.h"
-#include "kernels/byte_model.h"
-#include "kernels/cuda_check.h"
+#include "byte_model/byte_model.h"
+#include "core/cuda_check.h"
+#include "harness/measure/bandwidth.h"
+#include "harness/measure/device_info.h"
+#include "harness/measure/event_timer.h"
+#include "harness/measure/step_timing.h"
+#include "harness/workloads/decode_problem.h"
 #include "kernels/gdn_params.h"
 
 namespace kvb {
@@ -36,10 +39,9 @@ constexpr int kBufferSize = 16;  ///< B of the KVBuffer benchmarks
 struct BenchDevice {
   int device = 0;
   double copy_gbps = 0, read_gbps = 0;
-  int64_t l2_bytes = 0;
 };
 
-/// One layer of the Qwen3-Next shape with as many groups (pool copies) as make the states exceed 3x the L2.
+/// One layer of the Qwen3-Next shape with as many groups (pool copies) as cold L2 needs (cold_l2_groups).
 DecodeConfig bench_config(const BenchDevice& dev, DecodeVariant variant, int batch) {
   DecodeConfig c;
   c.variant = variant;
@@ -47,38 +49,9 @@ DecodeConfig bench_config(const BenchDevice& dev, DecodeVariant variant, int bat
   c.buffer_size = variant == DecodeVariant::kvbuffer ? kBufferSize : 1;
   c.staggered = true;
   c.layers = 1;
-  const double states = double(batch) * double(c.shape.state_bytes());
-  c.groups = int(std::clamp(std::ceil(3.0 * double(dev.l2_bytes) / states), 1.0, 16.0));
+  c.groups = cold_l2_groups(double(batch) * double(c.shape.state_bytes()), dev.device);
   return c;
 }
-
-/// Owning pair of CUDA events timing one launch.
-class EventTimer {
- public:
-  EventTimer() {
-    KVB_CUDA_CHECK(cudaEventCreate(&start_));
-    KVB_CUDA_CHECK(cudaEventCreate(&stop_));
-  }
-  ~EventTimer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  EventTimer(const EventTimer&) = delete;
-  EventTimer& operator=(const EventTimer&) = delete;
-  /// Seconds that `launch` takes on `stream`; throws CudaError when it or the events fail.
-  double seconds(cudaStream_t stream, const std::function<cudaError_t(cudaStream_t)>& launch) {
-    KVB_CUDA_CHECK(cudaEventRecord(start_, stream));
-    KVB_CUDA_CHECK(launch(stream));
-    KVB_CUDA_CHECK(cudaEventRecord(stop_, stream));
-    KVB_CUDA_CHECK(cudaEventSynchronize(stop_));
-    float ms = 0;
-    KVB_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    return double(ms) * 1e-3;
-  }
-
- private:
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-};
 
 /// Times `launch(set, stream)` per iteration, rotating over `sets`, and sets the counters from `bytes` per launch.
 void time_launches(benchmark::State& state, const BenchDevice& dev, int sets, const ByteCount& bytes,
@@ -90,7 +63,8 @@ void time_launches(benchmark::State& state, const BenchDevice& dev, int sets, co
     KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
     int set = 0;
     for (auto _ : state) {
-      state.SetIterationTime(timer.seconds(stream.get(), [&](cudaStream_t st) { return launch(set, st); }));
+      const float ms = timer.ms(stream.get(), [&](cudaStream_t st) { KVB_CUDA_CHECK(launch(set, st)); });
+      state.SetIterationTime(double(ms) * 1e-3);
       set = (set + 1) % sets;
     }
   } catch (const std::exception& e) {
@@ -194,7 +168,6 @@ int main(int argc, char** argv) {
   try {
     KVB_CUDA_CHECK(cudaSetDevice(dev.device));
     const DeviceInfo info = query_device_info(dev.device);
-    dev.l2_bytes = info.l2_bytes;
     dev.copy_gbps = measure_copy_gbps(dev.device);
     dev.read_gbps = measure_read_gbps(dev.device);
     benchmark::AddCustomContext("gpu", info.name);

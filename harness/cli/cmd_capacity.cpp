@@ -1,6 +1,6 @@
 // `kvb capacity`: the largest number of concurrent requests a memory budget holds for recurrent and KVBuffer decode
-// and verification, modelled (harness/capacity/capacity_model.h) and, on a GPU, proved by allocation
-// (harness/capacity/capacity_probe.h). Writes results/capacity.csv (commands.h).
+// and verification, modelled (harness/kinds/capacity_model.h) and, on a GPU, proved by allocation
+// (harness/kinds/capacity_probe.h). Writes results/capacity.csv (commands.h).
 #include <CLI/CLI.hpp>
 
 #include <cuda_runtime_api.h>
@@ -12,12 +12,12 @@
 
 #include <fmt/format.h>
 
-#include "harness/capacity/capacity_config.h"
-#include "harness/capacity/capacity_model.h"
-#include "harness/capacity/capacity_probe.h"
-#include "harness/capacity/capacity_table.h"
+#include "harness/kinds/capacity_config.h"
+#include "harness/kinds/capacity_model.h"
+#include "harness/kinds/capacity_probe.h"
+#include "harness/kinds/capacity_table.h"
 #include "harness/cli/commands.h"
-#include "harness/device/device_info.h"
+#include "harness/measure/device_info.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/experiment_kind.h"
 #include "harness/sweep/shard.h"

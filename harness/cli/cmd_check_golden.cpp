@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
-#include "harness/device/device_info.h"
-#include "harness/runners/golden_gpu.h"
+#include "harness/measure/device_info.h"
+#include "harness/workloads/golden_gpu.h"
 #include "reference/golden_case.h"
 
 namespace kvb::cli {

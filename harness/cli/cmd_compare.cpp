@@ -1,10 +1,11 @@
 // `kvb compare BASELINE CANDIDATE`: per-point latency ratios and a faster/same/slower verdict (commands.h,
-// harness/sweep/compare.h).
+// harness/reports/compare.h).
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
-#include "harness/sweep/compare.h"
-#include "harness/sweep/compare_report.h"
+#include "harness/kinds/registry.h"
+#include "harness/reports/compare.h"
+#include "harness/reports/compare_report.h"
 
 namespace kvb::cli {
 

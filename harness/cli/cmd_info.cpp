@@ -5,8 +5,8 @@
 
 #include "harness/cli/build_info.h"
 #include "harness/cli/commands.h"
-#include "harness/device/bandwidth.h"
-#include "harness/device/device_info.h"
+#include "harness/measure/bandwidth.h"
+#include "harness/measure/device_info.h"
 #include "harness/sweep/experiment_kind.h"
 
 namespace kvb::cli {

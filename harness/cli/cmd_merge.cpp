@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/cli/commands.h"
+#include "harness/kinds/registry.h"
 #include "harness/sweep/config.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/grid.h"

@@ -1,6 +1,6 @@
 // `kvb reproduce`: runs the experiments the paper's figures need (on a GPU), or what needs none (the float64
 // reference's golden checks and the capacity model), then the figures (plots/make_all.py) and the claims table
-// (harness/sweep/claims.h). Must run from the repository root (it reads experiments/, tests/data/golden/, plots/).
+// (harness/reports/claims.h). Must run from the repository root (it reads experiments/, tests/data/golden/, plots/).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,8 +15,8 @@
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
-#include "harness/device/device_info.h"
-#include "harness/sweep/claims.h"
+#include "harness/measure/device_info.h"
+#include "harness/reports/claims.h"
 #include "harness/sweep/experiment_kind.h"
 
 namespace kvb::cli {

@@ -9,7 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/cli/sweep_setup.h"
-#include "harness/device/device_info.h"
+#include "harness/measure/device_info.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/merge.h"
 #include "harness/sweep/sweep.h"

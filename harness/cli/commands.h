@@ -83,7 +83,7 @@ struct CompareCommandOptions {
   std::string metric;               ///< latency column prefix ("" = latency_us, or verify_accept_us for spec_verify)
 };
 
-/// Prints the per-point comparison (harness/sweep/compare.h) to stdout. Exit 1 when any point is slower beyond the
+/// Prints the per-point comparison (harness/reports/compare.h) to stdout. Exit 1 when any point is slower beyond the
 /// threshold and the spread, else 0; UsageError (exit 2) for unusable input (no common points, different GPUs
 /// without allow_different_gpu, a missing or malformed file).
 int run_compare_command(const CompareCommandOptions& options);
@@ -108,7 +108,7 @@ struct CapacityCommandOptions {
 /// Registers the `capacity` subcommand and its options on `app`, writing into `options`; returns the subcommand.
 CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& options);
 
-/// Tabulates the capacity of every case (harness/capacity/capacity_config.h capacity_cases) for the budget, proves
+/// Tabulates the capacity of every case (harness/kinds/capacity_config.h capacity_cases) for the budget, proves
 /// each on the GPU unless there is none or no_probe is set, prints the table and the claim check, and writes the CSV
 /// atomically. Exit 0 when every row is ok, model only or "kernel not available"; 1 when a probe disagreed with the
 /// model or failed. UsageError (exit 2, nothing written): a bad flag or config field, no GPU and no --budget-gib, a
@@ -117,7 +117,7 @@ int run_capacity_command(const CapacityCommandOptions& options);
 
 /// `kvb reproduce` options.
 struct ReproduceOptions {
-  bool quick = false;              ///< reduced grids (README "Regenerating the figures" lists them)
+  bool quick = false;              ///< reduced grids (docs/CLI.md, "kvb reproduce", lists them)
   std::string out_dir = "results"; ///< where the CSVs (and figures/) go
   bool no_plots = false;           ///< skip plots/make_all.py
   int device = 0;                  ///< CUDA device for the sweeps and the capacity probe
@@ -127,8 +127,8 @@ struct ReproduceOptions {
 /// short_context.toml and buffer_form.toml, then kvb capacity --config experiments/capacity.toml, each into out_dir
 /// (quick: narrowed grids), then plots/make_all.py on out_dir into out_dir/figures. Without a GPU: the float64
 /// reference's golden checks, the capacity model at a 135 GiB budget into out_dir/capacity_model.csv, the figures from
-/// the committed results/ CSVs (make_all skips those whose CSV is absent), and a "skipped: ..." line per GPU step. Then prints the claims table (harness/sweep/claims.h) from the CSVs of
-/// this run (GPU) or the committed ones. Runs from the repository root. Exit 0 when every step passed, 1 when one
+/// the committed results/ CSVs (make_all skips those whose CSV is absent), and a "skipped: ..." line per GPU step.
+/// Then prints the claims table (harness/reports/claims.h) from the CSVs of this run (GPU) or the committed ones. Runs from the repository root. Exit 0 when every step passed, 1 when one
 /// failed; UsageError (exit 2) for a bad option or when not run from the repository root.
 int run_reproduce_command(const ReproduceOptions& options);
 

@@ -11,7 +11,7 @@
 #include "harness/cli/commands.h"
 #include "harness/sweep/experiment_kind.h"
 #include "harness/sweep/shard.h"
-#include "kernels/cuda_check.h"
+#include "core/cuda_check.h"
 
 int main(int argc, char** argv) {
   using namespace kvb::cli;

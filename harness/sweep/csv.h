@@ -1,10 +1,12 @@
-// Result CSV: columns, RFC 4180 quoting, atomic whole-file writes, and reading a previous file back for resume.
+// Result CSV: columns, RFC 4180 quoting, and reading a previous file back for resume. Files are written through
+// output_file.h.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "harness/sweep/experiment_kind.h"
+#include "harness/sweep/output_file.h"
 
 namespace kvb {
 
@@ -39,15 +41,6 @@ std::string format_csv(const CsvTable& table);
 /// Reads `path` when it exists (empty table otherwise). Throws UsageError naming the file when it cannot be read or
 /// is malformed.
 CsvTable read_csv_file(const std::string& path);
-
-/// Replaces `path` with `content` atomically: writes and fsyncs "PATH.tmp", then renames it over PATH. On any failure
-/// the temporary file is removed, PATH is left as it was, and std::runtime_error naming the file is thrown.
-void write_file_atomic(const std::string& path, const std::string& content);
-
-/// Checks, without creating anything, that the output file `path` can be written: it is not a directory, and its
-/// nearest existing ancestor folder is a writable directory (missing folders are created later). Throws UsageError
-/// naming `flag` (for example "--out") and the path.
-void check_output_writable(const std::string& path, const std::string& flag = "--out");
 
 /// The current time as ISO 8601 UTC ("2026-11-29T21:15:00Z"), for the timestamp column.
 std::string utc_timestamp();

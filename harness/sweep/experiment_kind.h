@@ -87,8 +87,4 @@ struct ExperimentKind {
   std::function<Row(const Point&, SweepContext&)> run;
 };
 
-/// Registry of the kinds the `kvb` binary knows (decode, and more as experiments are added).
-const std::vector<ExperimentKind>& experiment_kinds();
-const ExperimentKind& find_experiment_kind(const std::string& name);  ///< throws UsageError listing the known kinds
-
 }  // namespace kvb

@@ -1,7 +1,7 @@
-// The byte model (kernels/byte_model.h) against hand-computed values for two shapes, and the floor rule.
+// The byte model (byte_model/byte_model.h) against hand-computed values for two shapes, and the floor rule.
 #include <gtest/gtest.h>
 
-#include "kernels/byte_model.h"
+#include "byte_model/byte_model.h"
 
 namespace kvb {
 namespace {

@@ -1,8 +1,8 @@
-// The raw-form byte model (kernels/byte_model_raw.h) against hand-computed values, and the memory a raw buffer of 64
+// The raw-form byte model (byte_model/byte_model_raw.h) against hand-computed values, and the memory a raw buffer of 64
 // entries holds per request against the fp32 state.
 #include <gtest/gtest.h>
 
-#include "kernels/byte_model_raw.h"
+#include "byte_model/byte_model_raw.h"
 
 namespace kvb {
 namespace {

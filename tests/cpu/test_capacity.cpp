@@ -1,4 +1,4 @@
-// Serving capacity (harness/capacity): per-request bytes against hand-computed values for two shapes, the budget's
+// Serving capacity (harness/kinds/capacity_*): per-request bytes against hand-computed values for two shapes, the budget's
 // capacity with allocator granules, ratios, the CSV, the config, and `kvb capacity` end to end without a GPU.
 #include <gtest/gtest.h>
 
@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 
 #include "cli_runner.h"
-#include "harness/capacity/capacity_config.h"
-#include "harness/capacity/capacity_model.h"
-#include "harness/capacity/capacity_table.h"
-#include "harness/device/device_info.h"
+#include "harness/kinds/capacity_config.h"
+#include "harness/kinds/capacity_model.h"
+#include "harness/kinds/capacity_table.h"
+#include "harness/measure/device_info.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/experiment_kind.h"
 #include "test_sweep_support.h"
@@ -229,10 +229,23 @@ TEST(CapacityConfig, ListsAndToml) {
   EXPECT_EQ(capacity_cases(s).size(), 1u + 6u + 5u + 30u);
 
   CapacitySettings t;
-  EXPECT_THROW(apply_capacity_config("[capacity]\nbufer_sizes = [1]\n", "x.toml", t), UsageError);
-  EXPECT_THROW(apply_capacity_config("[capacity]\ndraft_tokens = [1, 9]\n", "x.toml", t), UsageError);
-  EXPECT_THROW(apply_capacity_config("[capacity]\nlayers = \"36\"\n", "x.toml", t), UsageError);
+  EXPECT_THROW(apply_capacity_config("[axes]\nbufer_size = [1]\n", "x.toml", t), UsageError);
+  EXPECT_THROW(apply_capacity_config("[axes]\ndraft_tokens = [1, 9]\n", "x.toml", t), UsageError);
+  EXPECT_THROW(apply_capacity_config("[axes]\nlayers = \"36\"\n", "x.toml", t), UsageError);
+  EXPECT_THROW(apply_capacity_config("[axes]\nlayers = [36, 48]\n", "x.toml", t), UsageError);  // one model
   EXPECT_THROW(apply_capacity_config("[capacity\n", "x.toml", t), UsageError);
+  EXPECT_THROW(apply_capacity_config("[experiment]\nkind = \"decode\"\n", "x.toml", t), UsageError);
+  // The settings table of the old dialect names the axis that replaced its key.
+  try {
+    apply_capacity_config("[capacity]\nbuffer_sizes = [1, 2]\n", "x.toml", t);
+    ADD_FAILURE() << "accepted capacity.buffer_sizes";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("[axes] as buffer_size"), std::string::npos) << e.what();
+  }
+  apply_capacity_config("[axes]\nbuffer_size = 4\ndraft_tokens = [2, 4]\nlayers = 48\n", "x.toml", t);
+  EXPECT_EQ(t.buffer_sizes, (std::vector<int>{4}));
+  EXPECT_EQ(t.draft_tokens, (std::vector<int>{2, 4}));
+  EXPECT_EQ(t.model.layers, 48);
   apply_capacity_config("[capacity]\nbudget_gib = 80\nconv_state = true\n", "x.toml", t);
   EXPECT_DOUBLE_EQ(*t.budget_gib, 80.0);
   EXPECT_TRUE(t.model.conv_state);

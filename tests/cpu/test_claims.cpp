@@ -1,4 +1,4 @@
-// The claims table (harness/sweep/claims.h) on small synthetic CSVs, and `kvb reproduce` without a GPU end to end.
+// The claims table (harness/reports/claims.h) on small synthetic CSVs, and `kvb reproduce` without a GPU end to end.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "cli_runner.h"
-#include "harness/device/device_info.h"
-#include "harness/sweep/claims.h"
+#include "harness/measure/device_info.h"
+#include "harness/reports/claims.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/experiment_kind.h"
 #include "test_sweep_support.h"

@@ -4,7 +4,8 @@
 #include <filesystem>
 
 #include "cli_runner.h"
-#include "harness/device/device_info.h"
+#include "harness/kinds/registry.h"
+#include "harness/measure/device_info.h"
 #include "harness/sweep/experiment_kind.h"
 #include "test_sweep_support.h"
 

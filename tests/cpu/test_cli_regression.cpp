@@ -6,7 +6,8 @@
 #include <fmt/format.h>
 
 #include "cli_runner.h"
-#include "harness/device/device_info.h"
+#include "harness/kinds/registry.h"
+#include "harness/measure/device_info.h"
 #include "test_regression_support.h"
 #include "test_sweep_support.h"
 

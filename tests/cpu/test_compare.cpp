@@ -1,9 +1,10 @@
-// kvb compare's matching and verdicts on synthetic CSV pairs (harness/sweep/compare.h, compare_report.h,
+// kvb compare's matching and verdicts on synthetic CSV pairs (harness/reports/compare.h, compare_report.h,
 // table_keys.h).
 #include <gtest/gtest.h>
 
-#include "harness/sweep/compare.h"
-#include "harness/sweep/compare_report.h"
+#include "harness/kinds/registry.h"
+#include "harness/reports/compare.h"
+#include "harness/reports/compare_report.h"
 #include "harness/sweep/table_keys.h"
 #include "test_regression_support.h"
 

@@ -5,9 +5,9 @@
 
 #include <cstdlib>
 
-#include "harness/profile/cupti_range_profiler.h"
-#include "harness/profile/gpu_clock.h"
-#include "harness/profile/nvtx.h"
+#include "harness/measure/cupti_range_profiler.h"
+#include "harness/measure/gpu_clock.h"
+#include "harness/measure/nvtx.h"
 
 namespace kvb {
 namespace {

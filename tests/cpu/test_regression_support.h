@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/kinds/registry.h"
 #include "harness/sweep/config.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/grid.h"

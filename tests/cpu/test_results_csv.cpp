@@ -1,13 +1,16 @@
-// The committed decode and spec_verify results: every column the kind declares is present (in the order the engine
-// writes), and every row is typed: numbers where numbers belong, statuses, and bytes measured against the model.
+// The committed decode and spec_verify results: read as a resumed sweep reads them (a file written before an axis
+// existed gets that axis's default), every column the kind declares is present in the order the engine writes, and
+// every row is typed: numbers where numbers belong, statuses, and bytes measured against the model.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <string>
 
+#include "harness/kinds/registry.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/experiment_kind.h"
+#include "harness/sweep/sweep.h"
 #include "test_regression_support.h"
 
 namespace kvb {
@@ -29,7 +32,8 @@ size_t column(const CsvTable& t, const std::string& name) {
 }
 
 TEST(ResultsCsv, DecodeLatencyHasEveryColumnTyped) {
-  const CsvTable t = read_csv_file(std::string(KVB_SOURCE_DIR) + "/results/decode_latency.csv");
+  const CsvTable t =
+      load_resume_table(find_experiment_kind("decode"), std::string(KVB_SOURCE_DIR) + "/results/decode_latency.csv");
   EXPECT_EQ(t.header, csv_columns(find_experiment_kind("decode")));
   auto col = [&](const std::string& name) { return column(t, name); };
   // One row per point of the committed config's grid: (10 recurrent + 70 KVBuffer points) x 2 launches.
@@ -54,15 +58,17 @@ TEST(ResultsCsv, DecodeLatencyHasEveryColumnTyped) {
     EXPECT_LE(number(row[col("max_rel_err_o")], "max_rel_err_o"), 8e-3);
     const bool kvb = row[col("variant")] == "kvbuffer";
     EXPECT_EQ(row[col("buffer_size")].empty(), !kvb);
+    EXPECT_EQ(row[col("tile")], "auto");  // the launchers' own tiles
     EXPECT_TRUE(row[col("throttled")] == "yes" || row[col("throttled")] == "no");
   }
 }
 
 TEST(ResultsCsv, SpecVerifyHasEveryColumnTyped) {
-  const CsvTable t = read_csv_file(std::string(KVB_SOURCE_DIR) + "/results/spec_verify.csv");
+  const CsvTable t =
+      load_resume_table(find_experiment_kind("spec_verify"), std::string(KVB_SOURCE_DIR) + "/results/spec_verify.csv");
   EXPECT_EQ(t.header, csv_columns(find_experiment_kind("spec_verify")));
   auto col = [&](const std::string& name) { return column(t, name); };
-  // One row per point of the committed config's grid (results/README.md).
+  // One row per point of the committed config's grid.
   ASSERT_EQ(t.rows.size(),
             test::config_grid("spec_verify", std::string(KVB_SOURCE_DIR) + "/experiments/spec_verify.toml").size());
   for (const auto& row : t.rows) {

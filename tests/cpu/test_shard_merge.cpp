@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "harness/kinds/registry.h"
 #include "harness/sweep/merge.h"
 #include "harness/sweep/shard.h"
 #include "harness/sweep/sweep.h"

@@ -1,15 +1,16 @@
 // The short_context experiment kind on the CPU: the committed config's grid, axis validation, the memory-per-request
-// columns, and the byte model of stateless decode and prefill (harness/runners/short_context_runner.h,
-// kernels/byte_model.h, experiments/short_context.toml).
+// columns, and the byte model of stateless decode and prefill (harness/kinds/short_context_runner.h,
+// byte_model/byte_model.h, experiments/short_context.toml).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 
-#include "harness/runners/short_context_runner.h"
+#include "harness/kinds/registry.h"
+#include "harness/kinds/short_context_runner.h"
 #include "harness/sweep/config.h"
 #include "harness/sweep/grid.h"
-#include "kernels/byte_model.h"
+#include "byte_model/byte_model.h"
 
 namespace kvb {
 namespace {

@@ -1,6 +1,6 @@
 // The spec_verify experiment kind on the CPU: its axes and their validation (the buffer_form axis and the raw form's
 // buffer limit included), the accepted-count draw, the byte-model sums over a batch in delta and raw form, and the
-// committed configs' grids (harness/runners/verify_runner.h, verify_accepted.h, verify_bytes.h,
+// committed configs' grids (harness/kinds/verify_runner.h, verify_accepted.h, verify_bytes.h,
 // experiments/spec_verify.toml, experiments/buffer_form_verify.toml).
 #include <gtest/gtest.h>
 
@@ -9,11 +9,12 @@
 #include <numeric>
 #include <string>
 
-#include "harness/runners/verify_accepted.h"
-#include "harness/runners/verify_bytes.h"
+#include "harness/kinds/registry.h"
+#include "harness/workloads/verify_accepted.h"
+#include "byte_model/verify_bytes.h"
 #include "harness/sweep/config.h"
 #include "harness/sweep/grid.h"
-#include "kernels/byte_model_raw.h"
+#include "byte_model/byte_model_raw.h"
 #include "kernels/kvbuffer_raw_params.h"
 #include "test_regression_support.h"
 
@@ -64,7 +65,7 @@ TEST(SpecVerifyAxes, BadValuesNameTheAxis) {
   EXPECT_NE(override_error("accepted=2").find("all, none"), std::string::npos);  // lists the allowed values
 }
 
-TEST(SpecVerifyAxes, ParseAcceptedThrowsUsageErrorNamingTheAxis) {
+TEST(SpecVerifyAxes, ParseAcceptedThrowsNamingTheAxis) {
   EXPECT_EQ(parse_accepted("all").kind, AcceptedSpec::Kind::all);
   EXPECT_EQ(parse_accepted("none").kind, AcceptedSpec::Kind::none);
   const AcceptedSpec r = parse_accepted("0.25");
@@ -74,7 +75,7 @@ TEST(SpecVerifyAxes, ParseAcceptedThrowsUsageErrorNamingTheAxis) {
     try {
       parse_accepted(v);
       ADD_FAILURE() << "accepted = '" << v << "' was taken";
-    } catch (const UsageError& e) {
+    } catch (const std::invalid_argument& e) {
       EXPECT_NE(std::string(e.what()).find("accepted"), std::string::npos) << e.what();
     }
   }

@@ -11,8 +11,8 @@
 #include <numeric>
 #include <vector>
 
-#include "harness/device/device_info.h"
-#include "kernels/cuda_check.h"
+#include "harness/measure/device_info.h"
+#include "core/cuda_check.h"
 #include "kernels/gdn_params.h"
 #include "reference/gdn_reference.h"
 

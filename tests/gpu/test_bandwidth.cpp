@@ -1,4 +1,4 @@
-// The bandwidth measurement behind every floor (harness/device/bandwidth.h): a read measured right after the copy
+// The bandwidth measurement behind every floor (harness/measure/bandwidth.h): a read measured right after the copy
 // measurement, whose two buffers were just freed, must not read low. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "gpu_test_util.h"
-#include "harness/device/bandwidth.h"
+#include "harness/measure/bandwidth.h"
 
 namespace kvb {
 namespace {

@@ -1,4 +1,4 @@
-// The GPU proof of the capacity model (harness/capacity/capacity_probe.h): with 2 GiB free and 2 GDN layers of
+// The GPU proof of the capacity model (harness/kinds/capacity_probe.h): with 2 GiB free and 2 GDN layers of
 // Qwen3-Next, the pools of the modelled number of requests fit, one step runs at that batch, and one more request does
 // not fit. Skipped without a CUDA device.
 #include <gtest/gtest.h>
@@ -7,9 +7,9 @@
 
 #include "../cpu/cli_runner.h"
 #include "gpu_test_util.h"
-#include "harness/capacity/capacity_model.h"
-#include "harness/capacity/capacity_probe.h"
-#include "harness/capacity/capacity_table.h"
+#include "harness/kinds/capacity_model.h"
+#include "harness/kinds/capacity_probe.h"
+#include "harness/kinds/capacity_table.h"
 #include "harness/sweep/csv.h"
 
 namespace kvb::capacity {

@@ -4,8 +4,8 @@
 
 #include <cstdlib>
 
-#include "harness/runners/decode_problem.h"
-#include "harness/runners/point_profiler.h"
+#include "harness/workloads/decode_problem.h"
+#include "harness/measure/point_profiler.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace kvb {

@@ -9,12 +9,12 @@
 #include <numeric>
 #include <random>
 
-#include "harness/runners/golden_gpu.h"
-#include "harness/runners/problem_setup.h"
+#include "harness/workloads/golden_gpu.h"
+#include "harness/workloads/problem_setup.h"
 #include "kernels/launch_util.h"
 #include "reference/golden_case.h"
 #include "reference/qwen3_next_inputs.h"
-#include "reference/tolerances.h"
+#include "core/tolerances.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace kvb {
@@ -64,7 +64,8 @@ KVBufferDecodeParams kvbuffer_params(const GdnShape& s, int batch, const DeviceT
 }
 
 /// Recurrent decode over `steps` steps against ref::recurrent_decode, comparing o and every live state each step.
-RunErrors run_recurrent(const GdnShape& s, int steps, StateLayout layout, OutputDtype odt, uint64_t seed) {
+RunErrors run_recurrent(const GdnShape& s, int steps, StateLayout layout, OutputDtype odt, uint64_t seed,
+                        TileShape tile = {}) {
   ref::Qwen3NextInputs gen(s, seed);
   const ref::GateParams gp = gen.gate_params();
   const BatchPlan plan = default_plan();
@@ -86,8 +87,8 @@ RunErrors run_recurrent(const GdnShape& s, int steps, StateLayout layout, Output
     const std::vector<int32_t> sl = slots_at(plan, step);
     const DeviceBuffer<int32_t> slot = upload(sl);
     KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
-    const RecurrentDecodeParams p =
-        recurrent_params(s, N, dt, pool.get(), plan.num_slots, layout, slot.get(), o.get(), odt);
+    RecurrentDecodeParams p = recurrent_params(s, N, dt, pool.get(), plan.num_slots, layout, slot.get(), o.get(), odt);
+    p.tile = tile;
     EXPECT_EQ(validate(p), "");
     KVB_CUDA_CHECK(launch_recurrent_decode(p, nullptr));
     const std::vector<double> o_got = test::outputs(o.get(), o_elems(s, N), odt);
@@ -126,6 +127,18 @@ TEST(RecurrentDecodeGpu, MatchesReferenceOver1000StepsWithoutGrowingError) {
   EXPECT_LE(e.max_state(), tol::kStateFp32);
   EXPECT_GT(e.max_state(), 0.0) << "a zero error means nothing was compared";
   EXPECT_LE(RunErrors::mean(e.state, 900, 1000), 3 * RunErrors::mean(e.state, 0, 100) + 1e-7) << "error grows";
+}
+
+// Every explicit tile (the `tile` axis) at a batch too small for the launcher to pick it on its own.
+TEST(RecurrentDecodeGpu, EveryTileMatchesReference) {
+  KVB_REQUIRE_GPU();
+  for (const TileShape& t : recurrent_decode_tiles()) {
+    const RunErrors e = run_recurrent(shape(2, 4, 128, 128), 40, StateLayout::kv, OutputDtype::fp32, 15, t);
+    EXPECT_TRUE(e.outputs_written) << to_string(t);
+    EXPECT_LE(e.max_o(), tol::kOutputFp32) << to_string(t);
+    EXPECT_LE(e.max_state(), tol::kStateFp32) << to_string(t);
+    EXPECT_GT(e.max_state(), 0.0) << to_string(t);
+  }
 }
 
 TEST(RecurrentDecodeGpu, VkLayoutMatchesReference) {
@@ -170,7 +183,7 @@ TEST(RecurrentDecodeGpu, StateReadInTheWrongLayoutGivesGarbage) {
 
 /// KVBuffer decode over `steps` steps against ref::kvbuffer_decode; each step compares o, every live checkpoint
 /// and every buffered delta. Rows start at different steps, so their buffers sit at different positions.
-RunErrors run_kvbuffer(const GdnShape& s, int B, int steps, OutputDtype odt, uint64_t seed) {
+RunErrors run_kvbuffer(const GdnShape& s, int B, int steps, OutputDtype odt, uint64_t seed, TileShape tile = {}) {
   ref::Qwen3NextInputs gen(s, seed);
   const ref::GateParams gp = gen.gate_params();
   const BatchPlan plan = default_plan();
@@ -200,7 +213,8 @@ RunErrors run_kvbuffer(const GdnShape& s, int B, int steps, OutputDtype odt, uin
     const std::vector<int32_t> sl = slots_at(plan, step);
     const DeviceBuffer<int32_t> slot = upload(sl);
     KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
-    const KVBufferDecodeParams p = kvbuffer_params(s, N, dt, pool, slot.get(), o.get(), odt);
+    KVBufferDecodeParams p = kvbuffer_params(s, N, dt, pool, slot.get(), o.get(), odt);
+    p.tile = tile;
     EXPECT_EQ(validate(p), "");
     KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
     KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), slot.get(), N, B, nullptr));
@@ -251,6 +265,19 @@ TEST(KVBufferDecodeGpu, MatchesReferenceOver1000StepsForEveryBufferSize) {
   }
 }
 
+// Every explicit tile (the `tile` axis) with flushes, at a batch too small for the launcher to pick it on its own.
+TEST(KVBufferDecodeGpu, EveryTileMatchesReferenceWithFlushes) {
+  KVB_REQUIRE_GPU();
+  for (const TileShape& t : kvbuffer_decode_tiles())
+    for (int B : {4, 16}) {
+      const RunErrors e = run_kvbuffer(shape(2, 4, 128, 128), B, 2 * B + 8, OutputDtype::fp32, 400 + B, t);
+      EXPECT_TRUE(e.outputs_written) << to_string(t) << " B=" << B;
+      EXPECT_LE(e.max_o(), tol::kOutputFp32) << to_string(t) << " B=" << B;
+      EXPECT_LE(e.max_state(), tol::kStateFp32) << to_string(t) << " B=" << B;
+      EXPECT_GT(e.max_state(), 0.0) << to_string(t) << " B=" << B;
+    }
+}
+
 // The shapes above take the narrow 16-column slices (4 rows, few value heads); 34 value heads give 4 rows enough
 // blocks for the 64-column slices Qwen3-Next's batches take (128-thread blocks, six an SM up to B = 8).
 TEST(KVBufferDecodeGpu, WideSlicesMatchReferenceWithFlushes) {
@@ -266,8 +293,8 @@ TEST(KVBufferDecodeGpu, WideSlicesMatchReferenceWithFlushes) {
 }
 
 // Qwen3-Next TP1 at batch >= 64 takes 64-column slices of 128 threads. Their registers are held to six blocks an SM
-// and their shared memory fits six up to B = 8 on a GPU with 228 KB an SM (the H200): one block more than B = 16, and
-// 4% faster at B = 8 (results/README.md). A change that costs a block shows here first.
+// and their shared memory fits six up to B = 8 on a GPU with 228 KB an SM (the H200): one block more than B = 16
+// (docs/FINDINGS.md says what that block is worth). A change that costs a block shows here first.
 TEST(KVBufferDecodeLaunchGpu, SixSliceBlocksAnSmUpToBufferSize8) {
   KVB_REQUIRE_GPU();
   int dev = 0, smem_per_sm = 0;

@@ -9,12 +9,12 @@
 #include <stdexcept>
 #include <vector>
 
-#include "harness/runners/decode_check.h"
-#include "harness/runners/decode_problem.h"
-#include "harness/runners/graph_timer.h"
-#include "harness/runners/verify_accepted.h"
-#include "harness/runners/verify_check.h"
-#include "harness/runners/verify_problem.h"
+#include "harness/workloads/decode_check.h"
+#include "harness/workloads/decode_problem.h"
+#include "harness/measure/cuda_graph.h"
+#include "harness/workloads/verify_accepted.h"
+#include "harness/workloads/verify_check.h"
+#include "harness/workloads/verify_problem.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace kvb {

@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "harness/profile/cupti_range_profiler.h"
-#include "harness/profile/dram_probe.h"
-#include "harness/profile/gpu_clock.h"
-#include "harness/profile/l2_flush.h"
-#include "harness/profile/nvtx.h"
-#include "kernels/cuda_check.h"
+#include "harness/measure/cupti_range_profiler.h"
+#include "harness/measure/dram_probe.h"
+#include "harness/measure/gpu_clock.h"
+#include "harness/measure/l2_flush.h"
+#include "harness/measure/nvtx.h"
+#include "core/cuda_check.h"
 
 namespace kvb {
 namespace {

@@ -9,14 +9,14 @@
 #include <cstring>
 #include <numeric>
 
-#include "harness/runners/decode_problem.h"
-#include "harness/runners/problem_setup.h"
-#include "harness/runners/raw_decode_check.h"
-#include "harness/runners/raw_entry_sets.h"
+#include "harness/workloads/decode_problem.h"
+#include "harness/workloads/problem_setup.h"
+#include "harness/workloads/raw_decode_check.h"
+#include "harness/workloads/raw_entry_sets.h"
 #include "kernels/kvbuffer_raw_params.h"
 #include "reference/kvbuffer_raw_reference.h"
 #include "reference/qwen3_next_inputs.h"
-#include "reference/tolerances.h"
+#include "core/tolerances.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace kvb {

@@ -12,11 +12,12 @@
 #include <random>
 #include <set>
 
-#include "harness/runners/problem_setup.h"
-#include "harness/runners/short_context_runner.h"
+#include "harness/kinds/registry.h"
+#include "harness/workloads/problem_setup.h"
+#include "harness/kinds/short_context_runner.h"
 #include "kernels/kvbuffer_prefill.h"
 #include "reference/qwen3_next_inputs.h"
-#include "reference/tolerances.h"
+#include "core/tolerances.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace kvb {

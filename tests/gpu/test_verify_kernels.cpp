@@ -10,11 +10,11 @@
 #include <string>
 #include <utility>
 
-#include "harness/runners/problem_setup.h"
+#include "harness/workloads/problem_setup.h"
 #include "kernels/launch_util.h"
 #include "reference/golden_case.h"
 #include "reference/qwen3_next_inputs.h"
-#include "reference/tolerances.h"
+#include "core/tolerances.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace kvb {

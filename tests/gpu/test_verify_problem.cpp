@@ -1,4 +1,4 @@
-// The spec_verify workload on the GPU (harness/runners/verify_problem.h, verify_check.h, raw_verify_check.h): a small
+// The spec_verify workload on the GPU (harness/workloads/verify_problem.h, verify_check.h, raw_verify_check.h): a small
 // VerifyProblem, recurrent or KVBuffer in delta or raw form, passes its pre-timing check against the float64
 // reference, and model steps of verify and of verify + accept move what they must (states copied back from scratch,
 // buffer positions advanced by the accepted counts).
@@ -7,12 +7,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/runners/raw_verify_check.h"
-#include "harness/runners/verify_bytes.h"
-#include "harness/runners/verify_check.h"
-#include "harness/runners/verify_problem.h"
-#include "kernels/byte_model_raw.h"
-#include "reference/tolerances.h"
+#include "harness/workloads/raw_verify_check.h"
+#include "byte_model/verify_bytes.h"
+#include "harness/workloads/verify_check.h"
+#include "harness/workloads/verify_problem.h"
+#include "byte_model/byte_model_raw.h"
+#include "core/tolerances.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace kvb {

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cuda_check.h"
+#include "core/cuda_check.h"
 #include "kernels/gdn_device.cuh"
 #include "tests/gpu/gpu_test_util.h"
 

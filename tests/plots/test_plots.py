@@ -26,7 +26,7 @@ import style  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
-# Header of a decode CSV as `kvb sweep` writes it (README "CSV columns").
+# Header of a decode CSV as `kvb sweep` writes it (docs/EXPERIMENTS.md).
 DECODE_HEADER = (
     "experiment,variant,batch,buffer_size,buffer_form,phase,layers,heads_qk,heads_v,head_dim_k,head_dim_v,seed,"
     "state_dtype,output_dtype,latency_us_median,latency_us_p10,latency_us_p90,samples,noise_pct,sample_stop,"
@@ -72,7 +72,7 @@ def synthetic_decode_rows() -> list[dict[str, str]]:
     return rows
 
 
-# Header of a spec_verify CSV as `kvb sweep` writes it (README "Speculative verification").
+# Header of a spec_verify CSV as `kvb sweep` writes it (docs/EXPERIMENTS.md, spec_verify).
 SPEC_VERIFY_HEADER = (
     "experiment,variant,batch,draft_tokens,accepted,buffer_size,buffer_form,phase,layers,heads_qk,heads_v,head_dim_k,"
     "head_dim_v,seed,state_dtype,output_dtype,capacity,mean_accepted,verify_us_median,verify_us_p10,verify_us_p90,"
@@ -157,7 +157,7 @@ def synthetic_capacity_rows(measured: bool = True) -> list[dict[str, str]]:
     return rows
 
 
-# Header of a short_context CSV as `kvb sweep` writes it (README "Stateless short contexts"): the decode columns
+# Header of a short_context CSV as `kvb sweep` writes it (docs/EXPERIMENTS.md, short_context): the decode columns
 # without buffer_form, context_len after variant, and three memory columns after the decode results.
 SHORT_CONTEXT_HEADER = (
     "experiment,variant,context_len,batch,buffer_size,phase,layers,heads_qk,heads_v,head_dim_k,head_dim_v,seed,"
@@ -366,7 +366,7 @@ def test_bad_number_is_named(tmp_path, capsys):
 
 
 def test_read_state_floor_reproduces_anchors_column():
-    # the README anchors' "floor read state only @ 4.57 TB/s" column, rounded to 0.1 us there.
+    # the anchors' read-only state floor (results/anchors.csv, state_read_floor), rounded to 0.1 us there.
     state = decode_data.state_bytes_per_request(
         {"heads_v": "32", "head_dim_k": "128", "head_dim_v": "128", "state_dtype": "fp32"}, "anchors")
     assert state == 32 * 128 * 128 * 4

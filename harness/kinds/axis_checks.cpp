@@ -1,0 +1,53 @@
+#include "harness/kinds/axis_checks.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace kvb {
+namespace {
+bool parse_int(const std::string& s, long long& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtoll(s.c_str(), &end, 10);
+  return errno == 0 && end && *end == '\0';
+}
+}  // namespace
+
+AxisCheck int_axis(const std::string& name, long long lo, long long hi) {
+  const std::string words = fmt::format("integers {} to {}", lo, hi);
+  return {[=](const std::string& v) -> std::string {
+            long long x = 0;
+            if (!parse_int(v, x)) return fmt::format("{} = '{}' is not an integer (allowed: {})", name, v, words);
+            if (x < lo || x > hi) return fmt::format("{} = '{}' is out of range (allowed: {})", name, v, words);
+            return "";
+          },
+          words};
+}
+
+AxisCheck int_set_axis(const std::string& name, const std::vector<long long>& allowed) {
+  const std::string words = fmt::format("{}", fmt::join(allowed, ", "));
+  return {[=](const std::string& v) -> std::string {
+            long long x = 0;
+            if (!parse_int(v, x) || std::find(allowed.begin(), allowed.end(), x) == allowed.end())
+              return fmt::format("{} = '{}' is not supported (allowed: {})", name, v, words);
+            return "";
+          },
+          words};
+}
+
+AxisCheck word_axis(const std::string& name, const std::vector<std::string>& allowed) {
+  const std::string words = fmt::format("{}", fmt::join(allowed, ", "));
+  return {[=](const std::string& v) -> std::string {
+            if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+              return fmt::format("{} = '{}' is not known (allowed: {})", name, v, words);
+            return "";
+          },
+          words};
+}
+
+}  // namespace kvb

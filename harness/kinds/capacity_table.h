@@ -1,0 +1,61 @@
+// The rows of `kvb capacity`: per-request bytes, modelled and measured capacity, ratios to the recurrent baseline,
+// the CSV (results/capacity.csv) and the table and claim check printed to stdout.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/kinds/capacity_model.h"
+
+namespace kvb::capacity {
+
+/// Row status when the probe did not run.
+inline constexpr const char* kStatusNoGpu = "model only (no GPU)";
+inline constexpr const char* kStatusNoProbe = "model only (--no-probe)";
+
+/// One row: a case's plan, the budget, the modelled capacity, the measured one (when the probe ran) and the status
+/// ("ok", a model-only status, "kernel not available", or what went wrong).
+struct CapacityRow {
+  CapacityPlan plan;
+  int64_t budget_bytes = 0;
+  int64_t max_requests_model = 0;
+  std::optional<int64_t> max_requests_measured;
+  std::string status;
+  std::optional<double> ratio_to_recurrent;  ///< set by fill_ratios; unset when the baseline holds no request
+};
+
+/// Requests a row is credited with: max_requests_measured when set, else max_requests_model.
+int64_t credited_requests(const CapacityRow& row);
+
+/// Sets ratio_to_recurrent of every row: its requests over those of its baseline, recurrent_decode for decode rows
+/// and recurrent_verify with the same m for verify rows. Measured values are used when both rows have one, else the
+/// model's. Rows without a baseline in `rows` (or whose baseline holds 0 requests) keep no ratio.
+void fill_ratios(std::vector<CapacityRow>& rows);
+
+/// CSV header: variant, buffer_size, draft_tokens, budget_bytes, bytes_per_request, max_requests_model,
+/// max_requests_measured, status, then layers, state_bytes, intermediate_state_bytes, buffer_bytes, draft_bytes,
+/// conv_state_bytes, ratio_to_recurrent, buffer_entries, io_bytes_per_request, fixed_bytes, conv_state_counted,
+/// heads_qk, heads_v, head_dim_k, head_dim_v, gpu, timestamp. Bytes are per request over all layers.
+const std::vector<std::string>& capacity_csv_columns();
+
+/// The whole CSV text for `rows` (buffer_size empty for recurrent rows, draft_tokens empty for decode rows,
+/// max_requests_measured and ratio_to_recurrent empty when unset).
+std::string format_capacity_csv(const std::vector<CapacityRow>& rows, const std::string& gpu,
+                                const std::string& timestamp);
+
+/// Aligned text table, one line per row: variant, B, m, MiB per request (state, intermediate, buffer, draft, total),
+/// modelled and measured capacity, ratio, status; then a grid of kvbuffer_verify ratios (B down, m across) with the
+/// kvbuffer_decode ratio in its own column.
+std::string format_capacity_table(const std::vector<CapacityRow>& rows);
+
+/// "4 drafts: KVBuffer/recurrent = X.XXx at B = 4, Y.YYx at B = 8 (paper: 5x)" from the kvbuffer_verify rows with
+/// m = 4 ("n/a" for a B not tabulated).
+std::string claim_check_line(const std::vector<CapacityRow>& rows);
+
+/// "4.5x target with 4 drafts, B <= 8: met at B = ...; not met at B = ..." over the tabulated B <= 8 (the capacity
+/// target: KVBuffer at least 4.5x the recurrent requests with 4 drafts and B <= 8; the paper reports 5x).
+std::string target_check_line(const std::vector<CapacityRow>& rows, double target = 4.5);
+
+}  // namespace kvb::capacity

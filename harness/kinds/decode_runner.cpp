@@ -1,0 +1,103 @@
+#include "harness/kinds/decode_runner.h"
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "harness/kinds/axis_checks.h"
+#include "harness/workloads/decode_check.h"
+#include "harness/workloads/decode_problem.h"
+#include "harness/kinds/runner_support.h"
+#include "harness/measure/l2_flush.h"
+#include "harness/measure/nvtx.h"
+#include "core/cuda_check.h"
+
+namespace kvb {
+namespace {
+
+DecodeConfig decode_config(const Point& pt) {
+  DecodeConfig c;
+  c.variant = pt.get("variant") == "kvbuffer" ? DecodeVariant::kvbuffer : DecodeVariant::recurrent;
+  c.form = point_buffer_form(pt);
+  read_model_point(pt, c.variant == DecodeVariant::kvbuffer, c);
+  c.pdl = pt.get("launch") == "pdl";
+  return c;
+}
+
+Row run_decode_point(const Point& pt, SweepContext& ctx) { return run_decode(decode_config(pt), pt.label(), ctx); }
+
+}  // namespace
+
+std::vector<std::string> decode_result_columns() {
+  return {"state_dtype", "output_dtype", "latency_us_median", "latency_us_p10", "latency_us_p90",
+          "samples", "noise_pct", "sample_stop", "steps_per_sample", "model_bytes", "model_read_bytes",
+          "model_write_bytes", "floor_us", "latency_over_floor", "max_rel_err", "max_rel_err_o", "l2", "l2_rotation",
+          "copy_gbps", "read_gbps", "device_bytes", "dram_read_bytes", "dram_write_bytes", "measured_over_model",
+          "cupti_status", "sm_clock_mhz", "throttled"};
+}
+
+Row run_decode(DecodeConfig cfg, const std::string& label, SweepContext& ctx) {
+  place_for_l2(ctx, cfg);
+  // Cold L2: replicas against what a step touches (stateless requests touch their buffers, not states).
+  if (!cfg.share_pools) cfg.groups = cold_l2_groups(step_working_set_bytes(cfg), ctx.device);
+  ScopedRange point_range(label);
+  CudaStream stream;
+  DecodeProblem prob(cfg);
+  const DecodeCheck chk = run_check([&] { return check_decode_step(prob, stream.get()); });
+
+  const CudaGraph graph = CudaGraph::capture(stream.get(), [&](cudaStream_t s) { prob.enqueue_step(s); });
+  const int cycle = prob.cycle_steps();
+  std::unique_ptr<L2Flusher> flusher;
+  // Untimed flush before each sample (cold L2): no state resident when a sample starts.
+  if (!cfg.share_pools) flusher = std::make_unique<L2Flusher>();
+  const StepTiming timing =
+      time_model_steps(ctx.device, graph, stream.get(), cycle, prob.layer_steps(), sampling_rule(ctx), flusher.get());
+  const ClockSample clock_after = sample_sm_clock(ctx.device);
+  flusher.reset();
+
+  // DRAM bytes of one whole flush cycle, from the same starting positions on every CUPTI pass.
+  RangeMeasurement dram;
+  {
+    ScopedRange r("profile");
+    dram = profile_model_steps(ctx, graph, stream.get(), cycle, [&](cudaStream_t s) { prob.restore_fill(s); });
+  }
+
+  const ByteCount model = prob.model_bytes_per_layer_step();
+  Row r;
+  r.emplace_back("state_dtype", "fp32");
+  r.emplace_back("output_dtype", to_string(cfg.o_dtype));
+  add_timing_columns(r, "latency", "", timing);
+  add_model_columns(r, "", "latency_over_floor", model, timing.stats.median, ctx);
+  r.emplace_back("max_rel_err", fmt::format("{:.3g}", chk.state_err));
+  r.emplace_back("max_rel_err_o", fmt::format("{:.3g}", chk.o_err));
+  add_run_columns(r, ctx, cfg.groups, double(prob.device_bytes()), dram, 1.0 / (double(cycle) * prob.layer_steps()),
+                  model, timing.clock_before, clock_after);
+  return r;
+}
+
+ExperimentKind decode_experiment_kind() {
+  ExperimentKind k;
+  k.name = "decode";
+  k.axes = {
+      {"variant", {"recurrent", "kvbuffer"}, word_axis("variant", {"recurrent", "kvbuffer"})},
+      {"batch", {"64"}, int_axis("batch", 1, 4096)},
+      {"buffer_size", {"16"}, int_axis("buffer_size", 1, kMaxBuffer)},
+      buffer_form_axis(),
+      {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
+      launch_axis(),
+      tile_axis({recurrent_decode_tiles(), kvbuffer_decode_tiles(), raw_tiles()}),
+  };
+  for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
+  k.result_columns = decode_result_columns();
+  k.applies = [](const std::string& variant, const std::string& axis) {
+    if (variant == "recurrent") return axis != "buffer_size" && axis != "buffer_form" && axis != "phase";
+    return true;
+  };
+  k.validate = validate_launch_point;
+  k.run = run_decode_point;
+  return k;
+}
+
+}  // namespace kvb

@@ -1,0 +1,25 @@
+// The "decode" experiment kind: per-layer decode latency of recurrent and KVBuffer decoding (DESIGN.md section 4).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/workloads/decode_problem.h"
+#include "harness/sweep/experiment_kind.h"
+
+namespace kvb {
+
+/// The decode kind's result columns, in order (kinds that time decode steps share them).
+std::vector<std::string> decode_result_columns();
+
+/// Times one decode workload and returns its row (decode_result_columns): lays `cfg` out for the context's L2 mode
+/// (cold: replicas from step_working_set_bytes), checks a step against the reference, times CUDA-graph replays of
+/// whole flush cycles, profiles their DRAM bytes. `label` names the NVTX range. Throws on failure.
+Row run_decode(DecodeConfig cfg, const std::string& label, SweepContext& ctx);
+
+/// Axes: variant (recurrent, kvbuffer), batch, buffer_size, buffer_form (delta: corrected deltas; raw: the raw k, v,
+/// a, b of DESIGN.md section 3), phase (staggered, aligned), layers, heads_qk, heads_v,
+/// head_dim_k, head_dim_v, seed. A recurrent point has no buffer_size or phase.
+ExperimentKind decode_experiment_kind();
+
+}  // namespace kvb

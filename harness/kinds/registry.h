@@ -1,0 +1,17 @@
+// The experiment kinds the `kvb` binary knows: decode, spec_verify and short_context. The sweep engine takes a kind
+// (or the list of them) as an argument and never looks one up itself.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/sweep/experiment_kind.h"
+
+namespace kvb {
+
+/// Every kind `kvb sweep`, `kvb merge` and `kvb compare` know, in a fixed order.
+const std::vector<ExperimentKind>& experiment_kinds();
+/// The kind named `name`; throws UsageError listing the known kinds.
+const ExperimentKind& find_experiment_kind(const std::string& name);
+
+}  // namespace kvb

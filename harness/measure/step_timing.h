@@ -1,0 +1,46 @@
+// Timing and profiling of whole model steps replayed as a CUDA graph (DESIGN.md section 4): the warm-up, the samples
+// of whole buffer cycles, the cold-L2 rotation, and one CUPTI range for the DRAM bytes. What every experiment kind
+// and kvb_bench time with.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+
+#include "harness/measure/cuda_graph.h"
+#include "harness/measure/cupti_range_profiler.h"
+#include "harness/measure/gpu_clock.h"
+#include "harness/measure/sampling.h"
+
+namespace kvb {
+
+class L2Flusher;
+
+/// Copies of a model's pools (groups) a step rotates through so that no state is still in L2 when its layer comes
+/// round again: ceil(3 x L2 / step_state_bytes) clamped to [1, 16]. Throws CudaError when the device's L2 size cannot
+/// be read.
+int cold_l2_groups(double step_state_bytes, int device);
+
+/// How replays of one model step were timed.
+struct StepTiming {
+  SampleStats stats;         ///< microseconds per layer-step
+  int steps_per_sample = 0;  ///< model steps per sample (a whole number of cycles)
+  ClockSample clock_before;  ///< SM clock after warm-up, before the first sample
+};
+
+/// Warms up and samples replays of `graph` on CUDA device `device` (one model step per launch of `layer_steps`
+/// layer-steps): warm-up of whole cycles of `cycle` steps for at least 3 cycles and 100 ms (memory a previous point
+/// freed keeps DRAM busy for a few milliseconds); then samples of a whole number of cycles lasting at least 2 ms
+/// (CUDA-event resolution is about 0.5 us). Before each sample, untimed: `before_sample(stream)` when given, then
+/// `flusher->flush` when a flusher is given (cold L2). NVTX ranges "warm-up" and "timing". Throws CudaError.
+StepTiming time_model_steps(int device, const CudaGraph& graph, cudaStream_t stream, int cycle, int layer_steps,
+                            const SamplingRule& rule, L2Flusher* flusher,
+                            const std::function<void(cudaStream_t)>& before_sample = {});
+
+/// CUPTI DRAM bytes of `steps` replays of `graph` on `device`, each CUPTI pass preceded by `before_pass(stream)` and
+/// a stream synchronisation (profile_range). With `cupti` false nothing runs and the status says
+/// "skipped (--no-cupti)". Throws CudaError.
+RangeMeasurement profile_model_steps(int device, bool cupti, const CudaGraph& graph, cudaStream_t stream, int steps,
+                                     const std::function<void(cudaStream_t)>& before_pass);
+
+}  // namespace kvb

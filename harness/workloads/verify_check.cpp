@@ -1,0 +1,185 @@
+#include "harness/workloads/verify_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "harness/workloads/check_support.h"
+#include "harness/workloads/device_random.h"
+#include "harness/workloads/raw_verify_check.h"
+#include "byte_model/verify_bytes.h"
+#include "core/cuda_check.h"
+#include "reference/gdn_reference.h"
+#include "core/tolerances.h"
+
+namespace kvb {
+namespace {
+
+/// One field of every draft entry, concatenated: u as [m][HV][V], g as [m][HV].
+std::vector<double> concat(const std::vector<ref::BufferEntry>& entries, std::vector<double> ref::BufferEntry::*field) {
+  std::vector<double> x;
+  for (const ref::BufferEntry& e : entries) x.insert(x.end(), (e.*field).begin(), (e.*field).end());
+  return x;
+}
+
+}  // namespace
+
+int verify_check_row(const VerifyProblem& p, const std::vector<int32_t>& fill) {
+  const int N = p.config().batch, B = p.config().buffer_size;
+  const std::vector<int32_t>& a = p.accepted();
+  if (p.kvbuffer()) {
+    auto first = [&](auto pred) {
+      for (int r = 0; r < N; ++r)
+        if (pred(fill[p.host_slots()[r]] + a[r])) return r;
+      return -1;
+    };
+    const int overflow = first([&](int end) { return end > B; });
+    return overflow >= 0 ? overflow : first([&](int end) { return end == B; });
+  }
+  for (int r = 0; r < N; ++r)
+    if (a[r] != a[0] && a[r] != a[N - 1]) return r;
+  return -1;
+}
+
+VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
+  if (p.raw()) return check_raw_verify_step(p, stream);
+  const VerifyConfig& cfg = p.config();
+  const GdnShape& s = cfg.shape;
+  const int N = cfg.batch, m = cfg.draft_tokens, HV = s.heads_v, B = cfg.buffer_size;
+  const size_t vv = size_t(HV) * s.head_dim_v, se = size_t(s.state_elems());
+  const bool kvb = p.kvbuffer();
+  const std::vector<int32_t>& slots = p.host_slots();
+  const std::vector<int32_t>& accepted = p.accepted();
+  const std::vector<int32_t> fill = kvb ? download(p.fill(0), size_t(N)) : std::vector<int32_t>();
+  const KVBufferVerifyParams kp = kvb ? p.kvbuffer_verify_params(0) : KVBufferVerifyParams{};
+  const TokenInputs in = kvb ? kp.in : p.recurrent_verify_params(0).in;
+  const ref::GateParams gp = download_gate_params(in, s);
+
+  // Snapshot the rows' drafts and state before the launches.
+  struct RowCase {
+    int row = 0, slot = 0, a = 0, n = 0;
+    std::vector<ref::TokenPrepared> drafts;
+    std::vector<double> state;  // recurrent
+    ref::KVBufferSlot buf;      // kvbuffer
+  };
+  std::vector<RowCase> cases;
+  for (int r : rows_to_check(N, verify_check_row(p, fill))) {
+    RowCase c;
+    c.row = r;
+    c.slot = slots[r];
+    c.a = accepted[r];
+    for (int i = 0; i < m; ++i) c.drafts.push_back(ref::prepare_token(s, download_token(in, s, size_t(r) * m + i), gp));
+    if (kvb) {
+      c.n = fill[c.slot];
+      c.buf = download_kvbuffer_slot(kp.pool, s, c.slot, c.n);
+    } else {
+      c.state = download_double(p.state(0) + c.slot * se, se);
+    }
+    cases.push_back(std::move(c));
+  }
+
+  const int cap = kvb ? kp.pool.capacity : 0;
+  // Where verify puts row c's drafts in its slot's buffer: after its n entries, or at 0 when the row is due.
+  auto draft_entry = [&](const RowCase& c) { return size_t(c.slot) * cap + (c.n >= B ? 0 : c.n); };
+  // Row c's outputs [m][HV][V] within a launch's outputs, and its slot's state materialised from the device's
+  // checkpoint and its first `entries` buffer entries.
+  auto row_outputs = [&](const std::vector<double>& o, const RowCase& c) {
+    const size_t first = size_t(c.row) * m;
+    return std::vector<double>(o.begin() + first * vv, o.begin() + (first + m) * vv);
+  };
+  auto device_state = [&](const RowCase& c, int entries) {
+    return ref::kvbuffer_state(s, download_kvbuffer_slot(kp.pool, s, c.slot, entries));
+  };
+  if (kvb) {  // the positions that receive the drafts' entries hold NaN (a due row's still hold entries verify reads)
+    const size_t key = size_t(s.heads_qk) * s.head_dim_k;
+    for (const RowCase& c : cases) {
+      if (c.n >= B) continue;
+      fill_bytes(kp.pool.deltas + draft_entry(c) * vv, size_t(m) * vv * 4, 0xff, stream);
+      fill_bytes(kp.pool.log_decay + draft_entry(c) * HV, size_t(m) * HV * 4, 0xff, stream);
+      fill_bytes(kp.pool.keys + draft_entry(c) * key, size_t(m) * key * 2, 0xff, stream);
+    }
+  } else {
+    fill_bytes(p.scratch(0), size_t(N) * m * se * 4, 0xff, stream);
+  }
+  VerifyCheck out;
+  const std::vector<double> o_all =
+      outputs_of_poisoned_launch(p.o(0), p.o_bytes_per_set(), cfg.o_dtype, stream,
+                                 [&] { p.enqueue_verify_layer(0, stream); }, out.outputs_written);
+  // Per row, the state after accept: recurrent, the pool's state; kvbuffer, the materialised state.
+  std::vector<std::vector<double>> expected;
+  std::vector<ref::KVBufferSlot> accepted_slots;  // kvbuffer: each row's reference slot after its accept
+  for (RowCase& c : cases) {
+    std::vector<double> o_ref;
+    if (!kvb) {
+      std::vector<double> inter;
+      ref::recurrent_verify(s, c.drafts, c.state, o_ref, inter);
+      const std::vector<double> got = download_double(p.scratch(0) + size_t(c.slot) * m * se, m * se);
+      out.state_err = std::max(out.state_err, ref::max_rel_err(inter, got, int64_t(m) * HV));
+      expected.push_back(c.a == 0 ? c.state
+                                  : std::vector<double>(inter.begin() + (c.a - 1) * se, inter.begin() + c.a * se));
+    } else {
+      std::vector<ref::BufferEntry> entries;
+      ref::KVBufferSlot after = c.buf;
+      ref::kvbuffer_verify(s, B, c.drafts, after, o_ref, entries);
+      const std::vector<double> u = download_double(kp.pool.deltas + draft_entry(c) * vv, m * vv);
+      out.state_err =
+          std::max(out.state_err, ref::max_rel_err(concat(entries, &ref::BufferEntry::u), u, int64_t(m) * HV));
+      const std::string g_bad =
+          log_decay_mismatch(concat(entries, &ref::BufferEntry::g),
+                             download_double(kp.pool.log_decay + draft_entry(c) * HV, size_t(m) * HV),
+                             fmt::format("draft log-decay [m, HV] of row {}", c.row));
+      if (!g_bad.empty()) out.detail = g_bad;
+      ref::kvbuffer_accept(s, B, entries, c.a, after);
+      expected.push_back(ref::kvbuffer_state(s, after));
+      accepted_slots.push_back(std::move(after));
+    }
+    out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, row_outputs(o_all, c), int64_t(m) * HV));
+    ++out.rows;
+  }
+
+  p.enqueue_accept_layer(0, stream);
+  KVB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const RowCase& c = cases[i];
+    std::vector<double> got;
+    if (kvb) {
+      got = device_state(c, fill_after_commit(c.n, c.a, B));
+    } else {
+      got = download_double(p.state(0) + c.slot * se, se);
+    }
+    out.state_err = std::max(out.state_err, ref::max_rel_err(expected[i], got, HV));
+  }
+  if (kvb) {
+    // The step's commit, then the next verify of the same drafts: a row the commit took to B entries or more is
+    // due, and that verify folds its entries into the checkpoint before it writes the new drafts at position 0.
+    p.enqueue_advance_positions(0, stream);
+    KVB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const std::vector<int32_t> fill_next = download(p.fill(0), size_t(N));
+    bool written_next = false;
+    const std::vector<double> o_next =
+        outputs_of_poisoned_launch(p.o(0), p.o_bytes_per_set(), cfg.o_dtype, stream,
+                                   [&] { p.enqueue_verify_layer(0, stream); }, written_next);
+    out.outputs_written = out.outputs_written && written_next;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const RowCase& c = cases[i];
+      const int want = fill_after_commit(c.n, c.a, B), n = fill_next[c.slot];
+      if (n != want && out.detail.empty())
+        out.detail = fmt::format("commit put row {} at position {} (expected {})", c.row, n, want);
+      ref::KVBufferSlot& slot = accepted_slots[i];
+      std::vector<double> o_ref;
+      std::vector<ref::BufferEntry> entries;
+      ref::kvbuffer_verify(s, B, c.drafts, slot, o_ref, entries);  // folds a due slot, as the kernel does
+      out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, row_outputs(o_next, c), int64_t(m) * HV));
+      out.state_err =
+          std::max(out.state_err, ref::max_rel_err(ref::kvbuffer_state(s, slot), device_state(c, n >= B ? 0 : n), HV));
+      if (n >= B) ++out.folded_rows;
+    }
+  }
+  if (out.detail.empty())
+    out.detail = check_verdict(out.outputs_written, out.state_err, out.o_err, tol::output(cfg.o_dtype));
+  return out;
+}
+
+}  // namespace kvb

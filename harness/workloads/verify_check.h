@@ -1,0 +1,42 @@
+// Checks one verify and one accept launch of a VerifyProblem against the float64 reference before they are timed
+// (DESIGN.md sections 3 and 4).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/workloads/check_support.h"
+#include "harness/workloads/verify_problem.h"
+
+namespace kvb {
+
+/// Result of a verify check. state_err covers, recurrent: the intermediate states in scratch and the state after
+/// accept; KVBuffer: the draft deltas and the state after accept, materialised (ref::kvbuffer_state) from the
+/// device's checkpoint and buffer. o_err covers the outputs of every draft of the checked rows.
+using VerifyCheck = LaunchCheck;
+
+/// The row a check compares besides the first and the last, or -1: kvbuffer, the first whose accept from its position
+/// `fill[slot]` overflows the buffer, else the first it fills (either leaves the row due, holding B entries or more);
+/// recurrent, the first whose accepted count differs from those of the first and the last row. `fill` [N]
+/// slot-indexed (unused for recurrent).
+int verify_check_row(const VerifyProblem& p, const std::vector<int32_t>& fill);
+
+/// Launches layer-set 0's verify on NaN-poisoned outputs (and poisoned scratch, or the buffer positions that receive
+/// the drafts' entries), then its accept (no advance of positions), and compares up to three rows with the reference
+/// (ref::recurrent_verify, ref::kvbuffer_verify, ref::kvbuffer_accept): the first, the last, and a third row chosen
+/// to differ (kvbuffer: one whose accept overflows or fills the buffer; recurrent: one whose accepted count differs
+/// from the other two). Compared: o of every draft (tolerance by output dtype); recurrent: scratch states and the
+/// pool's state after accept (state a - 1, or the old state for a = 0); kvbuffer: the drafts' deltas in the buffer,
+/// their log-decays and the materialised state after accepting a drafts, read at position
+/// fill_after_commit(fill, a, B). KVBuffer then runs the step's commit (launch_kvbuffer_commit_accepted: positions
+/// compared with fill_after_commit) and verifies the same drafts again: rows left due (B entries or more) fold their
+/// buffer into the checkpoint there; outputs and the materialised state are compared once more (folded_rows counts
+/// them). States 2e-5. A raw-form problem is checked by check_raw_verify_step (raw_verify_check.h).
+/// Leaves set 0 with its pools changed and, for kvbuffer, its positions one commit further (timing restores them
+/// with restore_fill). Throws CudaError.
+VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream);
+
+}  // namespace kvb
