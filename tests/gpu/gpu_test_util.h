@@ -1,4 +1,5 @@
-// Shared pieces of the GPU tests: skipping without a device, batches of reference tokens on the device, outputs.
+// Shared pieces of the GPU tests: skipping without a device (or failing, where every GPU test must run), batches of
+// reference tokens on the device, outputs.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -18,10 +21,31 @@
 
 namespace kvb::test {
 
-/// Skips the current test (with the reason) when no CUDA device is present.
-#define KVB_REQUIRE_GPU()                                                     \
-  do {                                                                        \
-    if (!::kvb::cuda_device_present()) GTEST_SKIP() << "no CUDA device present"; \
+/// The environment variable that makes every GPU test run: with KVB_REQUIRE_GPU_TESTS=1 (ci/gpu.sh sets it on its
+/// GPU runner) a GPU test that would skip fails instead, so that a runner where the GPU tests cannot run (no device
+/// seen, CUPTI refused, another tool attached) does not pass them unseen.
+constexpr const char* kRequireGpuTestsEnv = "KVB_REQUIRE_GPU_TESTS";
+/// True when KVB_REQUIRE_GPU_TESTS is "1" (read on every call).
+inline bool gpu_tests_required() {
+  const char* v = std::getenv(kRequireGpuTestsEnv);
+  return v && std::strcmp(v, "1") == 0;
+}
+
+/// Skips the current GPU test with `reason` (a stream expression), or fails it when gpu_tests_required(). Every skip
+/// of a GPU test goes through here (tests/cpu/test_gpu_test_policy.cpp checks the sources).
+#define KVB_SKIP_GPU_TEST(reason)                                                                   \
+  do {                                                                                              \
+    if (::kvb::test::gpu_tests_required()) {                                                        \
+      FAIL() << "GPU test skipped although KVB_REQUIRE_GPU_TESTS=1 requires it to run: " << reason; \
+    } else {                                                                                        \
+      GTEST_SKIP() << reason;                                                                       \
+    }                                                                                               \
+  } while (0)
+
+/// Skips the current test (with the reason) when no CUDA device is present; fails it then when gpu_tests_required().
+#define KVB_REQUIRE_GPU()                                                             \
+  do {                                                                                \
+    if (!::kvb::cuda_device_present()) KVB_SKIP_GPU_TEST("no CUDA device present"); \
   } while (0)
 
 inline std::vector<double> to_double(const std::vector<float>& x) { return {x.begin(), x.end()}; }
