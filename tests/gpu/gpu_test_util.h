@@ -1,5 +1,5 @@
-// Shared pieces of the GPU tests: skipping without a device (or failing, where every GPU test must run), batches of
-// reference tokens on the device, outputs.
+// Shared pieces of the GPU tests: skipping without a device (or failing, where every GPU test must run), the verify
+// kernels a test runs and their output tolerance, batches of reference tokens on the device, outputs.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "harness/device/device_info.h"
+#include "harness/runners/problem_setup.h"
 #include "kernels/cuda_check.h"
 #include "kernels/gdn_params.h"
 #include "reference/gdn_reference.h"
+#include "reference/tolerances.h"
 
 namespace kvb::test {
 
@@ -47,6 +49,23 @@ inline bool gpu_tests_required() {
   do {                                                                                \
     if (!::kvb::cuda_device_present()) KVB_SKIP_GPU_TEST("no CUDA device present"); \
   } while (0)
+
+/// The KVBuffer verify kernels a kernel-level test runs for p: the CUDA-core kernel always, and the tensor-core
+/// kernel where it takes p (validate_tensor_core_verify). Tests loop over this list with SCOPED_TRACE(to_string(k)).
+inline std::vector<VerifyKernel> verify_kernels_for(const KVBufferVerifyParams& p) {
+  std::vector<VerifyKernel> kernels{VerifyKernel::cuda_cores};
+  if (validate_tensor_core_verify(p).empty()) kernels.push_back(VerifyKernel::tensor_cores);
+  return kernels;
+}
+
+/// Tolerance of a verify kernel's draft outputs against the float64 reference (DESIGN.md section 4): bf16 outputs
+/// tol::kOutputBf16 from either kernel; fp32 outputs tol::kOutputFp32 from the CUDA-core kernel and tol::kTensorCore
+/// from the tensor-core kernel, whose query products reach only the outputs and may be single TF32 products. Its
+/// buffer entries and folded checkpoints are held to tol::kStateFp32 like the CUDA-core kernel's.
+inline double verify_output_tol(VerifyKernel k, OutputDtype d) {
+  if (d == OutputDtype::bf16) return tol::kOutputBf16;
+  return k == VerifyKernel::tensor_cores ? tol::kTensorCore : tol::kOutputFp32;
+}
 
 inline std::vector<double> to_double(const std::vector<float>& x) { return {x.begin(), x.end()}; }
 inline std::vector<bf16> to_bf16(const std::vector<double>& x) {
@@ -83,6 +102,19 @@ inline TokenInputs unread_token_inputs(int tokens) {
 inline KVBufferPool unread_pool(int32_t* fill, int num_slots, int capacity, int buffer_size) {
   return KVBufferPool{reinterpret_cast<float*>(16), reinterpret_cast<bf16*>(16), reinterpret_cast<float*>(16),
                       reinterpret_cast<float*>(16), fill, num_slots, capacity, buffer_size};
+}
+
+/// KVBuffer verify parameters of `batch` rows with m drafts over a pool of capacity B - 1 + m (the capacity a
+/// VerifyProblem gives it), whose pointers are set but never read: for validate(), describe_kvbuffer_verify_launch()
+/// and verify_kernels_for(), which launch nothing.
+inline KVBufferVerifyParams unread_verify_params(const GdnShape& s, int batch, int m, int buffer_size,
+                                                 OutputDtype o_dtype) {
+  alignas(16) static int32_t unread[4] = {};
+  KVBufferVerifyParams p =
+      token_launch<KVBufferVerifyParams>(s, batch, unread_token_inputs(m), unread, unread, o_dtype);
+  p.pool = unread_pool(unread, 4, buffer_size - 1 + m, buffer_size);
+  p.group_arrivals = unread;
+  return p;
 }
 
 /// One decode token per row on the device ([N, H, K] etc.), from reference tokens (exact bf16 values) and gate
@@ -123,6 +155,13 @@ struct DeviceTokens {
     return in;
   }
 };
+
+/// Sets every byte of `b` to 0xff: NaN in fp32 and bf16, so that an element read before it is written, or left
+/// unwritten, shows up in a comparison (ref::max_rel_err gives +inf for NaN).
+template <typename T>
+void poison(const DeviceBuffer<T>& b) {
+  KVB_CUDA_CHECK(cudaMemset(b.get(), 0xff, b.bytes()));
+}
 
 /// Output rows [N][HV][V] as double; NaN marks unwritten poison.
 inline std::vector<double> outputs(const void* o, size_t n, OutputDtype dt) {
