@@ -75,7 +75,8 @@ inline std::vector<bf16> to_bf16(const std::vector<double>& x) {
 }
 inline std::vector<float> to_float(const std::vector<double>& x) { return {x.begin(), x.end()}; }
 
-/// Per-step errors of a run of decode steps (o and states or checkpoints, relative to the reference).
+/// Per-step errors of a run of decode steps or verify rounds (o and states, checkpoints or entries, relative to the
+/// reference).
 struct RunErrors {
   std::vector<double> o, state;
   bool outputs_written = true;
@@ -84,6 +85,10 @@ struct RunErrors {
   /// Mean error over steps [a, b).
   static double mean(const std::vector<double>& e, size_t a, size_t b) {
     return std::accumulate(e.begin() + a, e.begin() + b, 0.0) / double(b - a);
+  }
+  /// Largest error over steps [a, b).
+  static double peak(const std::vector<double>& e, size_t a, size_t b) {
+    return *std::max_element(e.begin() + a, e.begin() + b);
   }
 };
 
