@@ -10,8 +10,11 @@
 #   $OUT_DIR/kvb_bench.json, KVB_SKIP_BUILD=1 uses the binaries already in KVB_BUILD_DIR (a runner that received a
 #   build folder instead of the sources' dependencies) and runs its test binary directly. Writes $OUT_DIR/ci_smoke.csv and $OUT_DIR/compare.md (appended to $GITHUB_STEP_SUMMARY
 #   when that is set).
-# Exit status: 0 pass; 1 a test or a smoke point failed, or a point is slower than the baseline beyond the threshold
-# and the spread; 2 no GPU, no baseline, or input kvb compare cannot use (different GPU, no common points).
+#   The tests run with KVB_REQUIRE_GPU_TESTS=1: a GPU test that skips (no device seen, CUPTI refused, another CUDA
+#   tool attached) fails the job.
+# Exit status: 0 pass; 1 a test (a skipped GPU test included) or a smoke point failed, or a point is slower than the
+# baseline beyond the threshold and the spread; 2 no GPU, no baseline, or input kvb compare cannot use (different GPU,
+# no common points).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,22 +37,35 @@ if ((!update)) && [[ ! -f "$BASELINE" ]]; then
   exit 2
 fi
 
+# Every GPU test must run here: one that would skip (no device seen, CUPTI refused, another CUDA tool attached) fails
+# instead (tests/gpu/gpu_test_util.h, KVB_SKIP_GPU_TEST).
+export KVB_REQUIRE_GPU_TESTS=1
+require_gpu() {
+  if ! "$KVB" info --gpu-present; then
+    echo "ci/gpu.sh: no CUDA device found; this job needs a GPU runner" >&2
+    exit 2
+  fi
+}
+
 if [[ "${KVB_SKIP_BUILD:-0}" == 1 ]]; then
+  require_gpu
   echo "== test ($BUILD_DIR/tests/kvb_tests, prebuilt)"
   if ! "$BUILD_DIR/tests/kvb_tests"; then
     echo "ci/gpu.sh: a test failed" >&2
     exit 1
   fi
 else
-  echo "== build and test (scripts/test.sh)"
-  if ! "$ROOT/scripts/test.sh"; then
-    echo "ci/gpu.sh: the build or a test failed" >&2
+  echo "== build (scripts/setup.sh)"
+  if ! "$ROOT/scripts/setup.sh"; then
+    echo "ci/gpu.sh: the build failed" >&2
     exit 1
   fi
-fi
-if ! "$KVB" info --gpu-present; then
-  echo "ci/gpu.sh: no CUDA device found; this job needs a GPU runner" >&2
-  exit 2
+  require_gpu
+  echo "== test (scripts/test.sh)"
+  if ! "$ROOT/scripts/test.sh"; then
+    echo "ci/gpu.sh: a test failed" >&2
+    exit 1
+  fi
 fi
 "$KVB" info
 

@@ -41,7 +41,7 @@ double measured_over_model(DecodeVariant variant, int batch, int buffer_size) {
 
 TEST(DecodeBytesGpu, RecurrentBatch256MovesItsModelBytes) {
   KVB_REQUIRE_GPU();
-  if (std::getenv("CUDA_INJECTION64_PATH")) GTEST_SKIP() << "another CUDA tool is attached (ncu or nsys)";
+  if (std::getenv("CUDA_INJECTION64_PATH")) KVB_SKIP_GPU_TEST("another CUDA tool is attached (ncu or nsys)");
   const double r = measured_over_model(DecodeVariant::recurrent, 256, 1);
   RecordProperty("measured_over_model", std::to_string(r));
   EXPECT_NEAR(r, 1.0, 0.10);
@@ -49,7 +49,7 @@ TEST(DecodeBytesGpu, RecurrentBatch256MovesItsModelBytes) {
 
 TEST(DecodeBytesGpu, KVBufferCycleMovesItsModelBytes) {
   KVB_REQUIRE_GPU();
-  if (std::getenv("CUDA_INJECTION64_PATH")) GTEST_SKIP() << "another CUDA tool is attached (ncu or nsys)";
+  if (std::getenv("CUDA_INJECTION64_PATH")) KVB_SKIP_GPU_TEST("another CUDA tool is attached (ncu or nsys)");
   const double r = measured_over_model(DecodeVariant::kvbuffer, 256, 8);
   RecordProperty("measured_over_model", std::to_string(r));
   EXPECT_NEAR(r, 1.0, 0.10);

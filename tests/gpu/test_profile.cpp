@@ -1,5 +1,6 @@
 // GPU tests of the profiling layer: CUPTI DRAM bytes of kernels whose traffic is known, repeatability, multi-pass
-// replay, the L2 flusher, and the SM clock. Skips without a CUDA device, and where CUPTI may not profile here.
+// replay, the L2 flusher, and the SM clock. Skips without a CUDA device, and where CUPTI may not profile here (fails
+// instead with KVB_REQUIRE_GPU_TESTS=1, tests/gpu/gpu_test_util.h).
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -14,6 +15,7 @@
 #include "harness/measure/l2_flush.h"
 #include "harness/measure/nvtx.h"
 #include "core/cuda_check.h"
+#include "tests/gpu/gpu_test_util.h"
 
 namespace kvb {
 namespace {
@@ -28,7 +30,7 @@ class ProfileGpu : public ::testing::Test {
     const cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
       cudaGetLastError();
-      GTEST_SKIP() << "no CUDA device: " << (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+      KVB_SKIP_GPU_TEST("no CUDA device: " << (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices"));
     }
     KVB_CUDA_CHECK(cudaSetDevice(0));
   }
@@ -55,7 +57,7 @@ class ProfileGpu : public ::testing::Test {
 #define KVB_PROFILER_OR_SKIP(var, ...)                                                      \
   std::optional<RangeProfiler> var = make_profiler(__VA_ARGS__);                            \
   if (::testing::Test::HasFailure()) return;                                                \
-  if (!var) GTEST_SKIP() << "CUPTI cannot profile on this machine (see the status above)"
+  if (!var) KVB_SKIP_GPU_TEST("CUPTI cannot profile on this machine (see the status above)")
 
 TEST_F(ProfileGpu, CopyMovesItsBytesInOnePass) {
   KVB_PROFILER_OR_SKIP(profiler);
@@ -192,7 +194,7 @@ TEST_F(ProfileGpu, ExceptionFromWorkLeavesTheProfilerUsable) {
 
 TEST_F(ProfileGpu, SmClockIsPlausible) {
   const ClockSample s = sample_sm_clock(0);
-  if (!s.ok()) GTEST_SKIP() << "NVML not available: " << s.status;
+  if (!s.ok()) KVB_SKIP_GPU_TEST("NVML not available: " << s.status);
   EXPECT_GT(*s.sm_mhz, 100u);
   EXPECT_LT(*s.sm_mhz, 3500u);
   if (s.max_sm_mhz) {
