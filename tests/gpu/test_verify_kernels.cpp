@@ -102,6 +102,25 @@ TEST(KVBufferVerifyGpu, WholeHeadBlocksMatchReferenceWithFlushes) {
   }
 }
 
+// The tensor-core kernel at the Qwen3-Next shape with few rows (small enough for compute-sanitizer's racecheck):
+// rows at every buffer position, every draft accepted in the first round (due rows, folded by the second), a padding
+// row, bf16 and fp32 outputs by turns.
+TEST(KVBufferVerifyGpu, TensorCoresFoldDueRowsAtQwen3NextShape) {
+  KVB_REQUIRE_GPU();
+  const GdnShape s{16, 32, 128, 128};
+  const int B = 4;
+  for (const int m : {1, 4, 8}) {
+    SCOPED_TRACE(test::verify_case(VerifyKernel::tensor_cores, B, m));
+    ASSERT_EQ(validate_tensor_core_verify(test::unread_verify_params(s, 3, m, B, OutputDtype::fp32)), "");
+    KVBufferRig rig(s, 3, B, 4100 + m, m);
+    rig.decode_to_positions({0, 1, B - 1});
+    for (int round = 0; round < 3; ++round)
+      verify_accept_round(rig, {2, -1, 0, 1}, m, {m, 0, m, round % (m + 1)},
+                          round_launch(VerifyKernel::tensor_cores, round % 2 == 1));
+    EXPECT_LE(rig.state_err(), tol::kStateFp32) << "states after the rounds";
+  }
+}
+
 // Value heads split into two column slices (V = 128, 64 columns a block): four blocks of a key group read the keys
 // a due row's drafts replace, and the last of them to finish writes the drafts' keys and log-decays.
 TEST(KVBufferVerifyGpu, SlicedHeadsWriteTheirEntriesAfterTheWholeGroupHasRead) {
