@@ -506,13 +506,9 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   // The triangular dependency among the drafts in column c: a kind-0 lane turns its a_i into u_i, which its kind-1
   // partner (lane + 16) takes to finish o_i.
   float u[M];
-#pragma unroll
-  for (int i = 0; i < M; ++i) {
-    float corr = 0.f;
-#pragma unroll
-    for (int ip = 0; ip < i; ++ip) corr = fmaf(ds.kk[ip][i], u[ip], corr);
-    u[i] = ds.beta[i] * (__bfloat162float(ds.v[i][4 * ln.c4 + c]) - x[i] - corr);  // v zero past V
-  }
+  draft_deltas<M>(
+      ds.kk, ds.beta, [&](int i) { return x[i]; },
+      [&](int i) { return __bfloat162float(ds.v[i][4 * ln.c4 + c]); }, u);  // v zero past V
 #pragma unroll
   for (int i = 0; i < M; ++i) {
     const float partner = __shfl_xor_sync(0xffffffffu, u[i], 16);

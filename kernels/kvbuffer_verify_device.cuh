@@ -98,6 +98,20 @@ __device__ __forceinline__ void draft_pair_coefficients(Drafts& ds) {
   }
 }
 
+/// The drafts' corrected deltas of one value column, the triangular dependency among them (DESIGN.md section 3):
+/// u_i = beta_i (v(i) - a(i) - sum_{i'<i} kk[i'][i] u_i'), with a(i) the checkpoint's and the buffer's share of
+/// draft i's S^T k^ in that column and v(i) its value there.
+template <int M, class KK, class Share, class Value>
+__device__ __forceinline__ void draft_deltas(const KK& kk, const float* beta, Share a, Value v, float (&u)[M]) {
+#pragma unroll
+  for (int i = 0; i < M; ++i) {
+    float corr = 0.f;
+#pragma unroll
+    for (int ip = 0; ip < i; ++ip) corr = fmaf(kk[ip][i], u[ip], corr);
+    u[i] = beta[i] * (v(i) - a(i) - corr);
+  }
+}
+
 /// The m drafts' raw keys of key head hk (verify's input k, [N, m, H, K]) into buffer entries e0 .. e0 + m - 1, by
 /// threads t = 0 .. nthreads - 1 of the caller's.
 __device__ __forceinline__ void write_draft_keys(const KVBufferVerifyParams& p, int row, int64_t e0, int m, int hk,

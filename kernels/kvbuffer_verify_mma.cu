@@ -409,13 +409,8 @@ __device__ void tc_consume(const KVBufferVerifyParams& p, const TcSmem<M>& L, ch
       const float* x = red + c * RED;
       const bf16* vd = reinterpret_cast<const bf16*>(st + L.v);
       float u[M];
-#pragma unroll
-      for (int i = 0; i < M; ++i) {
-        float corr = 0.f;
-#pragma unroll
-        for (int ip = 0; ip < i; ++ip) corr = fmaf(sh.kk[ip][i], u[ip], corr);
-        u[i] = sh.beta[i] * (__bfloat162float(vd[i * V + c]) - x[i] - corr);
-      }
+      draft_deltas<M>(
+          sh.kk, sh.beta, [&](int i) { return x[i]; }, [&](int i) { return __bfloat162float(vd[i * V + c]); }, u);
 #pragma unroll
       for (int i = 0; i < M; ++i) {
         float o = x[Q0 + i];
