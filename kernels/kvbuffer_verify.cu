@@ -31,10 +31,8 @@ using namespace dev;
 ///   a 4-draft block of 128 columns at three blocks per SM. Subgroups 4 and 5, 6 and 7 swap places (slot): at
 ///   K = 128 that puts in opposite bank halves both the two subgroups a quarter warp of the pass reads and the
 ///   subgroups s and s + 4 that a warp-vector read of a draft (lane l at rows 4 l .. 4 l + 3) meets, and at K = 64
-///   it spreads the four subgroups of such a read over distinct banks too. With the rows in order, those reads were
-///   2-way conflicts and verify + accept measured 1.6% to 3.1% slower at B = 8; with the swap, still 1.4% to 2.4%
-///   slower than padded (8 bytes a thread more spills), so the launcher packs only where that keeps the keys in
-///   shared memory (launch_verify_tile).
+///   it spreads the four subgroups of such a read over distinct banks too. Packed rows cost more registers than
+///   padded ones, so the launcher packs only where that keeps the keys in shared memory (launch_verify_tile).
 /// Then gates, D[i] = e^{g_0 + ... + g_i}, and the draft-draft coefficients kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i)
 /// and kq[i'][i] = w_ii' (k^_i' . q^_i) (i' <= i); and the drafts' value slices v[i][c] (bf16, the block's VB
 /// columns). Once the coefficients are formed, khat and qhat are scaled in place by the checkpoint's decay
@@ -166,10 +164,10 @@ struct VerifyTile {
 /// t / (VB / 4), t / (VB / 4) + THREADS / (VB / 4), ..., a round of THREADS / (VB / 4) bands at a time. Once the
 /// first round's rows are in registers, their tile rows are free: the n deltas u_j (deltas: entry 0 of this slot
 /// and value head, entries delta_stride apart) are copied there in one go, one entry per freed row. Every entry is
-/// thus fetched once, all in flight together, instead of one round trip after another per entry and band (measured
-/// on the H200: verify + accept 4% to 9% faster with 4 drafts). After them, when they fit, go the keys scaled by
-/// their weights, w_j k_j / |k_j| in fp32 (formed once per block, so that a band's entry costs three float4 reads,
-/// two of key and one of delta, and its FMAs); else, the raw keys when bs reads them from the pool (told apart by
+/// thus fetched once, all in flight together, instead of one round trip after another per entry and band. After
+/// them, when they fit, go the keys scaled by their weights, w_j k_j / |k_j| in fp32 (formed once per block, so that
+/// a band's entry costs three float4 reads, two of key and one of delta, and its FMAs); else, the raw keys when bs
+/// reads them from the pool (told apart by
 /// their pool stride H x K, so not with one key head) and they fit. With more entries than freed rows (64 at
 /// K >= 64, 32 at K = 32) the fold reads the deltas from the pool.
 /// Masked columns are zero-filled and not written; the checkpoint is written once, streaming. Every thread of the
@@ -331,9 +329,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   float* dq = dk + M * cap;
   // Copy groups: the log-decays (and staged keys) of the n entries and the drafts' values, then the checkpoint
   // slice's chunks (a first-wave PDL block copied them before the wait), which keep streaming while the drafts are
-  // normalised, the coefficients formed and the buffer's share summed. (Copying every entry the buffer can hold
-  // without waiting for the position moved 1.4% to 2.1% more DRAM bytes and was 2% to 6% slower at B = 8:
-  // results/h200-2026-11-30d/explore/verify_all_entries/.)
+  // normalised, the coefficients formed and the buffer's share summed. Only the n entries held are copied, which
+  // needs the position first, so that no byte past them is moved.
   if constexpr (kSmemKeys) bs.load_async(pool, H, HV, slot, h, hk, n);
   else bs.load_log_decay_async(pool, HV, slot, h, n);
   load_draft_values_async<VB>(p.in.v, row, M, HV, h, V, v0, ds.v);
@@ -346,8 +343,8 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   float* deltas = pool.deltas + (int64_t(slot) * cap * HV + h) * V + (ln.active ? ln.col : 0);
   const int64_t delta_stride = int64_t(HV) * V;
   // With the keys in shared memory, this lane's first entry's delta goes straight into registers (used after the
-  // coefficients' barrier); the rest, and every delta otherwise, into L2 (measured on the H200: verify + accept 1% to
-  // 2% faster at B = 8 with the early delta, 1% to 2% slower at B = 16 and 32, keys from the pool, where it spills).
+  // coefficients' barrier); the rest, and every delta otherwise, into L2 (keys read from the pool leave no registers
+  // for an early delta).
   constexpr bool kEarlyDelta = kSmemKeys;
   float4 u_first = make_float4(0.f, 0.f, 0.f, 0.f);
   if constexpr (kEarlyDelta)
