@@ -7,7 +7,7 @@ timed model step (timed_model). The runner (run_peer.py) does the rest, the same
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Protocol
+from typing import Dict, Protocol
 
 from peers.check import DecodeCase, DecodeOutputs
 from peers.request import Request
@@ -51,5 +51,3 @@ class DecodePeer(Protocol):
     def timed_model(self, case: DecodeCase, req: Request) -> TimedModel:
         """The point's model step (req.groups x req.layers layer sets, each with its own state pool), ready to time."""
 
-
-PeerFactory = Callable[[], DecodePeer]

@@ -49,6 +49,7 @@ def _peer(peers, variant):
 
 
 def cmd_list(args) -> int:
+    """`list`: one line per peer, "VARIANT<TAB>PACKAGE<TAB>DESCRIPTION"; returns 0."""
     for variant, cls in _peers(args.peer_module).items():
         print(f"{variant}\t{cls.package}\t{cls.description}")
     return 0
@@ -64,6 +65,8 @@ def _versions_text(v) -> str:
 
 
 def cmd_probe(args) -> int:
+    """`probe`: one line per variant asked, "VARIANT<TAB>ok<TAB>VERSIONS" or "VARIANT<TAB>skipped<TAB>REASON";
+    returns 0. Raises UsageError for a variant no peer defines."""
     try:
         import numpy  # noqa: F401
     except ImportError:
@@ -89,6 +92,8 @@ def _raised(what: str, e: BaseException) -> str:
 
 
 def cmd_run(args) -> int:
+    """`run`: the check, then the timing, of the point the request describes; writes result.csv and returns 0 for
+    every outcome the result holds (ok, failed, skipped). Raises UsageError for a malformed request."""
     out = args.out or os.path.join(os.path.dirname(os.path.abspath(args.request)), "result.csv")
     try:
         import numpy  # noqa: F401
