@@ -48,6 +48,10 @@ READ_GBPS = next(float(r["value"]) for r in _ROWS if r["anchor"] == "read_bandwi
 FLA_RECURRENT_US = _series(_ROWS, "fla_recurrent_decode")
 FLA_LABEL = "fla Triton recurrent (anchor, H200)"
 
+# FlashInfer 0.7.2 gdn_decode, fp32-state recurrent decode: batch -> per-layer us.
+FLASHINFER_RECURRENT_US = _series(_ROWS, "flashinfer_recurrent_decode")
+FLASHINFER_LABEL = "FlashInfer recurrent (anchor, H200)"
+
 # The read-only state floor beside it (batch x HV*K*V*4 bytes at READ_GBPS): batch -> us (rounded to 0.1 us).
 READ_STATE_FLOOR_US = _series(_ROWS, "state_read_floor")
 

@@ -1,8 +1,10 @@
 """Series of a decode CSV (`kvb sweep`, kind "decode"): one per variant and buffer size, points ordered by batch.
 
-A decode row is one sweep point: `variant` (recurrent or kvbuffer), `batch` (requests), `buffer_size` (B, tokens;
-empty for recurrent), `phase` (staggered or aligned; empty for recurrent), the model shape (`heads_v` = HV,
-`head_dim_k` = K, `head_dim_v` = V), `state_dtype`, and per-layer results (docs/EXPERIMENTS.md).
+A decode row is one sweep point: `variant` (recurrent, kvbuffer, or a peer: another project's kernel measured by the
+peer runner, docs/MEASURING.md "Peers"), `batch` (requests), `buffer_size` (B, tokens; empty for recurrent and the
+peers), `phase` (staggered or aligned; empty for recurrent and the peers), the model shape (`heads_v` = HV,
+`head_dim_k` = K, `head_dim_v` = V), `state_dtype`, per-layer results, and for a peer its `package` and
+`package_version` (docs/EXPERIMENTS.md).
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ SHAPE_COLUMNS = ("heads_v", "head_dim_k", "head_dim_v")
 
 # Bytes per state element by `state_dtype`.
 STATE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+# The peers of the decode kind (harness/kinds/peer_variants.h): variant -> (name, colour, marker).
+PEERS = {
+    "fla_recurrent": ("fla Triton recurrent", style.ANCHOR_COLOUR, "x"),
+    "flashinfer_recurrent": ("FlashInfer recurrent", style.PEER_COLOURS[0], "+"),
+    "replayssm_decode": ("ReplaySSM decode", style.PEER_COLOURS[1], "1"),
+}
 
 
 @dataclass
@@ -52,7 +61,8 @@ def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "stagger
 
     Only rows launched as `launch` are kept (`plain`, as the anchors were measured, or `pdl`; see launch_of).
     Recurrent rows have no phase and are kept whatever the phase. When the KVBuffer rows hold several `buffer_form`
-    values, the form is added to the labels and each (form, B) is its own series. Exits 2 on an unknown variant.
+    values, the form is added to the labels and each (form, B) is its own series. Peer rows are left to
+    peer_series. Exits 2 on an unknown variant.
     """
     recurrent = Series("recurrent", "recurrent", None, style.RECURRENT_COLOUR, "o")
     kv: dict[tuple[str, int], Series] = {}
@@ -61,6 +71,8 @@ def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "stagger
         if launch_of(r) != launch:
             continue
         variant = r["variant"]
+        if variant in PEERS:
+            continue
         if variant == "recurrent":
             recurrent.rows.append(r)
         elif variant == "kvbuffer":
@@ -74,11 +86,26 @@ def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "stagger
                 kv[key] = Series(label, "kvbuffer", b, style.buffer_colour(b), "s")
             kv[key].rows.append(r)
         else:
-            style.fail(f"CSV {path} column variant: '{variant}' is not one of recurrent, kvbuffer")
+            style.fail(f"CSV {path} column variant: '{variant}' is not one of recurrent, kvbuffer, {', '.join(PEERS)}")
     out = [recurrent] if recurrent.rows else []
     out += [kv[k] for k in sorted(kv, key=lambda k: (k[1], k[0]))]
     for s in out:
         s.rows.sort(key=lambda r: style.num(r, "batch", path))
+    return out
+
+
+def peer_series(rows: Sequence[Mapping[str, str]], path) -> list[Series]:
+    """One series per peer variant with rows (in PEERS order), labelled "NAME (measured, PACKAGE VERSION)", points
+    ordered by batch. A peer row has no launch (its package launches it)."""
+    out = []
+    for variant, (name, colour, marker) in PEERS.items():
+        mine = sorted((r for r in rows if r["variant"] == variant), key=lambda r: style.num(r, "batch", path))
+        if not mine:
+            continue
+        versions = ", ".join(style.distinct(
+            [{"v": f"{r.get('package') or ''} {r.get('package_version') or ''}".strip()} for r in mine], "v"))
+        out.append(Series(f"{name} (measured{', ' + versions if versions else ''})", variant, None, colour, marker,
+                          mine))
     return out
 
 

@@ -1,4 +1,4 @@
-"""Decode latency over floor (bandwidth efficiency) against batch: recurrent and KVBuffer per buffer size.
+"""Decode latency over floor (bandwidth efficiency) against batch: recurrent, KVBuffer per buffer size, the peers.
 
 The floor of a point (column floor_us, docs/EXPERIMENTS.md) is its model bytes at the bandwidth measured on the
 same GPU in the same run: written bytes paired with read bytes at the measured copy bandwidth, the remaining reads
@@ -29,7 +29,7 @@ REQUIRED_COLUMNS = (
 
 def build(rows, path, phase: str = "staggered"):
     """The figure for decode `rows` read from `path` (KVBuffer rows of `phase` only)."""
-    series = dd.decode_series(rows, path, phase)
+    series = dd.decode_series(rows, path, phase) + dd.peer_series(rows, path)
     if not series:
         style.fail(f"CSV {path} has no recurrent rows and no kvbuffer rows with phase {phase}")
     fig, (ax,) = style.figure(style.SINGLE)

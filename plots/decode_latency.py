@@ -1,10 +1,11 @@
-"""Decode latency per layer against batch: recurrent, KVBuffer per buffer size, and the read-only state floor.
+"""Decode latency per layer against batch: recurrent, KVBuffer per buffer size, the peers, and the read-only floor.
 
-Top panel (log-log): median per-layer latency (us) of each series, error bars p10..p90; the read-only state floor,
-batch * HV*K*V*bytes(state_dtype) / read_gbps, from the CSV's own shape and measured read bandwidth (the least time
-any decode kernel that reads its state from device memory can take); and, when the CSV's shape is the anchors'
-(HV = 32, K = V = 128, fp32 state), the fla Triton recurrent kernel measured on an H200 (results/anchors.csv), as a
-reference.
+Top panel (log-log): median per-layer latency (us) of each series, error bars p10..p90; the peers measured in the
+same run (fla's and FlashInfer's recurrent decode, rows of a peer variant), labelled with their package version; the
+read-only state floor, batch * HV*K*V*bytes(state_dtype) / read_gbps, from the CSV's own shape and measured read
+bandwidth (the least time any decode kernel that reads its state from device memory can take); and, when the CSV's
+shape is the anchors' (HV = 32, K = V = 128, fp32 state), for each recurrent peer the CSV has no rows of, its numbers
+recorded on an H200 (results/anchors.csv), labelled as the anchor.
 Series are plain launches; when the CSV also has launch = pdl rows, the fastest KVBuffer row with B <= 32 per batch
 under programmatic dependent launch is one more line. Bottom panel (log x): each series' latency over this CSV's
 recurrent latency (plain launches) at the same batch.
@@ -92,15 +93,34 @@ def build(rows, path, phase: str = "staggered"):
         pairs = [(b, f / rec_by_batch[b]) for b, f in zip(fx, fy) if b in rec_by_batch]
         axes[1].plot(*zip(*pairs), color=style.FLOOR_COLOUR, ls="--", lw=1.4)
 
-    if dd.is_qwen3_next_tp1(rows[0], path):
-        ab = sorted(anchors.FLA_RECURRENT_US)
-        ay = [anchors.FLA_RECURRENT_US[b] for b in ab]
-        handles += ax.plot(ab, ay, color=style.ANCHOR_COLOUR, ls=":", marker="x", ms=6, lw=1.2,
-                           label=anchors.FLA_LABEL.replace(" (", "\n("), zorder=4)
+    # The peers: measured in this run where the CSV has their rows, else (anchors' shape) their recorded numbers.
+    measured = dd.peer_series(rows, path)
+    for s in measured:
+        x, med = s.batches(path), s.values("latency_us_median", path)
+        lo = [max(m - p, 0.0) for m, p in zip(med, s.values("latency_us_p10", path))]
+        hi = [max(p - m, 0.0) for m, p in zip(med, s.values("latency_us_p90", path))]
+        handles.append(ax.errorbar(x, med, yerr=[lo, hi], color=s.colour, marker=s.marker, ms=6, lw=1.2, ls="--",
+                                   label=s.label.replace(" (", "\n("), zorder=4))
+        all_batches.update(x)
         if rec_by_batch:
-            pairs = [(b, y / rec_by_batch[b]) for b, y in zip(ab, ay) if b in rec_by_batch]
+            pairs = [(b, m / rec_by_batch[b]) for b, m in zip(x, med) if b in rec_by_batch]
             if pairs:
-                axes[1].plot(*zip(*pairs), color=style.ANCHOR_COLOUR, ls=":", marker="x", ms=6, lw=1.2)
+                axes[1].plot(*zip(*pairs), color=s.colour, marker=s.marker, ms=6, lw=1.2, ls="--")
+    if dd.is_qwen3_next_tp1(rows[0], path):
+        recorded = (("fla_recurrent", anchors.FLA_RECURRENT_US, anchors.FLA_LABEL),
+                    ("flashinfer_recurrent", anchors.FLASHINFER_RECURRENT_US, anchors.FLASHINFER_LABEL))
+        for variant, us, label in recorded:
+            if any(s.variant == variant for s in measured) or not us:
+                continue
+            _, colour, marker = dd.PEERS[variant]
+            ab = sorted(us)
+            ay = [us[b] for b in ab]
+            handles += ax.plot(ab, ay, color=colour, ls=":", marker=marker, ms=6, lw=1.2,
+                               label=label.replace(" (", "\n("), zorder=4)
+            if rec_by_batch:
+                pairs = [(b, y / rec_by_batch[b]) for b, y in zip(ab, ay) if b in rec_by_batch]
+                if pairs:
+                    axes[1].plot(*zip(*pairs), color=colour, ls=":", marker=marker, ms=6, lw=1.2)
 
     ax.set_yscale("log")
     style.plain_log_axis(ax.yaxis)

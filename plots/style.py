@@ -38,6 +38,8 @@ DPI = 160
 RECURRENT_COLOUR = "#222222"
 FLOOR_COLOUR = "#8c8c8c"
 ANCHOR_COLOUR = "#d62728"
+# Peers other than fla (whose series take ANCHOR_COLOUR, measured or recorded), in turn.
+PEER_COLOURS = ("#ff7f0e", "#9467bd")
 IDEAL_COLOUR = "#8c8c8c"
 
 # Buffer sizes B run 1 .. 64 in powers of two; each gets a fixed colour from a sequential map so that the same B has

@@ -161,7 +161,7 @@ int run_reproduce_command(const ReproduceOptions& o) {
              run_plots("results", out_is_results ? "results/figures" : (out / "figures").string(), skipped),
              failures);
     skipped.insert(skipped.begin(),
-                   {fmt::format("kvb sweep --config {} (needs a CUDA device)", kDecodeConfig),
+                   {fmt::format("kvb sweep --config {} (needs a CUDA device; its peer variants too)", kDecodeConfig),
                     fmt::format("kvb sweep --config {} (needs a CUDA device)", kSpecConfig),
                     fmt::format("kvb sweep --config {} (needs a CUDA device)", kShortContextConfig),
                     fmt::format("kvb sweep --config {} (needs a CUDA device)", kBufferFormConfig),

@@ -1,4 +1,5 @@
-// `kvb sweep`: validate everything, check for a GPU, measure the device, run the grid (commands.h).
+// `kvb sweep`: validate everything, check for a GPU and the peers, measure the device, run the grid (commands.h).
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -6,6 +7,8 @@
 #include "harness/cli/build_info.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/sweep_setup.h"
+#include "harness/kinds/peer_point.h"
+#include "harness/kinds/peer_variants.h"
 #include "harness/kinds/registry.h"
 #include "harness/measure/bandwidth.h"
 #include "harness/measure/device_info.h"
@@ -94,18 +97,48 @@ int empty_shard(const SweepSetup& s) {
 
 }  // namespace
 
+size_t skip_unavailable_peers(SweepSetup& s, int device) {
+  std::vector<std::string> variants;  // the peer variants of the points, in order of appearance
+  for (const Point& p : s.points) {
+    const std::string& v = p.get("variant");
+    if (is_peer_variant(v) && std::find(variants.begin(), variants.end(), v) == variants.end()) variants.push_back(v);
+  }
+  if (variants.empty()) return 0;
+  const auto probes = probe_peers(default_peer_runner(), variants, device);
+  size_t skipped = 0;
+  for (const auto& v : variants) {
+    const PeerProbe& probe = probes.at(v);
+    const auto of_v = [&](const Point& p) { return p.get("variant") == v; };
+    if (probe.ok) {
+      fmt::print(stderr, "kvb sweep: peer {}: {}\n", v, probe.text);
+      continue;
+    }
+    const auto n = size_t(std::count_if(s.points.begin(), s.points.end(), of_v));
+    s.points.erase(std::remove_if(s.points.begin(), s.points.end(), of_v), s.points.end());
+    fmt::print(stderr, "kvb sweep: skipped {} point{} of peer {}: {}\n", n, n == 1 ? "" : "s", v, probe.text);
+    skipped += n;
+  }
+  return skipped;
+}
+
 int run_sweep_command(const SweepCommandOptions& options) {
   // 1. Config, overrides, grid, shard and output: every check before anything runs or is written.
-  const SweepSetup setup = prepare_sweep(options);
+  SweepSetup setup = prepare_sweep(options);
   if (options.dry_run) return dry_run(setup);
 
-  // 2. A GPU (several with --devices).
+  // 2. A GPU (several with --devices), and the peers that can run on it.
   if (!sweep_gpu_present()) return 2;
-  if (!options.devices.empty()) return run_sweep_on_devices(options, setup);
   const int count = cuda_device_count();
-  if (options.device < 0 || options.device >= count)
+  if (options.devices.empty() && (options.device < 0 || options.device >= count))
     throw UsageError(fmt::format("--device {}: there are {} CUDA devices (allowed: 0..{})", options.device, count,
                                  count - 1));
+  const int probe_device = options.devices.empty() ? options.device : parse_device_list(options.devices, count)[0];
+  const bool had_points = !setup.points.empty();
+  if (skip_unavailable_peers(setup, probe_device) && setup.points.empty() && had_points) {
+    fmt::print(stderr, "kvb sweep: every point of this run was skipped; nothing to measure\n");
+    return 0;
+  }
+  if (!options.devices.empty()) return run_sweep_on_devices(options, setup);
   if (setup.points.empty()) return empty_shard(setup);
 
   // 3. Device facts, bandwidth once per sweep, run options.

@@ -31,6 +31,11 @@ SweepSetup prepare_sweep(const SweepCommandOptions& options);
 /// Prints the "no CUDA device" message of kvb sweep and returns false when there is no GPU; true otherwise.
 bool sweep_gpu_present();
 
+/// Asks the peer runner (harness/kinds/peer_point.h probe_peers) whether the peer variants among s.points can run
+/// on CUDA device `device`, and removes the points of those that cannot from s.points (the grid keeps them), with one
+/// line on stderr per peer: its versions, or how many points were skipped and why. Returns the points skipped.
+size_t skip_unavailable_peers(SweepSetup& s, int device);
+
 /// Runs the sweep with one worker process per device of options.devices and merges their rows into setup.out.
 int run_sweep_on_devices(const SweepCommandOptions& options, const SweepSetup& setup);
 

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "harness/kinds/axis_checks.h"
+#include "harness/kinds/peer_point.h"
+#include "harness/kinds/peer_variants.h"
 #include "harness/workloads/decode_check.h"
 #include "harness/workloads/decode_problem.h"
 #include "harness/kinds/runner_support.h"
@@ -26,7 +28,37 @@ DecodeConfig decode_config(const Point& pt) {
   return c;
 }
 
-Row run_decode_point(const Point& pt, SweepContext& ctx) { return run_decode(decode_config(pt), pt.label(), ctx); }
+/// The runner's request for a peer point: the model of a recurrent point at the context's L2 mode and sampling rule.
+PeerDecodeRequest peer_request(const Point& pt, const SweepContext& ctx) {
+  KVB_CUDA_CHECK(cudaSetDevice(ctx.device));
+  PeerDecodeRequest r;
+  r.variant = pt.get("variant");
+  r.shape = point_shape(pt);
+  r.batch = int(pt.get_int("batch"));
+  r.layers = int(pt.get_int("layers"));
+  r.seed = uint64_t(pt.get_int("seed"));
+  r.l2 = ctx.l2_mode == "hot" ? "hot" : "cold";
+  if (r.l2 == "cold") r.groups = cold_l2_groups(double(r.batch) * double(r.shape.state_bytes()) * r.layers, ctx.device);
+  int l2_bytes = 0;
+  KVB_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, ctx.device));
+  r.l2_bytes = l2_bytes;
+  r.device = ctx.device;
+  r.sampling = sampling_rule(ctx);
+  return r;
+}
+
+Row run_decode_point(const Point& pt, SweepContext& ctx) {
+  if (is_peer_variant(pt.get("variant"))) {
+    ScopedRange point_range(pt.label());
+    return run_peer_decode(peer_request(pt, ctx), default_peer_runner(), ctx);
+  }
+  return run_decode(decode_config(pt), pt.label(), ctx);
+}
+
+/// Whole-point check: validate_launch_point; for a peer point (no launch or tile axis) the shape alone.
+std::string validate_decode_point(const Point& pt) {
+  return is_peer_variant(pt.get("variant")) ? validate_point_shape(pt) : validate_launch_point(pt);
+}
 
 }  // namespace
 
@@ -80,8 +112,10 @@ Row run_decode(DecodeConfig cfg, const std::string& label, SweepContext& ctx) {
 ExperimentKind decode_experiment_kind() {
   ExperimentKind k;
   k.name = "decode";
+  std::vector<std::string> variants{"recurrent", "kvbuffer"};
+  variants.insert(variants.end(), decode_peer_variants().begin(), decode_peer_variants().end());
   k.axes = {
-      {"variant", {"recurrent", "kvbuffer"}, word_axis("variant", {"recurrent", "kvbuffer"})},
+      {"variant", {"recurrent", "kvbuffer"}, word_axis("variant", variants)},
       {"batch", {"64"}, int_axis("batch", 1, 4096)},
       {"buffer_size", {"16"}, int_axis("buffer_size", 1, kMaxBuffer)},
       buffer_form_axis(),
@@ -91,11 +125,15 @@ ExperimentKind decode_experiment_kind() {
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.result_columns = decode_result_columns();
+  k.result_columns.insert(k.result_columns.end(), peer_result_columns().begin(), peer_result_columns().end());
+  k.results_added_later = peer_result_columns();
   k.applies = [](const std::string& variant, const std::string& axis) {
+    if (is_peer_variant(variant))  // the peer's own launches and tiles
+      return axis != "buffer_size" && axis != "buffer_form" && axis != "phase" && axis != "launch" && axis != "tile";
     if (variant == "recurrent") return axis != "buffer_size" && axis != "buffer_form" && axis != "phase";
     return true;
   };
-  k.validate = validate_launch_point;
+  k.validate = validate_decode_point;
   k.run = run_decode_point;
   return k;
 }

@@ -17,9 +17,12 @@ std::vector<std::string> decode_result_columns();
 /// whole flush cycles, profiles their DRAM bytes. `label` names the NVTX range. Throws on failure.
 Row run_decode(DecodeConfig cfg, const std::string& label, SweepContext& ctx);
 
-/// Axes: variant (recurrent, kvbuffer), batch, buffer_size, buffer_form (delta: corrected deltas; raw: the raw k, v,
-/// a, b of DESIGN.md section 3), phase (staggered, aligned), layers, heads_qk, heads_v,
-/// head_dim_k, head_dim_v, seed. A recurrent point has no buffer_size or phase.
+/// Axes: variant (recurrent, kvbuffer, and the peers of harness/kinds/peer_variants.h, measured by the peer runner:
+/// peer_point.h), batch, buffer_size, buffer_form (delta: corrected deltas; raw: the raw k, v, a, b of DESIGN.md
+/// section 3), phase (staggered, aligned), launch, tile, layers, heads_qk, heads_v, head_dim_k, head_dim_v, seed.
+/// A recurrent point has no buffer_size, buffer_form or phase; a peer point none of those, nor launch or tile (it is
+/// launched as its package launches it, one plain launch per layer, with its own tiles). Result columns: decode_result_columns(), then peer_result_columns() (added later: older CSVs
+/// resume with them empty).
 ExperimentKind decode_experiment_kind();
 
 }  // namespace kvb

@@ -10,11 +10,6 @@
 #include "harness/measure/point_profiler.h"
 
 namespace kvb {
-namespace {
-/// Least warm-up of a point, ms: freeing device memory leaves the driver work that takes DRAM bandwidth for a few
-/// milliseconds, and the previous point may have freed tens of GB of pools.
-constexpr double kMinWarmupMs = 100.0;
-}  // namespace
 
 int cold_l2_groups(double step_state_bytes, int device) {
   int l2_bytes = 0;
@@ -35,7 +30,7 @@ StepTiming time_model_steps(int device, const CudaGraph& graph, cudaStream_t str
   int warm_steps = 0;
   {
     ScopedRange r("warm-up");
-    while (warm_steps < 3 * cycle || warm_ms < kMinWarmupMs) {
+    while (warm_steps < kWarmupCycles * cycle || warm_ms < kMinWarmupMs) {
       warm_ms += replay(cycle);
       warm_steps += cycle;
     }
@@ -43,7 +38,7 @@ StepTiming time_model_steps(int device, const CudaGraph& graph, cudaStream_t str
   StepTiming t;
   t.clock_before = sample_sm_clock(device);
   const double step_ms = warm_ms / warm_steps;
-  t.steps_per_sample = std::max(1, int(std::ceil(2.0 / (step_ms * cycle)))) * cycle;
+  t.steps_per_sample = std::max(1, int(std::ceil(kMinSampleMs / (step_ms * cycle)))) * cycle;
   const double layer_steps_per_sample = double(t.steps_per_sample) * layer_steps;
   ScopedRange r("timing");
   t.stats = sample_until(

@@ -16,6 +16,13 @@ namespace kvb {
 
 class L2Flusher;
 
+/// Warm-up and sample length of time_model_steps (the peer runner, peers/protocol.py, is handed the same numbers):
+/// at least kWarmupCycles whole cycles and kMinWarmupMs of warm-up (memory a previous point freed keeps DRAM busy for
+/// a few milliseconds); samples of whole cycles lasting at least kMinSampleMs (CUDA-event resolution is about 0.5 us).
+inline constexpr int kWarmupCycles = 3;
+inline constexpr double kMinWarmupMs = 100.0;
+inline constexpr double kMinSampleMs = 2.0;
+
 /// Copies of a model's pools (groups) a step rotates through so that no state is still in L2 when its layer comes
 /// round again: ceil(3 x L2 / step_state_bytes) clamped to [1, 16]. Throws CudaError when the device's L2 size cannot
 /// be read.
@@ -29,10 +36,9 @@ struct StepTiming {
 };
 
 /// Warms up and samples replays of `graph` on CUDA device `device` (one model step per launch of `layer_steps`
-/// layer-steps): warm-up of whole cycles of `cycle` steps for at least 3 cycles and 100 ms (memory a previous point
-/// freed keeps DRAM busy for a few milliseconds); then samples of a whole number of cycles lasting at least 2 ms
-/// (CUDA-event resolution is about 0.5 us). Before each sample, untimed: `before_sample(stream)` when given, then
-/// `flusher->flush` when a flusher is given (cold L2). NVTX ranges "warm-up" and "timing". Throws CudaError.
+/// layer-steps): warm-up of whole cycles of `cycle` steps for at least kWarmupCycles cycles and kMinWarmupMs; then
+/// samples of a whole number of cycles lasting at least kMinSampleMs. Before each sample, untimed:
+/// `before_sample(stream)` when given, then `flusher->flush` when a flusher is given (cold L2). NVTX ranges "warm-up" and "timing". Throws CudaError.
 StepTiming time_model_steps(int device, const CudaGraph& graph, cudaStream_t stream, int cycle, int layer_steps,
                             const SamplingRule& rule, L2Flusher* flusher,
                             const std::function<void(cudaStream_t)>& before_sample = {});

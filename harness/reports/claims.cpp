@@ -59,10 +59,23 @@ struct KvbufferBest {
   std::string phase;
 };
 
-/// The fastest KVBuffer row per batch (shape-filtered when anchor_shape), and recurrent latency per batch, over the
-/// rows launched as `launch` (a CSV without a launch column holds plain launches only).
-void collect(const CsvTable& t, const std::string& origin, bool anchor_shape, const std::string& launch,
-             std::map<int, KvbufferBest>& kvbuffer, std::map<int, double>& recurrent) {
+/// A baseline's latency per batch, and a measured peer's package and version.
+struct Baseline {
+  std::map<int, double> us;
+  std::string version;
+};
+
+/// The decode rows the claims read: the fastest KVBuffer row per batch and this project's recurrent latency per
+/// batch, over the rows launched as `launch` (a CSV without a launch column holds plain launches only), and each
+/// recurrent peer's fastest row per batch (plain launches). With anchor_shape, only rows of the anchors' shape.
+struct DecodeRows {
+  std::map<int, KvbufferBest> kvbuffer;
+  std::map<int, double> recurrent;
+  std::map<std::string, Baseline> peers;
+};
+
+DecodeRows collect(const CsvTable& t, const std::string& origin, bool anchor_shape, const std::string& launch) {
+  DecodeRows out;
   const Columns c(t, origin);
   const auto launch_col = c.find("launch");
   const size_t variant = c.need("variant"), batch = c.need("batch"), bsize = c.need("buffer_size"),
@@ -70,9 +83,10 @@ void collect(const CsvTable& t, const std::string& origin, bool anchor_shape, co
   const auto phase = c.find("phase");
   const auto hv = c.find("heads_v"), dk = c.find("head_dim_k"), dv = c.find("head_dim_v"),
              dtype = c.find("state_dtype");
+  const auto package = c.find("package"), version = c.find("package_version");
   for (const auto& row : t.rows) {
     if (!c.ok(row)) continue;
-    if (launch_col ? row[*launch_col] != launch : launch != "plain") continue;
+    const std::string& row_launch = launch_col ? row[*launch_col] : std::string("plain");
     if (anchor_shape) {
       if ((hv && c.number(row, *hv) != 32.0) || (dk && c.number(row, *dk) != 128.0) ||
           (dv && c.number(row, *dv) != 128.0) || (dtype && row[*dtype] != "fp32"))
@@ -81,29 +95,52 @@ void collect(const CsvTable& t, const std::string& origin, bool anchor_shape, co
     const auto b = c.number(row, batch);
     const auto us = c.number(row, lat);
     if (!b || !us) continue;
+    const auto peer = std::find_if(recurrent_peers().begin(), recurrent_peers().end(),
+                                   [&](const RecurrentPeer& p) { return p.variant == row[variant]; });
+    if (peer != recurrent_peers().end()) {
+      if (!row_launch.empty() && row_launch != "plain") continue;  // a peer row has no launch: plain launches
+      Baseline& base = out.peers[peer->variant];
+      const auto [it, fresh] = base.us.emplace(int(*b), *us);
+      if (!fresh) it->second = std::min(it->second, *us);
+      if (package && version && !row[*package].empty()) base.version = row[*package] + " " + row[*version];
+      continue;
+    }
+    if (row_launch != launch) continue;
     if (row[variant] == "recurrent") {
-      recurrent[int(*b)] = *us;
+      out.recurrent[int(*b)] = *us;
     } else if (row[variant] == "kvbuffer") {
       const auto bs = c.number(row, bsize);
-      auto it = kvbuffer.find(int(*b));
-      if (it == kvbuffer.end() || *us < it->second.us)
-        kvbuffer[int(*b)] = {*us, bs ? int(*bs) : 0, phase ? row[*phase] : std::string()};
+      auto it = out.kvbuffer.find(int(*b));
+      if (it == out.kvbuffer.end() || *us < it->second.us)
+        out.kvbuffer[int(*b)] = {*us, bs ? int(*bs) : 0, phase ? row[*phase] : std::string()};
     }
   }
+  return out;
 }
 
+/// The best reduction of the KVBuffer rows against `baseline` (per batch: its latency and what it is).
 std::optional<DecodeReduction> best_against(const std::map<int, KvbufferBest>& kvbuffer,
-                                            const std::map<int, double>& baseline, int min_batch) {
+                                            const std::map<int, std::pair<double, std::string>>& baseline,
+                                            int min_batch) {
   std::optional<DecodeReduction> best;
-  for (const auto& [batch, base_us] : baseline) {
+  for (const auto& [batch, base] : baseline) {
+    const double base_us = base.first;
     if (batch < min_batch || base_us <= 0) continue;
     const auto it = kvbuffer.find(batch);
     if (it == kvbuffer.end()) continue;
     const double r = 1.0 - it->second.us / base_us;
     if (!best || r > best->reduction)
-      best = DecodeReduction{r, batch, it->second.buffer_size, it->second.us, base_us, it->second.phase};
+      best = DecodeReduction{r, batch, it->second.buffer_size, it->second.us, base_us, it->second.phase,
+                             base.second, true, ""};
   }
   return best;
+}
+
+/// `us` per batch, each named `name`.
+std::map<int, std::pair<double, std::string>> named(const std::map<int, double>& us, const std::string& name) {
+  std::map<int, std::pair<double, std::string>> out;
+  for (const auto& [b, v] : us) out[b] = {v, name};
+  return out;
 }
 
 std::string display(const std::string& path) {
@@ -115,7 +152,21 @@ std::string display(const std::string& path) {
 
 std::string phase_text(const DecodeReduction& d) { return d.phase.empty() ? "" : ", " + d.phase; }
 
+/// The GPU an anchor was recorded on ("" when the anchors file has no such anchor).
+std::string anchor_gpu(const std::string& anchor) {
+  for (const AnchorValue& a : anchors())
+    if (a.anchor == anchor) return a.gpu;
+  return "";
+}
+
 }  // namespace
+
+const std::vector<RecurrentPeer>& recurrent_peers() {
+  static const std::vector<RecurrentPeer> peers = {
+      {"fla_recurrent", "fla_recurrent_decode", "fla Triton"},
+      {"flashinfer_recurrent", "flashinfer_recurrent_decode", "FlashInfer"}};
+  return peers;
+}
 
 const std::map<int, double>& fla_triton_anchor_us() {
   static const std::map<int, double> us = anchor_by_batch("fla_recurrent_decode");
@@ -193,18 +244,31 @@ std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const st
 
 std::optional<DecodeReduction> best_reduction_vs_recurrent(const CsvTable& decode, const std::string& origin,
                                                            int min_batch, const std::string& launch) {
-  std::map<int, KvbufferBest> kvbuffer;
-  std::map<int, double> recurrent;
-  collect(decode, origin, false, launch, kvbuffer, recurrent);
-  return best_against(kvbuffer, recurrent, min_batch);
+  const DecodeRows rows = collect(decode, origin, false, launch);
+  std::map<int, std::pair<double, std::string>> fastest = named(rows.recurrent, "recurrent");
+  for (const auto& [variant, base] : rows.peers)
+    for (const auto& [b, us] : base.us) {
+      const auto [it, fresh] = fastest.emplace(b, std::make_pair(us, variant));
+      if (!fresh && us < it->second.first) it->second = {us, variant};
+    }
+  auto d = best_against(rows.kvbuffer, fastest, min_batch);
+  if (d && d->baseline != "recurrent") d->version = rows.peers.at(d->baseline).version;
+  return d;
 }
 
-std::optional<DecodeReduction> best_reduction_vs_triton(const CsvTable& decode, const std::string& origin,
-                                                        int min_batch, const std::string& launch) {
-  std::map<int, KvbufferBest> kvbuffer;
-  std::map<int, double> recurrent;
-  collect(decode, origin, true, launch, kvbuffer, recurrent);
-  return best_against(kvbuffer, fla_triton_anchor_us(), min_batch);
+std::optional<DecodeReduction> best_reduction_vs_peer(const CsvTable& decode, const std::string& origin,
+                                                      const RecurrentPeer& peer, int min_batch,
+                                                      const std::string& launch) {
+  const DecodeRows rows = collect(decode, origin, true, launch);
+  const auto live = rows.peers.find(peer.variant);
+  if (live != rows.peers.end()) {
+    auto d = best_against(rows.kvbuffer, named(live->second.us, peer.variant), min_batch);
+    if (d) d->version = live->second.version;
+    return d;
+  }
+  auto d = best_against(rows.kvbuffer, named(anchor_by_batch(peer.anchor), peer.anchor), min_batch);
+  if (d) d->measured = false;
+  return d;
 }
 
 std::optional<CapacityRatio> capacity_ratio(const CsvTable& capacity, const std::string& origin, int buffer_size,
@@ -291,15 +355,18 @@ std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::
   if (std::filesystem::is_regular_file(decode_csv)) {
     const CsvTable t = read_csv_file(decode_csv);
     const std::string src = display(decode_csv);
-    // Plain launches (as the anchors were measured), then, where the CSV has them, PDL launches against PDL.
+    // Plain launches (as the anchors and the peers were measured), then, where the CSV has them, PDL launches.
     for (const std::string launch : {"plain", "pdl"}) {
       const bool pdl = launch == "pdl";
       const auto vs_rec = best_reduction_vs_recurrent(t, decode_csv, 64, launch);
-      const auto vs_triton = best_reduction_vs_triton(t, decode_csv, 64, launch);
-      if (pdl && !vs_rec && !vs_triton) break;
-      // One line: `d` against `baseline` (its us with `digits` decimals), or "not measured" with `missing`.
-      auto add = [&](const std::string& against, const std::optional<DecodeReduction>& d, int digits,
-                     const std::string& baseline, const std::string& missing) {
+      std::vector<std::optional<DecodeReduction>> vs_peer;
+      for (const RecurrentPeer& p : recurrent_peers())
+        vs_peer.push_back(best_reduction_vs_peer(t, decode_csv, p, 64, launch));
+      const bool any_peer = std::any_of(vs_peer.begin(), vs_peer.end(), [](const auto& d) { return d.has_value(); });
+      if (pdl && !vs_rec && !any_peer) break;
+      // One line: `d` against `baseline`, or "not measured" with `missing`.
+      auto add = [&](const std::string& against, const std::optional<DecodeReduction>& d, const std::string& baseline,
+                     const std::string& missing) {
         const std::string claim = decode_claim + ", vs " + against + (pdl ? ", PDL launches" : "");
         if (!d) {
           lines.push_back({claim, paper_decode, "not measured", src + ": " + missing});
@@ -307,14 +374,29 @@ std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::
         }
         lines.push_back({claim, paper_decode,
                          fmt::format("{:.1f}% ({:.2f} vs {:.{}f} us)", d->reduction * 100, d->kvbuffer_us,
-                                     d->baseline_us, digits),
+                                     d->baseline_us, d->measured ? 2 : 1),
                          fmt::format("{}: batch {}, KVBuffer B = {}{} vs {}", src, d->batch, d->buffer_size,
                                      phase_text(*d), baseline)});
       };
-      add("recurrent", vs_rec, 2, pdl ? "recurrent, both PDL" : "recurrent",
-          "no batch >= 64 with recurrent and KVBuffer rows");
-      add("fla Triton", vs_triton, 1, pdl ? "fla Triton anchor (H200, plain launches)" : "fla Triton anchor (H200)",
-          "no KVBuffer row of the anchor's shape at an anchor batch >= 64");
+      const std::string plain_peers = pdl ? ", plain launches" : "";
+      std::string rec_baseline = pdl ? "recurrent, both PDL" : "recurrent";
+      if (vs_rec && vs_rec->baseline != "recurrent")
+        rec_baseline = fmt::format("{} ({}measured here, the fastest recurrent{})", vs_rec->baseline,
+                                   vs_rec->version.empty() ? "" : vs_rec->version + ", ", plain_peers);
+      add("recurrent", vs_rec, rec_baseline, "no batch >= 64 with recurrent and KVBuffer rows");
+      for (size_t i = 0; i < recurrent_peers().size(); ++i) {
+        const RecurrentPeer& p = recurrent_peers()[i];
+        const auto& d = vs_peer[i];
+        const std::string baseline =
+            !d ? ""
+            : d->measured
+                ? fmt::format("{} ({}measured here{})", p.variant, d->version.empty() ? "" : d->version + ", ",
+                              plain_peers)
+                : fmt::format("{} anchor ({}{}; {} not measured here)", p.name, anchor_gpu(p.anchor), plain_peers,
+                              p.variant);
+        add(p.name, d, baseline,
+            fmt::format("no KVBuffer row of the anchors' shape at a batch >= 64 of {} or its anchor", p.variant));
+      }
     }
   } else {
     lines.push_back({decode_claim, paper_decode, "not measured", display(decode_csv) + " not found"});

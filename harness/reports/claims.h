@@ -15,6 +15,17 @@ namespace kvb::claims {
 /// (anchors.h). Throws UsageError when the anchors file is missing or malformed.
 const std::map<int, double>& fla_triton_anchor_us();
 
+/// A recurrent decode of another project that the decode claims compare with: its `variant` in a decode CSV (a peer
+/// of the decode kind, measured by the peer runner: docs/MEASURING.md, "Peers"), the `anchor` of results/anchors.csv
+/// recorded for it on an H200, and its `name` in the table.
+struct RecurrentPeer {
+  std::string variant, anchor, name;
+};
+
+/// fla's Triton recurrent decode (fla_recurrent, anchor fla_recurrent_decode) and FlashInfer's fp32-state recurrent
+/// decode (flashinfer_recurrent, anchor flashinfer_recurrent_decode).
+const std::vector<RecurrentPeer>& recurrent_peers();
+
 /// Paper values: "up to 45.17%" lower decode latency; 5x the requests with 4 draft tokens.
 inline constexpr double kPaperDecodeReduction = 0.4517;
 inline constexpr double kPaperCapacityRatio = 5.0;
@@ -26,23 +37,29 @@ struct DecodeReduction {
   int batch = 0;             ///< requests
   int buffer_size = 0;       ///< B of the fastest KVBuffer row at that batch
   double kvbuffer_us = 0;    ///< its per-layer latency, us
-  double baseline_us = 0;    ///< recurrent (this CSV) or the Triton anchor, per-layer us
+  double baseline_us = 0;    ///< the baseline's per-layer latency at that batch, us
   std::string phase;         ///< phase of that KVBuffer row ("" when the CSV has none)
+  std::string baseline;      ///< the baseline: a variant of the CSV ("recurrent", "flashinfer_recurrent") or an anchor
+  bool measured = true;      ///< the baseline was measured in this CSV (false: an anchor of results/anchors.csv)
+  std::string version;       ///< a measured peer's package and version ("fla-core 0.6.0"; "" when not known)
 };
 
-/// Against this CSV's recurrent rows at the same batch. Only rows with status ok (or without a status column) and
-/// launched as `launch` (plain or pdl; a CSV without a launch column holds plain launches) count.
-/// Returns nullopt when no batch >= min_batch has both a recurrent and a KVBuffer row. Throws UsageError naming
-/// `origin` when a needed column (variant, batch, buffer_size, latency_us_median) is missing or a value is not a
-/// number.
+/// Against the fastest recurrent decode measured in this CSV at each batch: this project's recurrent rows launched as
+/// `launch` (plain or pdl; a CSV without a launch column holds plain launches) and the rows of recurrent_peers()
+/// (plain launches, the only ones a peer takes), the faster where both ran. Only rows with status ok (or without a
+/// status column) count. Returns nullopt when no batch >= min_batch has both a baseline and a KVBuffer row. Throws
+/// UsageError naming `origin` when a needed column (variant, batch, buffer_size, latency_us_median) is missing or a
+/// value is not a number.
 std::optional<DecodeReduction> best_reduction_vs_recurrent(const CsvTable& decode, const std::string& origin,
                                                            int min_batch = 64, const std::string& launch = "plain");
 
-/// Against the Triton anchor (fla_triton_anchor_us) at the anchor's batches >= min_batch. KVBuffer rows count only
-/// when their shape is the anchor's (heads_v 32, head_dim_k = head_dim_v = 128, state_dtype fp32, where those columns
-/// exist) and launched as `launch`. Same errors as best_reduction_vs_recurrent.
-std::optional<DecodeReduction> best_reduction_vs_triton(const CsvTable& decode, const std::string& origin,
-                                                        int min_batch = 64, const std::string& launch = "plain");
+/// Against `peer`: its rows in this CSV when it has any ok row of the anchors' shape (heads_v 32, head_dim_k =
+/// head_dim_v = 128, state_dtype fp32, where those columns exist), else its anchor (`measured` false), at batches >=
+/// min_batch. KVBuffer rows count only when their shape is the anchors' and launched as `launch`. Same errors as
+/// best_reduction_vs_recurrent.
+std::optional<DecodeReduction> best_reduction_vs_peer(const CsvTable& decode, const std::string& origin,
+                                                      const RecurrentPeer& peer, int min_batch = 64,
+                                                      const std::string& launch = "plain");
 
 /// Requests KVBuffer verification serves over recurrent verification with the same draft tokens m (capacity CSV of
 /// kvb capacity): max_requests_measured of both rows when both are set, else max_requests_model.
@@ -132,8 +149,8 @@ struct ClaimLine {
 };
 
 /// The claims table from a decode CSV, a capacity CSV, a short_context CSV and a spec_verify CSV (any path may be
-/// absent: its claims say "not measured"): decode reduction against recurrent and against the Triton anchor at
-/// batch >= 64; capacity ratio with 4 drafts at B = 4 and B = 8; stateless short contexts (worst_stateless_ratio at
+/// absent: its claims say "not measured"): decode reduction at batch >= 64 against the fastest recurrent decode
+/// measured and against each of recurrent_peers() (measured in the CSV, else its anchor, the source saying which); capacity ratio with 4 drafts at B = 4 and B = 8; stateless short contexts (worst_stateless_ratio at
 /// batch >= 64 against kTargetStatelessRatio); verify + accept with 4 drafts against recurrent and against SGLang
 /// (worst_verify_speedup for every accepted setting of the CSV, plain and PDL launches). Throws UsageError for a
 /// malformed CSV.

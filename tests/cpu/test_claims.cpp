@@ -46,6 +46,81 @@ CsvTable synthetic_decode() {
   return t;
 }
 
+/// fla's recurrent decode, the first of the recurrent peers.
+const claims::RecurrentPeer& fla() { return claims::recurrent_peers().at(0); }
+
+/// synthetic_decode() with the decode kind's peer columns and live peer rows: fla slower than recurrent at every batch,
+/// FlashInfer faster than recurrent at batch 128 only, and a faster fla row that failed.
+CsvTable synthetic_decode_with_peers() {
+  CsvTable t = synthetic_decode();
+  t.header.insert(t.header.end(), {"package", "package_version"});
+  for (auto& row : t.rows) row.insert(row.end(), {"", ""});
+  auto add = [&](const char* variant, int batch, double us, const char* package, const char* status = "ok") {
+    t.rows.push_back({"x", variant, std::to_string(batch), "", "", "32", "128", "128", "fp32", fmt::format("{}", us),
+                      status, package, "0.6.0"});
+  };
+  add("fla_recurrent", 64, 100.0, "fla-core");
+  add("fla_recurrent", 128, 190.0, "fla-core");
+  add("fla_recurrent", 64, 1.0, "fla-core", "failed: check failed: state error 0.5 above 2e-05");
+  add("flashinfer_recurrent", 64, 81.0, "flashinfer-python");
+  add("flashinfer_recurrent", 128, 140.0, "flashinfer-python");
+  return t;
+}
+
+TEST(Claims, DecodeReductionAgainstRecurrentTakesTheFastestRecurrentMeasured) {
+  const auto d = claims::best_reduction_vs_recurrent(synthetic_decode_with_peers(), "peers.csv", 128);
+  ASSERT_TRUE(d.has_value());
+  // batch 128: FlashInfer (140 us) is faster than this project's recurrent kernel (150 us), so it is the baseline.
+  EXPECT_EQ(d->baseline, "flashinfer_recurrent");
+  EXPECT_TRUE(d->measured);
+  EXPECT_EQ(d->version, "flashinfer-python 0.6.0");
+  EXPECT_DOUBLE_EQ(d->baseline_us, 140.0);
+  EXPECT_DOUBLE_EQ(d->reduction, 1.0 - 105.0 / 140.0);
+  // batch 64: recurrent (80 us) beats FlashInfer (81 us) and fla (100 us; its failed 1 us row does not count).
+  const auto at64 = claims::best_reduction_vs_recurrent(synthetic_decode_with_peers(), "peers.csv", 64);
+  ASSERT_TRUE(at64.has_value());
+  EXPECT_EQ(at64->batch, 64);
+  EXPECT_EQ(at64->baseline, "recurrent");
+  EXPECT_DOUBLE_EQ(at64->baseline_us, 80.0);
+}
+
+TEST(Claims, DecodeReductionAgainstAPeerUsesItsRowsOverItsAnchor) {
+  const auto d = claims::best_reduction_vs_peer(synthetic_decode_with_peers(), "peers.csv", fla());
+  ASSERT_TRUE(d.has_value());
+  EXPECT_TRUE(d->measured);
+  EXPECT_EQ(d->baseline, "fla_recurrent");
+  EXPECT_EQ(d->version, "fla-core 0.6.0");
+  // batch 64: 1 - 50 / 100 beats batch 128: 1 - 105 / 190; the KVBuffer row of another shape does not count.
+  EXPECT_EQ(d->batch, 64);
+  EXPECT_DOUBLE_EQ(d->reduction, 0.5);
+  const auto flashinfer = claims::best_reduction_vs_peer(synthetic_decode(), "synthetic.csv",
+                                                         claims::recurrent_peers().at(1));
+  ASSERT_TRUE(flashinfer.has_value());
+  EXPECT_FALSE(flashinfer->measured);
+  EXPECT_EQ(flashinfer->batch, 64);  // the FlashInfer anchor has batches 1, 8, 64, 256, 512
+}
+
+TEST(Claims, TableSaysWhetherAPeerWasMeasuredOrRecorded) {
+  TempDir dir;
+  const std::string with = dir.file("with.csv"), without = dir.file("without.csv");
+  CsvTable peers = synthetic_decode_with_peers();
+  peers.rows[peers.rows.size() - 2][9] = "70";  // FlashInfer at batch 64: faster than recurrent (80 us) there
+  test::write_text(with, format_csv(peers));
+  test::write_text(without, format_csv(synthetic_decode()));
+  const std::string live = claims::format_claims(claims::compute_claims(with, "", "", ""));
+  EXPECT_NE(live.find("vs flashinfer_recurrent (flashinfer-python 0.6.0, measured here, the fastest recurrent)"),
+            std::string::npos)
+      << live;
+  EXPECT_NE(live.find("vs fla_recurrent (fla-core 0.6.0, measured here)"), std::string::npos) << live;
+  const std::string recorded = claims::format_claims(claims::compute_claims(without, "", "", ""));
+  EXPECT_NE(recorded.find("vs fla Triton anchor (NVIDIA H200; fla_recurrent not measured here)"), std::string::npos)
+      << recorded;
+  EXPECT_NE(recorded.find("vs FlashInfer anchor (NVIDIA H200; flashinfer_recurrent not measured here)"),
+            std::string::npos)
+      << recorded;
+  EXPECT_NE(recorded.find("staggered vs recurrent\n"), std::string::npos) << recorded;
+}
+
 TEST(Claims, DecodeReductionAgainstRecurrentTakesTheBestBatchAndBufferSize) {
   const auto d = claims::best_reduction_vs_recurrent(synthetic_decode(), "synthetic.csv");
   ASSERT_TRUE(d.has_value());
@@ -57,7 +132,7 @@ TEST(Claims, DecodeReductionAgainstRecurrentTakesTheBestBatchAndBufferSize) {
 }
 
 TEST(Claims, DecodeReductionAgainstTritonKeepsTheAnchorShape) {
-  const auto d = claims::best_reduction_vs_triton(synthetic_decode(), "synthetic.csv");
+  const auto d = claims::best_reduction_vs_peer(synthetic_decode(), "synthetic.csv", fla());
   ASSERT_TRUE(d.has_value());
   const double at64 = 1.0 - 50.0 / claims::fla_triton_anchor_us().at(64);
   const double at128 = 1.0 - 105.0 / claims::fla_triton_anchor_us().at(128);
@@ -66,6 +141,8 @@ TEST(Claims, DecodeReductionAgainstTritonKeepsTheAnchorShape) {
   EXPECT_EQ(d->buffer_size, 4);
   EXPECT_DOUBLE_EQ(d->reduction, at64);
   EXPECT_DOUBLE_EQ(d->baseline_us, 94.0);
+  EXPECT_FALSE(d->measured);  // no fla_recurrent row: the anchor
+  EXPECT_EQ(d->baseline, "fla_recurrent_decode");
 }
 
 TEST(Claims, DecodeReductionComparesLikeLaunchesOnly) {
@@ -83,7 +160,7 @@ TEST(Claims, DecodeReductionComparesLikeLaunchesOnly) {
   const auto pdl = claims::best_reduction_vs_recurrent(t, "launch.csv", 64, "pdl");
   ASSERT_TRUE(pdl.has_value());
   EXPECT_DOUBLE_EQ(pdl->reduction, 1.0 - 38.0 / 76.0);
-  const auto triton = claims::best_reduction_vs_triton(t, "launch.csv", 64, "pdl");
+  const auto triton = claims::best_reduction_vs_peer(t, "launch.csv", fla(), 64, "pdl");
   ASSERT_TRUE(triton.has_value());
   EXPECT_DOUBLE_EQ(triton->kvbuffer_us, 38.0);
   EXPECT_FALSE(claims::best_reduction_vs_recurrent(synthetic_decode(), "synthetic.csv", 64, "pdl").has_value());

@@ -583,3 +583,54 @@ def test_make_all_skip_names_the_command(tmp_path):
     assert "skipped 2:" in r.stdout
     assert "short_context.csv not found; kvb sweep --config experiments/short_context.toml writes it" in r.stdout
     assert "buffer_form.csv not found; kvb sweep --config experiments/buffer_form.toml writes it" in r.stdout
+
+
+def anchor_shape_rows(with_fla: bool) -> list[dict[str, str]]:
+    """The ok rows of synthetic_decode_rows at the anchors' shape (HV = 32, K = V = 128), plus, with_fla, rows of the
+    fla_recurrent peer at every batch, as the peer runner's rows read (no buffer size, phase, launch or DRAM bytes)."""
+    rows = [dict(r, heads_qk="16", heads_v="32", head_dim_k="128", head_dim_v="128")
+            for r in synthetic_decode_rows() if r["status"] == "ok"]
+    if with_fla:
+        for r in [r for r in rows if r["variant"] == "recurrent"]:
+            us = float(r["latency_us_median"]) * 1.3
+            rows.append(dict(r, variant="fla_recurrent", latency_us_median=f"{us:.4f}",
+                             latency_us_p10=f"{us * 0.98:.4f}", latency_us_p90=f"{us * 1.03:.4f}",
+                             latency_over_floor=f"{us / float(r['floor_us']):.6g}", dram_read_bytes="",
+                             dram_write_bytes="", measured_over_model="", package="fla-core", package_version="0.6.0"))
+    return rows
+
+
+def test_peer_series_labels_each_measured_peer_with_its_version():
+    series = decode_data.peer_series(anchor_shape_rows(True), "synthetic")
+    assert [(s.variant, s.label) for s in series] == [("fla_recurrent", "fla Triton recurrent (measured, fla-core "
+                                                                        "0.6.0)")]
+    assert series[0].batches("synthetic") == [1.0, 4.0, 16.0]
+    assert decode_data.peer_series(anchor_shape_rows(False), "synthetic") == []
+    # This project's series leave the peers out.
+    assert [s.label for s in decode_data.decode_series(anchor_shape_rows(True), "synthetic")] == [
+        "recurrent", "KVBuffer B = 2", "KVBuffer B = 8"]
+
+
+def test_decode_latency_draws_measured_peers_and_the_anchors_of_the_others():
+    import decode_latency
+
+    def labels(rows):
+        fig = decode_latency.build(rows, "synthetic")
+        return fig.axes[0].get_legend_handles_labels()[1]
+
+    live = labels(anchor_shape_rows(True))
+    assert "fla Triton recurrent\n(measured, fla-core 0.6.0)" in live
+    assert anchors.FLA_LABEL.replace(" (", "\n(") not in live
+    assert anchors.FLASHINFER_LABEL.replace(" (", "\n(") in live  # FlashInfer not measured: its anchor
+    recorded = labels(anchor_shape_rows(False))
+    assert anchors.FLA_LABEL.replace(" (", "\n(") in recorded
+    assert anchors.FLASHINFER_LABEL.replace(" (", "\n(") in recorded
+    assert not any("measured" in label for label in recorded)
+
+
+def test_decode_figures_take_peer_rows(tmp_path):
+    csv_path = write_csv(tmp_path / "decode_latency.csv", anchor_shape_rows(True))
+    for script in ("decode_latency", "decode_efficiency", "decode_bytes"):
+        r = run_script(script, "--csv", str(csv_path), "--out-dir", str(tmp_path / "figures"))
+        assert r.returncode == 0, r.stderr
+        assert_figure(tmp_path / "figures", script)
