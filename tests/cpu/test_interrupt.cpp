@@ -6,7 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -138,6 +141,54 @@ TEST_P(ReproduceInterrupted, AStepUnderWayFinishesItsFileWhole) {
   EXPECT_EQ(read_result_csv(out_dir + "/capacity_model.csv", result_schemas()).rows.size(),
             read_result_csv(whole, result_schemas()).rows.size());
   EXPECT_TRUE(temporaries(out_dir).empty());
+}
+
+/// The child processes of `pid` (/proc/PID/task/PID/children).
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  std::istringstream in(read_text("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children"));
+  for (pid_t c; in >> c;) out.push_back(c);
+  return out;
+}
+
+/// True when process `pid` is stopped (state T in /proc/PID/stat).
+bool stopped(pid_t pid) {
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
+}
+
+TEST_P(ReproduceInterrupted, ASignalDuringTheFiguresLeavesEveryFigureWhole) {
+  if (std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no matplotlib";
+  // make_all stops itself inside its first figure's temporary file; kvb reproduce is signalled then, and passes the
+  // signal on: the figure under way is finished, no other is begun, the run says so and exits 130 / 143.
+  const Background bg = run_in_background(dir, {"reproduce", "--out-dir", out_dir}, {"KVB_TEST_STOP_AT=savefig"});
+  const fs::path figures = fs::path(out_dir) / "figures";
+  std::vector<pid_t> python;
+  for (int i = 0; i < 1200 && (python.size() != 1 || !stopped(python[0])); ++i) {
+    ::usleep(100000);
+    python = children_of(bg.pid);
+  }
+  ASSERT_EQ(python.size(), 1u) << read_text(bg.out) << read_text(bg.err);
+  ASSERT_TRUE(stopped(python[0])) << read_text(bg.out);
+  ASSERT_FALSE(temporaries(figures).empty()) << read_text(bg.out);
+  ::kill(bg.pid, GetParam().number);
+  ::usleep(200000);  // kvb passes the signal on to make_all, still stopped
+  ::kill(python[0], SIGCONT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(bg.pid, &status, 0), bg.pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), GetParam().code) << read_text(bg.out) << read_text(bg.err);
+  const std::string out = read_text(bg.out);
+  EXPECT_NE(out.find("stopped:  python3 plots/make_all.py"), std::string::npos) << out;
+  EXPECT_NE(out.find("not run:  claims"), std::string::npos) << out;
+  EXPECT_NE(out.find("made 1 figure(s): decode_latency"), std::string::npos) << out;
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(figures)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"decode_latency.pdf", "decode_latency.png"}));
+  EXPECT_EQ(read_text((figures / "decode_latency.pdf").string()).rfind("%PDF", 0), 0u);
+  EXPECT_NE(read_text((figures / "decode_latency.pdf").string()).find("%%EOF"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, ReproduceInterrupted, ::testing::ValuesIn(kSignals),
