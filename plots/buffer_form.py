@@ -20,6 +20,7 @@ import style
 
 NAME = "buffer_form"
 DEFAULT_CSV = "buffer_form.csv"
+KIND = "decode"  # the result CSV kind it reads (result_csv.py)
 REQUIRED_COLUMNS = (
     ("variant", "batch", "buffer_size", "buffer_form", "phase", "latency_us_median", "latency_us_p10",
      "latency_us_p90")
@@ -116,8 +117,8 @@ def build(rows, path, phase: str = "staggered"):
 
 def main(argv=None) -> int:
     """Command line entry: parse arguments, read and check the CSV, write the figure; returns the exit status."""
-    return style.run_figure(__doc__, DEFAULT_CSV, NAME, lambda path: style.read_csv(path, REQUIRED_COLUMNS), build,
-                            argv, with_phase=True)
+    return style.run_figure(__doc__, DEFAULT_CSV, NAME, lambda path: style.read_csv(path, REQUIRED_COLUMNS, KIND),
+                            build, argv, with_phase=True)
 
 
 if __name__ == "__main__":

@@ -11,32 +11,24 @@ Writes OUT_DIR/capacity.png and .pdf. Exit 2 on bad input (a missing column is n
 
 from __future__ import annotations
 
-import csv
 import sys
-from pathlib import Path
 
 import style
 
 NAME = "capacity"
 DEFAULT_CSV = "capacity.csv"
+KIND = "capacity"  # the result CSV kind it reads (result_csv.py)
 REQUIRED_COLUMNS = ("variant", "buffer_size", "draft_tokens", "budget_bytes", "max_requests_model",
                     "max_requests_measured", "layers", "gpu", "timestamp")
 PAPER_RATIO = 5.0  # the paper: 5x the requests with 4 draft tokens
 
 
 def capacity_rows(path):
-    """Rows of the capacity CSV at `path` whose status is ok or "model only (...)"; exits 2 when the file is missing,
-    a column is missing, or no row is left."""
-    p = Path(path)
-    if not p.is_file():
-        style.fail(f"CSV {path} not found")
-    try:
-        with p.open(newline="") as f:
-            reader = csv.DictReader(f)
-            style.require_columns(list(reader.fieldnames or []), REQUIRED_COLUMNS, path)
-            rows = list(reader)
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        style.fail(f"CSV {path} unreadable: {e}")
+    """Rows of the capacity CSV at `path` whose status is ok or "model only (...)"; exits 2 when the file is missing
+    or breaks a rule of kvb's validation (style.read_result_rows), a column is missing, or no row is left."""
+    rows = style.read_result_rows(path, KIND)
+    if rows:
+        style.require_columns(rows, REQUIRED_COLUMNS, path)
     rows = [r for r in rows if (r.get("status") or "").strip() == "ok"
             or (r.get("status") or "").strip().startswith("model only")]
     if not rows:

@@ -18,6 +18,7 @@ import style
 
 NAME = "decode_bytes"
 DEFAULT_CSV = "decode_latency.csv"
+KIND = "decode"  # the result CSV kind it reads (result_csv.py)
 REQUIRED_COLUMNS = (
     dd.SERIES_COLUMNS
     + ("model_bytes", "dram_read_bytes", "dram_write_bytes")
@@ -77,8 +78,8 @@ def build(rows, path):
 
 def main(argv=None) -> int:
     """Command line entry: parse arguments, read and check the CSV, write the figure; returns the exit status."""
-    return style.run_figure(__doc__, DEFAULT_CSV, NAME, lambda path: style.read_csv(path, REQUIRED_COLUMNS), build,
-                            argv)
+    return style.run_figure(__doc__, DEFAULT_CSV, NAME, lambda path: style.read_csv(path, REQUIRED_COLUMNS, KIND),
+                            build, argv)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import style
 
 NAME = "decode_efficiency"
 DEFAULT_CSV = "decode_latency.csv"
+KIND = "decode"  # the result CSV kind it reads (result_csv.py)
 REQUIRED_COLUMNS = (
     dd.SERIES_COLUMNS
     + ("latency_over_floor", "floor_us", "latency_us_p10", "latency_us_p90")
@@ -66,8 +67,8 @@ def build(rows, path, phase: str = "staggered"):
 
 def main(argv=None) -> int:
     """Command line entry: parse arguments, read and check the CSV, write the figure; returns the exit status."""
-    return style.run_figure(__doc__, DEFAULT_CSV, NAME, lambda path: style.read_csv(path, REQUIRED_COLUMNS), build,
-                            argv, with_phase=True)
+    return style.run_figure(__doc__, DEFAULT_CSV, NAME, lambda path: style.read_csv(path, REQUIRED_COLUMNS, KIND),
+                            build, argv, with_phase=True)
 
 
 if __name__ == "__main__":

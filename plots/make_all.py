@@ -5,20 +5,30 @@ results/ it reads and the command that writes that CSV. A figure whose CSV is no
 names the command that makes it. A new figure is one new script plus one entry here; tests/plots checks that every
 figure script in plots/ is registered.
 
+Every CSV present is validated first (result_csv.py: kvb's rules): one that kvb would refuse stops the run before any
+figure is drawn. Each figure is written atomically (style.save). SIGINT or SIGTERM stops the run after the figure
+under way (a second one at once, leaving that figure as it was), and the made and not made ones are listed.
+
 Usage: python3 plots/make_all.py [--results-dir results] [--out-dir results/figures]
-Exit status: 0 when every figure whose CSV exists was made (skipped ones do not count), 1 when a script failed.
+Exit status: 0 when every figure whose CSV exists was made (skipped ones do not count), 1 when a script failed,
+2 for bad input (a results folder that does not exist, a CSV kvb would refuse), 130 / 143 when SIGINT / SIGTERM
+stopped it.
 """
 
 from __future__ import annotations
 
 import argparse
-import subprocess
+import importlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 PLOTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PLOTS_DIR.parent
+sys.path.insert(0, str(PLOTS_DIR))
+
+import result_csv  # noqa: E402
+import style  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -43,34 +53,79 @@ FIGURES = (
 )
 
 # Modules in plots/ that are not figure scripts.
-HELPER_MODULES = frozenset({"style", "anchors", "decode_data", "make_all"})
+HELPER_MODULES = frozenset({"style", "anchors", "decode_data", "make_all", "result_csv"})
 
 
 def main(argv=None) -> int:
-    """Command line entry: run every registered figure whose CSV exists; returns the exit status."""
+    """Command line entry: validate every CSV present, then draw every registered figure whose CSV exists; returns
+    the exit status."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results-dir", default=str(REPO_ROOT / "results"), help="folder of the CSVs (default results)")
     p.add_argument("--out-dir", default=str(REPO_ROOT / "results" / "figures"),
                    help="where the figures go (default results/figures)")
     args = p.parse_args(argv)
+    if argv is None:
+        style.stop_between_steps()
+    try:
+        return _make(Path(args.results_dir), Path(args.out_dir))
+    except style.Interrupted as e:
+        print(f"stopped by {e}", file=sys.stderr)
+        return e.code
 
-    made, skipped, failed = [], [], []
+
+def _make(results: Path, out: Path) -> int:
+    if not results.is_dir():
+        style.fail(f"--results-dir {results}: {'not a folder' if results.exists() else 'no such folder'} (allowed: "
+                   f"the folder of the result CSVs, such as results)")
+    if out.exists() and not out.is_dir():
+        style.fail(f"--out-dir {out}: exists and is not a folder (allowed: a folder for the figures)")
+
+    # Every CSV first, so that a bad one stops the run before any figure changes.
+    todo, skipped = [], []
     for fig in FIGURES:
-        csv_path = Path(args.results_dir) / fig.csv
-        if not csv_path.is_file():
+        csv_path = results / fig.csv
+        if not csv_path.exists():
             skipped.append(f"{fig.script} ({csv_path} not found; {fig.made_by} writes it)")
             continue
-        cmd = [sys.executable, str(PLOTS_DIR / f"{fig.script}.py"), "--csv", str(csv_path), "--out-dir", args.out_dir]
-        result = subprocess.run(cmd)
-        (made if result.returncode == 0 else failed).append(fig.script)
+        module = importlib.import_module(fig.script)
+        try:
+            result_csv.read(csv_path, module.KIND)
+        except result_csv.CsvError as e:
+            style.fail(str(e))
+        todo.append((fig, module, csv_path))
+
+    made, failed = [], []
+    stopped = None
+    for fig, module, csv_path in todo:
+        if style.pending_interrupt():
+            stopped = style.pending_interrupt()
+            break
+        try:
+            code = module.main(["--csv", str(csv_path), "--out-dir", str(out)])
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        except style.Interrupted as e:
+            code = e.code
+        except Exception as e:  # a script's own error: reported, the other figures still drawn
+            print(f"{fig.script}: {type(e).__name__}: {e}", file=sys.stderr)
+            code = 1
+        if code in (130, 143):
+            stopped = code
+            break
+        (made if code == 0 else failed).append(fig.script)
+    stopped = stopped or style.pending_interrupt()
 
     print(f"made {len(made)} figure(s): {', '.join(made) or 'none'}")
     if skipped:
         print(f"skipped {len(skipped)}: " + "; ".join(skipped))
     if failed:
         print(f"failed {len(failed)}: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    if stopped:
+        not_made = [fig.script for fig, _, _ in todo if fig.script not in made and fig.script not in failed]
+        print(f"stopped by {'SIGINT' if stopped == 130 else 'SIGTERM'}; not made (left as they were): "
+              f"{', '.join(not_made) or 'none'}", file=sys.stderr)
+        return stopped
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import style
 
 NAME = "short_context"
 DEFAULT_CSV = "short_context.csv"
+KIND = "short_context"  # the result CSV kind it reads (result_csv.py)
 REQUIRED_COLUMNS = (
     ("variant", "context_len", "batch", "buffer_size", "stateless", "state_bytes_per_request",
      "buffer_bytes_per_request", "latency_us_median", "latency_us_p10", "latency_us_p90")
@@ -177,8 +178,8 @@ def build(rows, path, phase: str = "staggered"):
 
 def main(argv=None) -> int:
     """Command line entry: parse arguments, read and check the CSV, write the figure; returns the exit status."""
-    return style.run_figure(__doc__, DEFAULT_CSV, NAME, lambda path: style.read_csv(path, REQUIRED_COLUMNS), build,
-                            argv, with_phase=True)
+    return style.run_figure(__doc__, DEFAULT_CSV, NAME, lambda path: style.read_csv(path, REQUIRED_COLUMNS, KIND),
+                            build, argv, with_phase=True)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import style
 
 NAME = "spec_verify"
 DEFAULT_CSV = "spec_verify.csv"
+KIND = "spec_verify"  # the result CSV kind it reads (result_csv.py)
 REQUIRED_COLUMNS = (
     ("variant", "batch", "draft_tokens", "accepted", "buffer_size")
     + dd.SHAPE_COLUMNS
@@ -111,8 +112,8 @@ def build(rows, path):
 
 def main(argv=None) -> int:
     """Command line entry: parse arguments, read and check the CSV, write the figure; returns the exit status."""
-    return style.run_figure(__doc__, DEFAULT_CSV, NAME, lambda path: style.read_csv(path, REQUIRED_COLUMNS), build,
-                            argv)
+    return style.run_figure(__doc__, DEFAULT_CSV, NAME, lambda path: style.read_csv(path, REQUIRED_COLUMNS, KIND),
+                            build, argv)
 
 
 if __name__ == "__main__":

@@ -1,20 +1,27 @@
 """Shared style and CSV helpers for the figures in plots/.
 
-Every figure script reads one CSV written by `kvb sweep` (results/NAME.csv), checks the columns it needs with
-`require_columns`, draws with the sizes and colours below, puts a footnote naming the GPU, date and git revision
-under the axes (`footnote`), and writes NAME.png and NAME.pdf with `save`.
+Every figure script reads one CSV written by `kvb sweep` or `kvb capacity` (results/NAME.csv) through `read_csv`,
+which applies kvb's validation of result CSVs (result_csv.py) and checks the columns the figure needs, draws with the
+sizes and colours below, puts a footnote naming the GPU, date and git revision under the axes (`footnote`), and
+writes NAME.png and NAME.pdf with `save`: each to a temporary file in the same folder, renamed over the figure only
+once both are whole, so an interrupted run leaves every figure as it was or new.
 
 Only the standard library's csv module and matplotlib (Agg backend, no display needed) are used.
-Bad input (a missing file, a missing column, a value that is not a number, no usable rows) prints one line to
-stderr and exits with status 2, writing nothing.
+Bad input (a missing file, a CSV kvb would refuse, a missing column, a value that is not a number, no usable rows)
+prints one line to stderr and exits with status 2, writing nothing. SIGINT and SIGTERM stop a script after removing
+its temporary files, with exit status 130 and 143.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import math
+import os
+import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping, NoReturn, Sequence
 
@@ -24,6 +31,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+
+import result_csv  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "results"
@@ -108,22 +117,25 @@ def require_columns(df_or_rows, names: Iterable[str], path) -> None:
         fail(f"CSV {path} lacks columns {', '.join(missing)}")
 
 
-def read_csv(path, required: Iterable[str]) -> list[dict[str, str]]:
-    """Rows of the CSV at `path` as dicts (strings), after checking that its header has every `required` column.
-
-    Rows whose `status` column (when there is one) is not `ok` are dropped. Exits 2 when the file is missing or
-    unreadable, a column is missing, or no row is left.
-    """
-    p = Path(path)
-    if not p.is_file():
-        fail(f"CSV {path} not found")
+def read_result_rows(path, kind: str) -> list[dict[str, str]]:
+    """Every row of the result CSV of `kind` at `path` (result_csv.read: kvb's validation); exits 2 with its one-line
+    message when the file is missing, malformed, of another kind or breaks a rule."""
     try:
-        with p.open(newline="") as f:
-            reader = csv.DictReader(f)
-            require_columns(list(reader.fieldnames or []), required, path)
-            rows = list(reader)
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        fail(f"CSV {path} unreadable: {e}")
+        return result_csv.read(path, kind)
+    except result_csv.CsvError as e:
+        fail(str(e))
+
+
+def read_csv(path, required: Iterable[str], kind: str) -> list[dict[str, str]]:
+    """Rows of the result CSV of `kind` at `path` as dicts (strings), after kvb's validation (read_result_rows) and a
+    check that its header has every `required` column.
+
+    Rows whose `status` is not `ok` are dropped. Exits 2 when the file is missing, malformed or breaks a rule, a
+    column is missing, or no row is left.
+    """
+    rows = read_result_rows(path, kind)
+    if rows:
+        require_columns(rows, required, path)
     rows = [r for r in rows if r.get("status", "ok") == "ok"]
     if not rows:
         fail(f"CSV {path} has no rows with status ok")
@@ -237,17 +249,120 @@ def figure(size=SINGLE, nrows: int = 1, **kwargs):
     return fig, [a[0] for a in axes]
 
 
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived; `code` is the exit status it asks for (130 or 143)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.code = 128 + signum
+
+
+def _raise_interrupted(signum, _frame) -> NoReturn:
+    raise Interrupted(signum)
+
+
+def stop_on_signals() -> None:
+    """Turn SIGINT and SIGTERM into `Interrupted` (so that `finally` blocks remove temporary files); call once in a
+    command-line entry point."""
+    signal.signal(signal.SIGINT, _raise_interrupted)
+    signal.signal(signal.SIGTERM, _raise_interrupted)
+
+
+_pending_signal = 0
+
+
+def _record_interrupt(signum, frame) -> None:
+    global _pending_signal
+    if _pending_signal:
+        _raise_interrupted(signum, frame)
+    _pending_signal = signum
+    print(f"\n{signal.Signals(signum).name}: stopping after the figure under way (send it again to stop at once)",
+          file=sys.stderr)
+
+
+def stop_between_steps() -> None:
+    """Like kvb's between-steps mode: the first SIGINT or SIGTERM is recorded (pending_interrupt) so that a loop can
+    stop between its steps; a second one raises `Interrupted` at once."""
+    signal.signal(signal.SIGINT, _record_interrupt)
+    signal.signal(signal.SIGTERM, _record_interrupt)
+
+
+def pending_interrupt() -> int:
+    """128 + the signal recorded by stop_between_steps (130 or 143), 0 when none."""
+    return 128 + _pending_signal if _pending_signal else 0
+
+
+def _test_stop_point(where: str) -> None:
+    """For the tests of interrupted runs (as kvb's KVB_TEST_STOP_AT): the first time the process gets here with the
+    environment variable KVB_TEST_STOP_AT equal to `where`, it stops itself (SIGSTOP)."""
+    if os.environ.get("KVB_TEST_STOP_AT") == where:
+        del os.environ["KVB_TEST_STOP_AT"]
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM held back inside the block (handled when it ends)."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _new_file_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def write_files_atomic(writers: Mapping[Path, object]) -> None:
+    """Replace each path of `writers` with what its writer (a function of a binary file object) writes, all or none:
+    every file goes to a temporary PATH.tmp.XXXXXX in its folder (created when missing), is flushed to disk, and only
+    when all are whole are they renamed over their paths, with SIGINT and SIGTERM held back meanwhile. An existing
+    file keeps its permission bits; a new one gets 0666 less the umask. On any exception (an interrupt included) the
+    temporaries are removed and the files are left as they were."""
+    temporaries: list[tuple[str, Path]] = []
+    try:
+        for path, write in writers.items():
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with _signals_held():  # no signal between creating the temporary and listing it for removal
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.tmp.")
+                temporaries.append((tmp, path))
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+                f.flush()
+                _test_stop_point("savefig")
+                os.fsync(f.fileno())
+            os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else _new_file_mode())
+        with _signals_held():
+            for tmp, path in temporaries:
+                os.replace(tmp, path)
+            temporaries.clear()
+    finally:
+        for tmp, _ in temporaries:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+
 def save(fig, out_dir, name: str) -> list[Path]:
-    """Write `fig` as OUT_DIR/NAME.png and OUT_DIR/NAME.pdf (creating OUT_DIR), close it, return the two paths.
+    """Write `fig` as OUT_DIR/NAME.png and OUT_DIR/NAME.pdf (creating OUT_DIR) with write_files_atomic, close it,
+    return the two paths.
 
     The PDF carries no creation date, so regenerating unchanged data gives an identical file.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
-    fig.savefig(paths[0], dpi=DPI, bbox_inches="tight", pad_inches=0.08)
-    fig.savefig(paths[1], bbox_inches="tight", pad_inches=0.08, metadata={"CreationDate": None})
-    plt.close(fig)
+    try:
+        write_files_atomic({
+            paths[0]: lambda f: fig.savefig(f, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.08),
+            paths[1]: lambda f: fig.savefig(f, format="pdf", bbox_inches="tight", pad_inches=0.08,
+                                            metadata={"CreationDate": None}),
+        })
+    finally:
+        plt.close(fig)
     for p in paths:
         print(f"wrote {_display_path(p)}")
     return paths
@@ -263,18 +378,32 @@ def parser(description: str, default_csv: str) -> argparse.ArgumentParser:
     return p
 
 
+def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | None = None) -> None:
+    """Read the rows with `read_rows(csv_path)`, draw `build(rows, csv_path[, phase])` and save it as OUT_DIR/NAME.png
+    and .pdf. Bad input exits 2 (SystemExit) before anything is written."""
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        fail(f"--out-dir {out_dir}: exists and is not a folder")
+    rows = read_rows(csv_path)
+    fig = build(rows, csv_path) if phase is None else build(rows, csv_path, phase)
+    save(fig, out_dir, name)
+
+
 def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=None, with_phase: bool = False) -> int:
-    """The command line of one figure script: parse --csv/--out-dir (and --phase when `with_phase`), read the rows
-    with `read_rows(csv_path)`, draw `build(rows, csv_path[, phase])` and save it as NAME.png and NAME.pdf.
-    Returns the exit status (bad input exits 2 inside read_rows)."""
+    """The command line of one figure script: parse --csv/--out-dir (and --phase when `with_phase`) and draw_figure.
+    Returns the exit status: 0, 2 for bad input (exits inside read_rows), 130 or 143 when SIGINT or SIGTERM stopped
+    it (the figure left as it was)."""
     p = parser(doc.split("\n\n")[0], default_csv)
     if with_phase:
         p.add_argument("--phase", choices=("staggered", "aligned"), default="staggered",
                        help="KVBuffer buffer phases to plot (default staggered)")
     args = p.parse_args(argv)
-    rows = read_rows(args.csv)
-    fig = build(rows, args.csv, args.phase) if with_phase else build(rows, args.csv)
-    save(fig, args.out_dir, name)
+    if argv is None:
+        stop_on_signals()
+    try:
+        draw_figure(name, read_rows, build, args.csv, args.out_dir, args.phase if with_phase else None)
+    except Interrupted as e:
+        print(f"{name}: stopped by {e}; the figure is as it was", file=sys.stderr)
+        return e.code
     return 0
 
 

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -165,6 +166,10 @@ const GoldenTensor& GoldenCase::tensor(const std::string& tensor_name) const {
 }
 
 GoldenCase load_golden_case(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw std::runtime_error(path + ": is a directory (allowed: a gdn-case v1 file such as "
+                             "tests/data/golden/draft4.gdn)");
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read golden case '" + path + "'");
 
@@ -185,6 +190,8 @@ GoldenCase load_golden_case(const std::string& path) {
 
   for (std::string raw; std::getline(in, raw);) {
     ++at.line;
+    // Every line ends with a line end: a last line without one was cut short, perhaps in the middle of a number.
+    if (in.eof()) throw at.error("the last line has no line end (a file cut short?)");
     const std::string line = trim(raw);
     if (line.empty() || line[0] == '#') continue;
     const std::vector<std::string> words = split_ws(line);

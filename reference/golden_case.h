@@ -49,7 +49,9 @@ struct GoldenCase {
 };
 
 /// Parses a gdn-case v1 file; checks the header fields, every tensor's rank, dims (against N, T, H, HV, K, V) and
-/// value count. Throws GoldenFormatError on malformed input, std::runtime_error when the file cannot be read.
+/// value count, and that the last line ends with a line end (a file cut in the middle of its last number would
+/// otherwise parse). Throws GoldenFormatError on malformed input, std::runtime_error when the file cannot be read
+/// or is a directory.
 GoldenCase load_golden_case(const std::string& path);
 
 /// One tensor compared against the golden values.

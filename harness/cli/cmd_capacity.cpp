@@ -6,7 +6,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
-#include <filesystem>
 #include <optional>
 #include <stdexcept>
 
@@ -16,6 +15,7 @@
 #include "harness/kinds/capacity_model.h"
 #include "harness/kinds/capacity_probe.h"
 #include "harness/kinds/capacity_table.h"
+#include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "harness/measure/device_info.h"
 #include "harness/sweep/csv.h"
@@ -60,53 +60,77 @@ CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& o) {
                   "m-draft verification; proved by allocation on a GPU");
   // An empty value is refused rather than read as 0 or as "not given" (an empty --out would write the default file
   // under results/).
-  const auto non_empty = [](const char* allowed) {
-    return CLI::Validator(
-        [allowed](std::string& v) { return v.empty() ? fmt::format("empty value (allowed: {})", allowed) : ""; }, "");
-  };
   cmd->add_option_function<double>("--budget-gib", [&o](const double& v) { o.budget_gib = v; },
                                    "memory budget in GiB (default: the GPU's free memory less --reserve-gib; "
                                    "required without a GPU)")
-      ->check(non_empty("a number of GiB in (0, 1e6)"));
+      ->check(number_in(0.0, 1.0e6, "GiB", true));
   cmd->add_option_function<double>("--reserve-gib", [&o](const double& v) { o.reserve_gib = v; },
                                    "GiB of free memory left out of the default budget (default 4)")
-      ->check(non_empty("a number of GiB in [0, 1e6)"));
-  cmd->add_option_function<int>("--layers", [&o](const int& v) { o.layers = v; }, "GDN layers (default 36)");
-  cmd->add_option_function<int>("--heads-qk", [&o](const int& v) { o.heads_qk = v; }, "key heads H (default 16)");
-  cmd->add_option_function<int>("--heads-v", [&o](const int& v) { o.heads_v = v; }, "value heads HV (default 32)");
-  cmd->add_option_function<int>("--head-dim-k", [&o](const int& v) { o.head_dim_k = v; }, "K (default 128)");
-  cmd->add_option_function<int>("--head-dim-v", [&o](const int& v) { o.head_dim_v = v; }, "V (default 128)");
+      ->check(number_in(0.0, 1.0e6, "GiB"));
+  cmd->add_option_function<int>("--layers", [&o](const int& v) { o.layers = v; }, "GDN layers (default 36)")
+      ->check(integer_in(1, 10000));
+  cmd->add_option_function<int>("--heads-qk", [&o](const int& v) { o.heads_qk = v; }, "key heads H (default 16)")
+      ->check(integer_in(1, 256));
+  cmd->add_option_function<int>("--heads-v", [&o](const int& v) { o.heads_v = v; }, "value heads HV (default 32)")
+      ->check(integer_in(1, 256));
+  cmd->add_option_function<int>("--head-dim-k", [&o](const int& v) { o.head_dim_k = v; }, "K (default 128)")
+      ->check(integer_in(1, 4096));
+  cmd->add_option_function<int>("--head-dim-v", [&o](const int& v) { o.head_dim_v = v; }, "V (default 128)")
+      ->check(integer_in(1, 4096));
   cmd->add_option_function<std::string>("--buffer-sizes", [&o](const std::string& v) { o.buffer_sizes = v; },
                                         "KVBuffer sizes B, comma-separated (default 1,2,4,8,16)");
   cmd->add_option_function<std::string>("--draft-tokens", [&o](const std::string& v) { o.draft_tokens = v; },
                                         "draft tokens m, comma-separated, 1 to 8 (default 1,2,4,8)");
   cmd->add_option("--config", o.config, "capacity config, experiments/capacity.toml (flags override it)")
-      ->check(non_empty("a file path"));
+      ->check(non_empty("a TOML file such as experiments/capacity.toml"));
   cmd->add_option("--out", o.out,
                   "result CSV (default results/capacity.csv with the allocation proof, results/capacity_model.csv "
-                  "for a model-only run; written atomically)")
+                  "for a model-only run; written atomically; an existing file needs --force)")
       ->check(non_empty("a file path"));
+  cmd->add_flag("--force", o.force, "replace --out when it exists");
   cmd->add_flag("--no-probe", o.no_probe, "model only, even on a GPU");
   cmd->add_flag_function("--conv-state", [&o](int64_t) { o.conv_state = true; },
                          "count the short-convolution state in the per-request bytes (default: own column only)");
-  cmd->add_option("--device", o.device, "CUDA device index")->check(CLI::Range(0, kMaxDeviceIndex));
+  cmd->add_option("--device", o.device, "CUDA device index")->check(integer_in(0, kMaxDeviceIndex));
   return cmd;
 }
 
-int run_capacity_command(const CapacityCommandOptions& o) {
-  const capacity::CapacitySettings s = resolve_settings(o);
-  const bool gpu = cuda_device_present();
-  const bool probe = gpu && !o.no_probe;
-  const std::string out = !o.out.empty() ? o.out
-                          : probe        ? std::string("results/capacity.csv")
-                                         : std::string("results/capacity_model.csv");
-  check_output_writable(out, "--out");
-  if (!gpu && !s.budget_gib)
+namespace {
+
+/// A capacity run with every check done and nothing written.
+struct CapacityRun {
+  capacity::CapacitySettings settings;
+  bool gpu = false, probe = false;
+  std::string out;
+};
+
+CapacityRun prepare_capacity(const CapacityCommandOptions& o) {
+  CapacityRun r;
+  r.settings = resolve_settings(o);
+  r.gpu = cuda_device_present();
+  r.probe = r.gpu && !o.no_probe;
+  r.out = !o.out.empty() ? o.out
+          : r.probe      ? std::string("results/capacity.csv")
+                         : std::string("results/capacity_model.csv");
+  check_outputs({{r.out, "--out", o.force ? Existing::replace : Existing::refuse}}, {{o.config, "--config"}});
+  if (!r.gpu && !r.settings.budget_gib)
     throw UsageError("--budget-gib is required without a CUDA device (a number of GiB > 0; there is no free memory "
                      "to read)");
-  if (gpu && o.device >= cuda_device_count())
+  if (r.gpu && o.device >= cuda_device_count())
     throw UsageError(fmt::format("--device {}: there are {} CUDA devices (allowed: 0..{})", o.device,
                                  cuda_device_count(), cuda_device_count() - 1));
+  return r;
+}
+
+}  // namespace
+
+void check_capacity_command(const CapacityCommandOptions& o) { prepare_capacity(o); }
+
+int run_capacity_command(const CapacityCommandOptions& o) {
+  const CapacityRun run = prepare_capacity(o);
+  const capacity::CapacitySettings& s = run.settings;
+  const bool gpu = run.gpu, probe = run.probe;
+  const std::string& out = run.out;
   const bool use_device = probe || !s.budget_gib;
 
   std::vector<capacity::CapacityRow> rows;
@@ -177,8 +201,6 @@ int run_capacity_command(const CapacityCommandOptions& o) {
   fmt::print("{}\n", capacity::target_check_line(rows));
   if (!probe) fmt::print("model only ({}): no allocation was made\n", gpu ? "--no-probe" : "no GPU");
 
-  const std::filesystem::path parent = std::filesystem::path(out).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
   write_file_atomic(out, capacity::format_capacity_csv(rows, gpu_name, utc_timestamp()));
   fmt::print("wrote {} ({} rows)\n", out, rows.size());
   return all_passed ? 0 : 1;

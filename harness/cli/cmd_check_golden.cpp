@@ -1,11 +1,14 @@
 // `kvb check-golden`: the reference and the kernels against gdn-case files (commands.h).
 #include <algorithm>
+#include <cstdio>
 #include <exception>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
 #include "harness/measure/device_info.h"
+#include "harness/sweep/interrupt.h"
 #include "harness/workloads/golden_gpu.h"
 #include "reference/golden_case.h"
 
@@ -16,48 +19,68 @@ namespace {
 bool report(const std::string& file, size_t width, const std::vector<ref::TensorCheck>& checks) {
   bool ok = true;
   for (const auto& c : checks) {
-    fmt::print("{:<{}}  {:<9}  {:<11}  max_rel_err {:.3e}  tolerance {:.1e}  {}\n", file, width, c.engine, c.tensor,
+    fmt::print("{:<{}}  {:<12}  {:<11}  max_rel_err {:.3e}  tolerance {:.1e}  {}\n", file, width, c.engine, c.tensor,
                c.max_rel_err, c.tolerance, c.pass() ? "PASS" : "FAIL");
     ok = ok && c.pass();
   }
   return ok;
 }
 
+/// One line of the table for an engine that skipped a file, and why.
+void report_skipped(const std::string& file, size_t width, const std::string& engine, const std::string& why) {
+  fmt::print("{:<{}}  {:<12}  skipped: {}\n", file, width, engine, why);
+}
+
+/// An error line on stderr, after the table's lines so far (stdout is buffered, stderr is not).
+template <typename... Args>
+void error_line(fmt::format_string<Args...> format, Args&&... args) {
+  std::fflush(stdout);
+  fmt::print(stderr, "kvb check-golden: {}\n", fmt::format(format, std::forward<Args>(args)...));
+}
+
 }  // namespace
 
 int run_check_golden(const CheckGoldenOptions& options) {
   const bool gpu = cuda_device_present();
-  if (!gpu) fmt::print(stderr, "kvb check-golden: no CUDA device found; checking the float64 reference only\n");
+  if (!gpu) error_line("no CUDA device found; checking the float64 reference only");
   bool malformed = false, failed = false;
   size_t width = 0;
   for (const auto& file : options.files) width = std::max(width, file.size());
+  size_t checked = 0;
   for (const auto& file : options.files) {
+    if (interrupt_signal()) break;  // between files
+    ++checked;
     ref::GoldenCase c;
     try {
       c = ref::load_golden_case(file);
-    } catch (const ref::GoldenFormatError& e) {
-      fmt::print(stderr, "kvb check-golden: {}\n", e.what());
-      malformed = true;
-      continue;
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "kvb check-golden: {}\n", e.what());  // the message names the file
+    } catch (const std::exception& e) {  // a GoldenFormatError names the file and line; others name the file
+      error_line("{}", e.what());
       malformed = true;
       continue;
     }
     try {
       failed = !report(file, width, ref::check_golden_reference(c)) || failed;
     } catch (const std::exception& e) {
-      fmt::print(stderr, "kvb check-golden: {}: reference failed: {}\n", file, e.what());
+      error_line("{}: reference failed: {}", file, e.what());
       failed = true;
     }
     if (!gpu) continue;
+    if (const std::string why = golden_gpu_skip_reason(c); !why.empty()) {
+      for (const auto& engine : golden_gpu_engines()) report_skipped(file, width, engine, why);
+      continue;
+    }
     try {
       failed = !report(file, width, check_golden_gpu(c)) || failed;
     } catch (const std::exception& e) {
-      fmt::print(stderr, "kvb check-golden: {}: gpu failed: {}\n", file, e.what());
+      error_line("{}: gpu failed: {}", file, e.what());
       failed = true;
     }
+    std::fflush(stdout);
   }
+  if (interrupt_signal())
+    error_line("stopped by {}: {} of {} files checked", signal_name(interrupt_signal()), checked,
+               options.files.size());
+  std::fflush(stdout);
   if (malformed) return 2;
   return failed ? 1 : 0;
 }

@@ -14,8 +14,8 @@ int run_compare_command(const CompareCommandOptions& options) {
   compare.threshold_pct = options.threshold_pct;
   compare.allow_different_gpu = options.allow_different_gpu;
   compare.metric = options.metric;
-  const CsvInput baseline = read_input_csv(options.baseline);
-  const CsvInput candidate = read_input_csv(options.candidate);
+  const CsvInput baseline = read_input_csv(options.baseline, "BASELINE");
+  const CsvInput candidate = read_input_csv(options.candidate, "CANDIDATE");
   const Comparison c = compare_tables(baseline, candidate, experiment_kinds(), compare);
   const std::string report = options.markdown ? format_comparison_markdown(c, options.baseline, options.candidate)
                                               : format_comparison_text(c, options.baseline, options.candidate);

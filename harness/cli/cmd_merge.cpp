@@ -1,32 +1,25 @@
 // `kvb merge OUT IN...`: join shard CSVs into one (commands.h, harness/sweep/merge.h).
-#include <filesystem>
-
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "harness/cli/commands.h"
 #include "harness/kinds/registry.h"
 #include "harness/sweep/config.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/grid.h"
+#include "harness/sweep/input_file.h"
 #include "harness/sweep/merge.h"
 #include "harness/sweep/table_keys.h"
 
 namespace kvb::cli {
 
-CsvInput read_input_csv(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    throw UsageError(fmt::format("{}: no such file (give result CSVs of kvb sweep)", path));
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw UsageError(fmt::format("{}: not a regular file (give result CSVs of kvb sweep)", path));
-  return {path, read_csv_file(path)};
+CsvInput read_input_csv(const std::string& path, const std::string& argument) {
+  return {path, parse_csv(read_input_file(path, argument, "a result CSV of kvb sweep"), path)};
 }
 
 int run_merge_command(const MergeCommandOptions& options) {
-  if (!options.force && std::filesystem::exists(options.out))
-    throw UsageError(fmt::format("OUT {} exists (kvb merge OUT IN...: pass --force to replace it)", options.out));
-  check_output_writable(options.out, "OUT");
+  std::vector<InputFile> named_inputs{{options.config, "--config"}};
+  for (const auto& path : options.inputs) named_inputs.push_back({path, "IN"});
+  check_outputs({{options.out, "OUT", options.force ? Existing::replace : Existing::refuse}}, named_inputs);
   MergeSpec spec;
   if (!options.config.empty()) {
     const SweepConfig config = load_sweep_config(options.config);
@@ -46,14 +39,10 @@ int run_merge_command(const MergeCommandOptions& options) {
     throw UsageError("--set: needs --config (it changes the grid that orders the rows)");
   }
   std::vector<CsvInput> inputs;
-  for (const auto& path : options.inputs) inputs.push_back(read_input_csv(path));
+  for (const auto& path : options.inputs) inputs.push_back(read_input_csv(path, "IN"));
   const MergeResult merged = merge_csv_tables(inputs, experiment_kinds(), spec);
 
-  const std::filesystem::path parent = std::filesystem::path(options.out).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
   write_file_atomic(options.out, format_csv(merged.table));
-  if (merged.gpus.size() > 1)
-    fmt::print(stderr, "kvb merge: note: the rows come from different GPUs ({})\n", fmt::join(merged.gpus, ", "));
   fmt::print("kvb merge: {} rows from {} files -> {}\n", merged.table.rows.size(), inputs.size(), options.out);
   return 0;
 }

@@ -1,23 +1,29 @@
 // `kvb reproduce`: runs the experiments the paper's figures need (on a GPU), or what needs none (the float64
 // reference's golden checks and the capacity model), then the figures (plots/make_all.py) and the claims table
 // (harness/reports/claims.h). Must run from the repository root (it reads experiments/, tests/data/golden/, plots/).
-#include <sys/wait.h>
-#include <unistd.h>
-
+// Every input is checked and every output cleared before the first step; SIGINT and SIGTERM stop it between steps.
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/sweep_setup.h"
+#include "harness/kinds/registry.h"
 #include "harness/measure/device_info.h"
 #include "harness/reports/claims.h"
 #include "harness/sweep/experiment_kind.h"
+#include "harness/sweep/interrupt.h"
+#include "harness/sweep/output_file.h"
+#include "harness/sweep/result_csv.h"
+#include "harness/sweep/workers.h"
 
 namespace kvb::cli {
 namespace {
@@ -32,43 +38,62 @@ constexpr const char* kCapacityConfig = "experiments/capacity.toml";
 constexpr const char* kGoldenDir = "tests/data/golden";
 constexpr const char* kMakeAll = "plots/make_all.py";
 constexpr double kModelBudgetGib = 135.0;  ///< model-only capacity budget without a GPU (the H200 run's 135.3 GiB)
+/// The CSVs of a results folder that the figures and the claims read.
+constexpr const char* kFigureCsvs[] = {"decode_latency.csv", "spec_verify.csv", "short_context.csv", "buffer_form.csv",
+                                       "capacity.csv"};
 
-/// `s` in single quotes for /bin/sh.
-std::string sh_quote(const std::string& s) {
-  std::string out = "'";
-  for (const char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
+/// One step of the run: what it is (for the progress and the final lines) and how it runs (its exit code).
+struct Step {
+  std::string what;
+  std::function<int()> run;
+};
+
+void heading(const std::string& what) {
+  fmt::print("\n== {}\n", what);
+  std::fflush(stdout);
 }
 
-/// Exit status of a shell command (-1 when it did not exit normally).
-int shell(const std::string& cmd) {
-  const int status = std::system(cmd.c_str());
-  if (status == -1 || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
+/// Exit code of `argv` (argv[0] looked up on PATH), its output copied to `out` (nullptr: dropped); -1 when it
+/// cannot be started.
+int run_program(const std::vector<std::string>& argv, std::FILE* out) {
+  try {
+    return run_workers({{argv, "", true}}, out).at(0);
+  } catch (const std::exception&) {
+    return -1;
+  }
 }
 
-void step(const std::string& what) { fmt::print("\n== {}\n", what); std::fflush(stdout); }
-
-/// Records a step's exit code; a non-zero one marks the run failed.
-void record(const std::string& what, int code, std::vector<std::string>& failures) {
-  if (code != 0) failures.push_back(fmt::format("{} (exit {})", what, code));
-}
-
-/// Runs plots/make_all.py on results_dir into figures_dir; returns its exit status, or 0 after printing a skip line
-/// when python3 cannot import matplotlib.
+/// The figures step: plots/make_all.py on results_dir into figures_dir; its exit status, or 0 after adding a skip
+/// line when python3 cannot import matplotlib.
 int run_plots(const std::string& results_dir, const std::string& figures_dir, std::vector<std::string>& skipped) {
-  if (shell("python3 -c 'import matplotlib' >/dev/null 2>&1") != 0) {
+  if (run_program({"python3", "-c", "import matplotlib"}, nullptr) != 0) {
     skipped.push_back("figures (python3 cannot import matplotlib: python3 -m pip install -r plots/requirements.txt)");
     return 0;
   }
-  step(fmt::format("python3 {} --results-dir {} --out-dir {}", kMakeAll, results_dir, figures_dir));
-  return shell(fmt::format("python3 {} --results-dir {} --out-dir {}", kMakeAll, sh_quote(results_dir),
-                           sh_quote(figures_dir)));
+  return run_program({"python3", kMakeAll, "--results-dir", results_dir, "--out-dir", figures_dir}, stdout);
+}
+
+/// UsageError unless `figures_dir` is a folder the figures may be drawn into: writable, and holding no figure
+/// (PNG or PDF) unless `force`.
+void check_figures_folder(const fs::path& figures_dir, bool force) {
+  check_outputs({{(figures_dir / "decode_latency.png").string(), "--out-dir", Existing::replace}});
+  std::error_code ec;
+  if (force || !fs::is_directory(figures_dir, ec)) return;
+  std::vector<std::string> figures;
+  for (const auto& e : fs::directory_iterator(figures_dir, ec))
+    if (e.path().extension() == ".png" || e.path().extension() == ".pdf") figures.push_back(e.path().filename());
+  std::sort(figures.begin(), figures.end());
+  if (!figures.empty())
+    throw UsageError(fmt::format("--out-dir: {} holds {} figures ({}) that kvb reproduce would redraw (allowed: "
+                                 "--force to replace them, --no-plots, or another --out-dir)",
+                                 figures_dir.string(), figures.size(), fmt::join(figures, ", ")));
 }
 
 }  // namespace
 
 int run_reproduce_command(const ReproduceOptions& o) {
+  // 1. Every check before the first step: where it runs, the devices, the configs and CSVs it reads, the files it
+  //    writes.
   for (const char* needed :
        {kDecodeConfig, kSpecConfig, kShortContextConfig, kBufferFormConfig, kCapacityConfig, kGoldenDir, kMakeAll})
     if (!fs::exists(needed))
@@ -80,32 +105,29 @@ int run_reproduce_command(const ReproduceOptions& o) {
   if (gpu && (o.device < 0 || o.device >= cuda_device_count()))
     throw UsageError(fmt::format("--device {}: there are {} CUDA devices (allowed: 0..{})", o.device,
                                  cuda_device_count(), cuda_device_count() - 1));
-  {
-    std::error_code mk;
-    fs::create_directories(o.out_dir, mk);
-    if (mk) throw UsageError(fmt::format("--out-dir {}: cannot create it: {}", o.out_dir, mk.message()));
-    if (::access(o.out_dir.c_str(), W_OK | X_OK) != 0)
-      throw UsageError(fmt::format("--out-dir {}: the folder is not writable", o.out_dir));
-  }
   const fs::path out(o.out_dir);
   std::error_code ec;
   const bool out_is_results = fs::equivalent(out, "results", ec);
 
-  std::vector<std::string> failures, skipped;
-  std::string decode_csv, capacity_csv, short_context_csv, spec_verify_csv;
+  std::vector<Step> steps;
+  std::vector<std::string> skipped;
+  std::string claims_dir;  // the folder whose CSVs the claims read
+  CapacityCommandOptions cap;
+  cap.config = kCapacityConfig;
+  cap.device = o.device;
+  cap.force = o.force;
+  std::string results_dir, figures_dir;
   if (gpu) {
     SweepCommandOptions decode;
     decode.config = kDecodeConfig;
     decode.out = (out / "decode_latency.csv").string();
     decode.device = o.device;
     decode.device_given = true;
-    SweepCommandOptions spec = decode;
+    SweepCommandOptions spec = decode, short_context = decode, buffer_form = decode;
     spec.config = kSpecConfig;
     spec.out = (out / "spec_verify.csv").string();
-    SweepCommandOptions short_context = decode;
     short_context.config = kShortContextConfig;
     short_context.out = (out / "short_context.csv").string();
-    SweepCommandOptions buffer_form = decode;
     buffer_form.config = kBufferFormConfig;
     buffer_form.out = (out / "buffer_form.csv").string();
     if (o.quick) {
@@ -114,72 +136,95 @@ int run_reproduce_command(const ReproduceOptions& o) {
       short_context.sets = {"batch=64", "buffer_size=16", "context_len=1,4,8,16,64"};
       buffer_form.sets = {"batch=64,256", "buffer_size=4,16"};
       decode.max_seconds = spec.max_seconds = short_context.max_seconds = buffer_form.max_seconds = 1.0;
-    }
-    const std::pair<const char*, const SweepCommandOptions*> sweeps[] = {{"decode sweep", &decode},
-                                                                         {"spec_verify sweep", &spec},
-                                                                         {"short_context sweep", &short_context},
-                                                                         {"buffer_form sweep", &buffer_form}};
-    for (const auto& [what, sweep] : sweeps) {
-      step(fmt::format("kvb sweep --config {} --out {}", sweep->config, sweep->out));
-      record(what, run_sweep_command(*sweep), failures);
-    }
-
-    CapacityCommandOptions cap;
-    cap.config = kCapacityConfig;
-    cap.out = (out / "capacity.csv").string();
-    cap.device = o.device;
-    if (o.quick) {
       cap.buffer_sizes = "4,8";
       cap.draft_tokens = "4";
     }
-    step(fmt::format("kvb capacity --config {} --out {}", cap.config, cap.out));
-    record("capacity", run_capacity_command(cap), failures);
-    decode_csv = decode.out;
-    capacity_csv = cap.out;
-    short_context_csv = short_context.out;
-    spec_verify_csv = spec.out;
-    if (!o.no_plots) record("figures", run_plots(out.string(), (out / "figures").string(), skipped), failures);
+    // Each sweep validated now (its config, grid and the CSV it resumes); it runs as a step later.
+    for (const SweepCommandOptions& sweep : {decode, spec, short_context, buffer_form}) {
+      const auto setup = std::make_shared<SweepSetup>(prepare_sweep(sweep));
+      steps.push_back({fmt::format("kvb sweep --config {} --out {}", sweep.config, sweep.out),
+                       [sweep, setup] { return run_prepared_sweep(sweep, *setup); }});
+    }
+    cap.out = (out / "capacity.csv").string();
+    results_dir = out.string();
+    figures_dir = (out / "figures").string();
+    claims_dir = out.string();
   } else {
     CheckGoldenOptions golden;
     for (const auto& e : fs::directory_iterator(kGoldenDir))
       if (e.path().extension() == ".gdn") golden.files.push_back(e.path().string());
     std::sort(golden.files.begin(), golden.files.end());
-    step(fmt::format("kvb check-golden {}/*.gdn (float64 reference)", kGoldenDir));
-    record("check-golden", run_check_golden(golden), failures);
-
-    CapacityCommandOptions cap;
-    cap.config = kCapacityConfig;
+    steps.push_back({fmt::format("kvb check-golden {}/*.gdn (float64 reference)", kGoldenDir),
+                     [golden] { return run_check_golden(golden); }});
     cap.out = (out / "capacity_model.csv").string();
     cap.budget_gib = kModelBudgetGib;
     cap.no_probe = true;
-    step(fmt::format("kvb capacity --config {} --budget-gib {:g} --out {} (model only)", cap.config,
-                     kModelBudgetGib, cap.out));
-    record("capacity model", run_capacity_command(cap), failures);
-
-    if (!o.no_plots)
-      record("figures",
-             run_plots("results", out_is_results ? "results/figures" : (out / "figures").string(), skipped),
-             failures);
-    skipped.insert(skipped.begin(),
-                   {fmt::format("kvb sweep --config {} (needs a CUDA device; its peer variants too)", kDecodeConfig),
-                    fmt::format("kvb sweep --config {} (needs a CUDA device)", kSpecConfig),
-                    fmt::format("kvb sweep --config {} (needs a CUDA device)", kShortContextConfig),
-                    fmt::format("kvb sweep --config {} (needs a CUDA device)", kBufferFormConfig),
-                    fmt::format("kvb capacity allocation proof (needs a CUDA device; {} is the model only)", cap.out),
-                    "GPU kernel golden checks (needs a CUDA device; the float64 reference was checked)"});
-    decode_csv = "results/decode_latency.csv";
-    capacity_csv = "results/capacity.csv";
-    short_context_csv = "results/short_context.csv";
-    spec_verify_csv = "results/spec_verify.csv";
+    // The figures and the claims read the committed CSVs: each validated before anything is drawn or written.
+    for (const char* name : kFigureCsvs) {
+      const fs::path csv = fs::path("results") / name;
+      if (fs::exists(csv)) read_result_csv(csv.string(), result_schemas());
+    }
+    results_dir = "results";
+    figures_dir = out_is_results ? "results/figures" : (out / "figures").string();
+    claims_dir = "results";
+    skipped = {fmt::format("kvb sweep --config {} (needs a CUDA device; its peer variants too)", kDecodeConfig),
+               fmt::format("kvb sweep --config {} (needs a CUDA device)", kSpecConfig),
+               fmt::format("kvb sweep --config {} (needs a CUDA device)", kShortContextConfig),
+               fmt::format("kvb sweep --config {} (needs a CUDA device)", kBufferFormConfig),
+               fmt::format("kvb capacity allocation proof (needs a CUDA device; {} is the model only)", cap.out),
+               "GPU kernel golden checks (needs a CUDA device; the float64 reference was checked)"};
   }
-  if (o.no_plots) skipped.push_back("figures (--no-plots)");
+  check_capacity_command(cap);
+  steps.push_back({fmt::format("kvb capacity --config {}{} --out {}{}", cap.config,
+                               cap.budget_gib ? fmt::format(" --budget-gib {:g}", *cap.budget_gib) : "", cap.out,
+                               cap.no_probe ? " (model only)" : ""),
+                   [cap] { return run_capacity_command(cap); }});
+  if (o.no_plots) {
+    skipped.push_back("figures (--no-plots)");
+  } else {
+    check_figures_folder(figures_dir, o.force);
+    steps.push_back({fmt::format("python3 {} --results-dir {} --out-dir {}", kMakeAll, results_dir, figures_dir),
+                     [results_dir, figures_dir, &skipped] { return run_plots(results_dir, figures_dir, skipped); }});
+  }
+  const fs::path claims_from(claims_dir);
+  steps.push_back({gpu ? "claims (this run's CSVs)" : "claims (committed CSVs in results/; no GPU run)", [claims_from] {
+                     fmt::print("{}", claims::format_claims(claims::compute_claims(
+                                          (claims_from / "decode_latency.csv").string(),
+                                          (claims_from / "capacity.csv").string(),
+                                          (claims_from / "short_context.csv").string(),
+                                          (claims_from / "spec_verify.csv").string(), result_schemas())));
+                     return 0;
+                   }});
 
-  step(gpu ? "claims (this run's CSVs)" : "claims (committed CSVs in results/; no GPU run)");
-  fmt::print("{}", claims::format_claims(
-                       claims::compute_claims(decode_csv, capacity_csv, short_context_csv, spec_verify_csv)));
+  // 2. The steps, one after another; a signal stops the run between two of them.
+  std::vector<std::string> finished, failures;
+  size_t next = 0;
+  bool part_way = false;  // the signal stopped the step `next` before its end
+  for (; next < steps.size(); ++next) {
+    if (next > 0) test_stop_point("step");
+    if (interrupt_signal()) break;
+    heading(steps[next].what);
+    const int code = steps[next].run();
+    if (code == 2) return 2;  // bad input a step found (a malformed golden case): nothing after it runs
+    if (interrupt_signal() && code != 0) {
+      part_way = true;
+      break;
+    }
+    finished.push_back(steps[next].what);
+    if (code != 0) failures.push_back(fmt::format("{} (exit {})", steps[next].what, code));
+  }
+
   if (!skipped.empty()) fmt::print("\n");
   for (const auto& s : skipped) fmt::print("skipped: {}\n", s);
   for (const auto& f : failures) fmt::print(stderr, "failed: {}\n", f);
+  if (next < steps.size()) {
+    fmt::print("\nkvb reproduce: stopped by {} between steps\n", signal_name(interrupt_signal()));
+    for (const auto& f : finished) fmt::print("finished: {}\n", f);
+    if (part_way) fmt::print("stopped:  {} (what it finished is kept)\n", steps[next].what);
+    for (size_t i = next + (part_way ? 1 : 0); i < steps.size(); ++i) fmt::print("not run:  {}\n", steps[i].what);
+    fmt::print("run the same command again to resume: the sweeps resume their CSVs; files already made need --force\n");
+    return interrupt_exit_code();
+  }
   return failures.empty() ? 0 : 1;
 }
 

@@ -51,7 +51,7 @@ SweepSetup prepare_sweep(const SweepCommandOptions& options) {
   if (!options.out.empty()) s.out = options.out;
   else if (options.shard.empty()) s.out = "results/" + s.config.name + ".csv";
   else s.out = "results/" + s.config.name + ".shard" + s.shard.tag() + ".csv";
-  check_output_writable(s.out);
+  check_outputs({{s.out, "--out", Existing::resume}}, {{options.config, "--config"}});
   s.existing = load_resume_table(*s.kind, s.out);
   report_rows_outside_grid(stderr, rows_outside_grid(*s.kind, s.config.name, s.grid, s.existing), s.out);
   return s;
@@ -85,11 +85,7 @@ int dry_run(const SweepSetup& s) {
 
 /// A shard without points (more shards than points): its file holds the header only, so that merge sees every shard.
 int empty_shard(const SweepSetup& s) {
-  if (!std::filesystem::exists(s.out)) {
-    const std::filesystem::path parent = std::filesystem::path(s.out).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent);
-    write_file_atomic(s.out, csv_line(csv_columns(*s.kind)));
-  }
+  if (!std::filesystem::exists(s.out)) write_file_atomic(s.out, csv_line(csv_columns(*s.kind)));
   fmt::print(stderr, "kvb sweep: shard {}/{} of a grid of {} points holds no points; {} has the header only\n",
              s.shard.index, s.shard.count, s.grid.size(), s.out);
   return 0;
@@ -123,7 +119,10 @@ size_t skip_unavailable_peers(SweepSetup& s, int device) {
 
 int run_sweep_command(const SweepCommandOptions& options) {
   // 1. Config, overrides, grid, shard and output: every check before anything runs or is written.
-  SweepSetup setup = prepare_sweep(options);
+  return run_prepared_sweep(options, prepare_sweep(options));
+}
+
+int run_prepared_sweep(const SweepCommandOptions& options, SweepSetup setup) {
   if (options.dry_run) return dry_run(setup);
 
   // 2. A GPU (several with --devices), and the peers that can run on it.
@@ -172,6 +171,7 @@ int run_sweep_command(const SweepCommandOptions& options) {
   run_options.experiment = setup.config.name;
   run_options.out_path = setup.out;
   const SweepSummary summary = run_sweep(*setup.kind, setup.points, ctx, run_options);
+  if (summary.signal) return 128 + summary.signal;
   return summary.failed ? 1 : 0;
 }
 

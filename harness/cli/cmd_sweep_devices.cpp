@@ -11,6 +11,7 @@
 #include "harness/cli/sweep_setup.h"
 #include "harness/measure/device_info.h"
 #include "harness/sweep/csv.h"
+#include "harness/sweep/interrupt.h"
 #include "harness/sweep/merge.h"
 #include "harness/sweep/sweep.h"
 #include "harness/sweep/table_keys.h"
@@ -49,6 +50,13 @@ std::vector<std::string> worker_args(const SweepCommandOptions& o, int device, c
 int run_sweep_on_devices(const SweepCommandOptions& options, const SweepSetup& setup) {
   const ExperimentKind& kind = *setup.kind;
   const std::vector<int> devices = parse_device_list(options.devices, cuda_device_count());
+  // A result CSV holds one GPU's runs (harness/sweep/result_csv.h): the workers' GPUs must be of one model.
+  const std::string model = query_device_info(devices[0]).name;
+  for (const int d : devices)
+    if (const std::string name = query_device_info(d).name; name != model)
+      throw UsageError(fmt::format("--devices {}: GPU {} is a {} and GPU {} a {} (allowed: GPUs of one model; run a "
+                                   "sweep per model)",
+                                   options.devices, devices[0], model, d, name));
   const fs::path parts = setup.out + ".parts";
 
   // 1. The existing output plus whatever an interrupted run left in the parts folder (ok rows win).
@@ -58,8 +66,6 @@ int run_sweep_on_devices(const SweepCommandOptions& options, const SweepSetup& s
     const CsvTable left = load_resume_table(kind, f.string());
     for (const auto& row : left.rows) merged.put(row, true);
   }
-  const fs::path parent = fs::path(setup.out).parent_path();
-  if (!parent.empty()) fs::create_directories(parent);
   if (!leftovers.empty()) {
     write_file_atomic(setup.out, format_csv(merged.table()));
     for (const auto& f : leftovers) fs::remove(f);
@@ -67,7 +73,6 @@ int run_sweep_on_devices(const SweepCommandOptions& options, const SweepSetup& s
   }
 
   // 2. One worker per device on a round-robin share of the points; its part file starts with its points' rows.
-  fs::create_directories(parts);
   std::vector<WorkerSpec> workers;
   std::vector<std::string> part_paths;
   const int n = int(devices.size());
@@ -119,6 +124,12 @@ int run_sweep_on_devices(const SweepCommandOptions& options, const SweepSetup& s
   }
   fmt::print("kvb sweep: {} points on {} GPUs: {} ok, {} failed, {} not run; results in {}\n", setup.points.size(), n,
              ok, failed, missing, setup.out);
+  if (interrupt_signal()) {
+    fmt::print("kvb sweep: stopped by {} between points; {} holds every finished point; run the same command again "
+               "to resume\n",
+               signal_name(interrupt_signal()), setup.out);
+    return interrupt_exit_code();
+  }
   return (worst || failed || missing) ? 1 : 0;
 }
 

@@ -32,8 +32,10 @@ struct CheckGoldenOptions {
 };
 
 /// Checks the float64 reference (and the GPU kernels when a device is present) against each golden file; one line
-/// per tensor per engine. Exit 0 all pass, 1 a tensor above tolerance or a GPU failure, 2 a malformed or unreadable
-/// file (the other files are still checked).
+/// per tensor per engine. A case whose shape the GPU kernels do not take gets one "skipped: REASON" line per GPU
+/// engine (golden_gpu_skip_reason) and counts neither as a pass nor as a failure. Exit 0 all pass, 1 a tensor above
+/// tolerance or a GPU failure, 2 a malformed or unreadable file (the other files are still checked). Between files
+/// it stops on a recorded SIGINT or SIGTERM.
 int run_check_golden(const CheckGoldenOptions& options);
 
 /// `kvb sweep` options; unset optionals fall back to the config's [timing] table, then to SweepContext defaults.
@@ -54,7 +56,8 @@ struct SweepCommandOptions {
 
 /// Validates the config, overrides, shard and output, then (unless dry_run) checks for a GPU (exit 2 without one),
 /// measures the device, and runs the sweep (or, with devices, one worker `kvb sweep` per GPU and merges their rows
-/// into the output). Exit 0 when every point is ok, 1 when any point failed.
+/// into the output). Exit 0 when every point is ok, 1 when any point failed, 128 + the signal when SIGINT or SIGTERM
+/// stopped it between points (the output holds every finished point; the same command resumes).
 int run_sweep_command(const SweepCommandOptions& options);
 
 /// `kvb merge` options.
@@ -66,13 +69,15 @@ struct MergeCommandOptions {
   bool force = false;              ///< replace an existing OUT (otherwise an existing OUT is refused)
 };
 
-/// Joins shard CSVs (kvb/sweep/merge.h). Exit 0, or UsageError (exit 2, nothing written) for a missing or malformed
-/// input, a header or experiment that differs, or a point in two inputs.
+/// Joins shard CSVs (kvb/sweep/merge.h). Exit 0, or UsageError (exit 2, nothing written) for a missing, malformed or
+/// invalid input (harness/sweep/result_csv.h), a header, experiment or GPU that differs, a point in two inputs, or an
+/// OUT that exists without force or is one of the inputs.
 int run_merge_command(const MergeCommandOptions& options);
 
-/// Reads a result CSV that must exist (for merge and compare). Throws UsageError naming the file when it is absent,
+/// Reads and parses a result CSV that must exist (for merge and compare; they validate it), named on the command line
+/// by `argument` ("IN", "BASELINE"). Throws UsageError naming the argument and file when it is absent, a folder,
 /// unreadable or malformed.
-CsvInput read_input_csv(const std::string& path);
+CsvInput read_input_csv(const std::string& path, const std::string& argument);
 
 /// `kvb compare` options.
 struct CompareCommandOptions {
@@ -100,6 +105,7 @@ struct CapacityCommandOptions {
   std::optional<int> layers, heads_qk, heads_v, head_dim_k, head_dim_v;
   std::optional<std::string> buffer_sizes;  ///< "1,2,4,8,16"
   std::optional<std::string> draft_tokens;  ///< "1,2,4,8"
+  bool force = false;                       ///< replace an existing out (otherwise it is refused)
   bool no_probe = false;                    ///< model only, even on a GPU
   bool conv_state = false;                  ///< count the short-convolution state in the per-request bytes
   int device = 0;
@@ -108,11 +114,15 @@ struct CapacityCommandOptions {
 /// Registers the `capacity` subcommand and its options on `app`, writing into `options`; returns the subcommand.
 CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& options);
 
+/// Every check run_capacity_command makes before it starts (settings, config, output, budget, device), nothing
+/// written: the UsageError it would throw.
+void check_capacity_command(const CapacityCommandOptions& options);
+
 /// Tabulates the capacity of every case (harness/kinds/capacity_config.h capacity_cases) for the budget, proves
 /// each on the GPU unless there is none or no_probe is set, prints the table and the claim check, and writes the CSV
 /// atomically. Exit 0 when every row is ok, model only or "kernel not available"; 1 when a probe disagreed with the
 /// model or failed. UsageError (exit 2, nothing written): a bad flag or config field, no GPU and no --budget-gib, a
-/// budget above the free memory.
+/// budget above the free memory, an output that exists without force or is the --config.
 int run_capacity_command(const CapacityCommandOptions& options);
 
 /// `kvb reproduce` options.
@@ -120,6 +130,7 @@ struct ReproduceOptions {
   bool quick = false;              ///< reduced grids (docs/CLI.md, "kvb reproduce", lists them)
   std::string out_dir = "results"; ///< where the CSVs (and figures/) go
   bool no_plots = false;           ///< skip plots/make_all.py
+  bool force = false;              ///< replace the capacity CSV and figures already in out_dir
   int device = 0;                  ///< CUDA device for the sweeps and the capacity probe
 };
 
@@ -128,8 +139,13 @@ struct ReproduceOptions {
 /// (quick: narrowed grids), then plots/make_all.py on out_dir into out_dir/figures. Without a GPU: the float64
 /// reference's golden checks, the capacity model at a 135 GiB budget into out_dir/capacity_model.csv, the figures from
 /// the committed results/ CSVs (make_all skips those whose CSV is absent), and a "skipped: ..." line per GPU step.
-/// Then prints the claims table (harness/reports/claims.h) from the CSVs of this run (GPU) or the committed ones. Runs from the repository root. Exit 0 when every step passed, 1 when one
-/// failed; UsageError (exit 2) for a bad option or when not run from the repository root.
+/// Then prints the claims table (harness/reports/claims.h) from the CSVs of this run (GPU) or the committed ones.
+/// Runs from the repository root. Before the first step every input is checked (the sweeps' configs and the CSVs they
+/// resume, the committed CSVs the figures and claims read, the capacity settings) and every output: the capacity CSV
+/// and the figures already there need force (the sweeps' CSVs are resumed). A SIGINT or SIGTERM stops it between
+/// steps (a sweep between points): it lists what finished and what did not and returns 128 + the signal. Exit 0 when
+/// every step passed, 1 when one failed, 2 for bad input (UsageError before any step, or a step's bad input, after
+/// which nothing runs).
 int run_reproduce_command(const ReproduceOptions& options);
 
 }  // namespace kvb::cli

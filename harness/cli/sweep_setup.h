@@ -24,9 +24,15 @@ struct SweepSetup {
   CsvTable existing;          ///< the rows already in `out` (load_resume_table: an older header upgraded), read once
 };
 
-/// Loads and checks everything (config, kind, overrides, grid, whole-point checks, --shard, --out writable, an
-/// existing --out's header). Throws UsageError naming the flag or field.
+/// Loads and checks everything (config, kind, overrides, grid, whole-point checks, --shard, --out writable and not
+/// the --config, an existing --out validated as a result CSV of the kind). Throws UsageError naming the flag or
+/// field.
 SweepSetup prepare_sweep(const SweepCommandOptions& options);
+
+/// Runs a sweep prepare_sweep(options) validated (run_sweep_command's steps after the first; the peer variants that
+/// cannot run here leave its points with a line each). Exit 0 when every point is ok, 1 when any failed, 128 + the
+/// signal when SIGINT or SIGTERM stopped it between points.
+int run_prepared_sweep(const SweepCommandOptions& options, SweepSetup setup);
 
 /// Prints the "no CUDA device" message of kvb sweep and returns false when there is no GPU; true otherwise.
 bool sweep_gpu_present();

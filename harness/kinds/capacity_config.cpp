@@ -1,11 +1,11 @@
 // `kvb capacity` settings: list parsing, the TOML config, validation and the table's rows (capacity_config.h).
 #include "harness/kinds/capacity_config.h"
+#include "harness/sweep/input_file.h"
 #include "harness/sweep/toml_parse.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -169,11 +169,9 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
 }
 
 void load_capacity_config(const std::string& path, CapacitySettings& settings) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("--config {}: cannot read the file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  apply_capacity_config(text.str(), path, settings);
+  apply_capacity_config(
+      read_input_file(path, "--config", "a capacity config, a TOML file such as experiments/capacity.toml"), path,
+      settings);
 }
 
 void validate_settings(const CapacitySettings& s) {

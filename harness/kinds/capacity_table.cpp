@@ -54,6 +54,15 @@ const std::vector<std::string>& capacity_csv_columns() {
   return cols;
 }
 
+CsvSchema capacity_csv_schema() {
+  CsvSchema s;
+  s.kind = "capacity";
+  s.columns = capacity_csv_columns();
+  s.key = {"variant", "buffer_size", "draft_tokens"};
+  s.counts = {"budget_bytes", "max_requests_model", "max_requests_measured"};
+  return s;
+}
+
 std::string format_capacity_csv(const std::vector<CapacityRow>& rows, const std::string& gpu,
                                 const std::string& timestamp) {
   CsvTable t;

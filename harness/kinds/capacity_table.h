@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "harness/kinds/capacity_model.h"
+#include "harness/sweep/result_csv.h"
 
 namespace kvb::capacity {
 
@@ -39,6 +40,10 @@ void fill_ratios(std::vector<CapacityRow>& rows);
 /// conv_state_bytes, ratio_to_recurrent, buffer_entries, io_bytes_per_request, fixed_bytes, conv_state_counted,
 /// heads_qk, heads_v, head_dim_k, head_dim_v, gpu, timestamp. Bytes are per request over all layers.
 const std::vector<std::string>& capacity_csv_columns();
+
+/// What a capacity CSV holds for the shared validation (harness/sweep/result_csv.h): capacity_csv_columns; one row
+/// per variant, buffer_size and draft_tokens; budget_bytes and the request counts whole numbers >= 0.
+CsvSchema capacity_csv_schema();
 
 /// The whole CSV text for `rows` (buffer_size empty for recurrent rows, draft_tokens empty for decode rows,
 /// max_requests_measured and ratio_to_recurrent empty when unset).

@@ -67,7 +67,7 @@ std::vector<std::string> decode_result_columns() {
           "samples", "noise_pct", "sample_stop", "steps_per_sample", "model_bytes", "model_read_bytes",
           "model_write_bytes", "floor_us", "latency_over_floor", "max_rel_err", "max_rel_err_o", "l2", "l2_rotation",
           "copy_gbps", "read_gbps", "device_bytes", "dram_read_bytes", "dram_write_bytes", "measured_over_model",
-          "cupti_status", "sm_clock_mhz", "throttled"};
+          "cupti_status", "sm_clock_mhz", "throttled", "discarded_samples"};
 }
 
 Row run_decode(DecodeConfig cfg, const std::string& label, SweepContext& ctx) {
@@ -127,6 +127,7 @@ ExperimentKind decode_experiment_kind() {
   k.result_columns = decode_result_columns();
   k.result_columns.insert(k.result_columns.end(), peer_result_columns().begin(), peer_result_columns().end());
   k.results_added_later = peer_result_columns();
+  k.results_added_later.push_back("discarded_samples");
   k.applies = [](const std::string& variant, const std::string& axis) {
     if (is_peer_variant(variant))  // the peer's own launches and tiles
       return axis != "buffer_size" && axis != "buffer_form" && axis != "phase" && axis != "launch" && axis != "tile";

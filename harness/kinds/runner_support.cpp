@@ -136,6 +136,7 @@ void add_timing_columns(Row& r, const std::string& latency_prefix, const std::st
   r.emplace_back(stats_prefix + "noise_pct", fmt_num(t.stats.noise_pct));
   r.emplace_back(stats_prefix + "sample_stop", t.stats.stop);
   r.emplace_back(stats_prefix + "steps_per_sample", std::to_string(t.steps_per_sample));
+  r.emplace_back(stats_prefix + "discarded_samples", t.stats.clock_checked ? std::to_string(t.stats.discarded) : "");
 }
 
 void add_model_columns(Row& r, const std::string& prefix, const std::string& ratio_column, const ByteCount& model,

@@ -101,7 +101,8 @@ RangeMeasurement profile_model_steps(const SweepContext& ctx, const CudaGraph& g
 std::string fmt_num(double x);
 
 /// Columns of one timing: LATENCY_us_median, LATENCY_us_p10, LATENCY_us_p90, then STATSsamples, STATSnoise_pct,
-/// STATSsample_stop, STATSsteps_per_sample (latency_prefix LATENCY, stats_prefix STATS).
+/// STATSsample_stop, STATSsteps_per_sample, STATSdiscarded_samples (samples discarded because the GPU throttled;
+/// empty when the SM clock could not be read) (latency_prefix LATENCY, stats_prefix STATS).
 void add_timing_columns(Row& r, const std::string& latency_prefix, const std::string& stats_prefix,
                         const StepTiming& t);
 /// Columns of a byte model and its floor: PREFIXmodel_bytes, PREFIXmodel_read_bytes, PREFIXmodel_write_bytes,

@@ -132,13 +132,14 @@ ExperimentKind spec_verify_experiment_kind() {
       "verify_accept_model_bytes", "verify_accept_model_read_bytes", "verify_accept_model_write_bytes",
       "verify_accept_floor_us", "verify_accept_over_floor",
       "max_rel_err", "max_rel_err_o", "l2", "l2_rotation", "scratch_sets", "copy_gbps", "read_gbps", "device_bytes",
-      "dram_read_bytes", "dram_write_bytes", "measured_over_model", "cupti_status", "sm_clock_mhz", "throttled"};
+      "dram_read_bytes", "dram_write_bytes", "measured_over_model", "cupti_status", "sm_clock_mhz", "throttled",
+      "verify_discarded_samples", "verify_accept_discarded_samples"};
   k.applies = [](const std::string& variant, const std::string& axis) {
     if (variant == "recurrent_verify")
       return axis != "buffer_size" && axis != "buffer_form" && axis != "phase" && axis != "verify_kernel";
     return true;
   };
-  k.results_added_later = {"kernel"};
+  k.results_added_later = {"kernel", "verify_discarded_samples", "verify_accept_discarded_samples"};
   k.validate = [](const Point& pt) {
     if (auto e = validate_launch_point(pt); !e.empty()) return e;
     const std::string kernel = pt.get("verify_kernel");

@@ -138,4 +138,12 @@ bool clock_fell(const ClockSample& before, const ClockSample& after, double tole
   return !idle && double(*after.sm_mhz) < double(*before.sm_mhz) * (1.0 - tolerance_pct / 100.0);
 }
 
+bool below_clock_floor(const ClockSample& s, double min_fraction) {
+  if (!s.sm_mhz || !s.max_sm_mhz || *s.max_sm_mhz == 0) return false;
+  if (double(*s.sm_mhz) >= min_fraction * double(*s.max_sm_mhz)) return false;
+  const bool idle_only = s.event_reasons && (*s.event_reasons & clock_event::kGpuIdle) &&
+                         !(*s.event_reasons & clock_event::kThermalOrPower);
+  return !idle_only;
+}
+
 }  // namespace kvb

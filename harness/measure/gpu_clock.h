@@ -44,6 +44,11 @@ ClockSample sample_sm_clock(int cuda_device);
 /// False when neither sample holds the data to decide. tolerance_pct in percent (default 5).
 bool clock_fell(const ClockSample& before, const ClockSample& after, double tolerance_pct = 5.0);
 
+/// Throttle rule for one sample (the sampler's, sampling.h): true when `s` holds the SM clock and its maximum and
+/// the clock is below `min_fraction` of the maximum, unless the only clocks-event reason active is the GPU being
+/// idle (an idle GPU lowers its clock without being throttled). False when the clock or its maximum is unknown.
+bool below_clock_floor(const ClockSample& s, double min_fraction);
+
 /// A loaded NVML library (dlopen + nvmlInit_v2; nvmlShutdown + dlclose on destruction). Move-only.
 /// sample_sm_clock() uses one process-wide instance of "libnvidia-ml.so.1"; tests may load another name.
 class NvmlLibrary {

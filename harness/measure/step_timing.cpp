@@ -47,7 +47,7 @@ StepTiming time_model_steps(int device, const CudaGraph& graph, cudaStream_t str
         if (flusher) flusher->flush(stream);
         return replay(t.steps_per_sample) * 1e3 / layer_steps_per_sample;
       },
-      rule);
+      rule, [device] { return sample_sm_clock(device); });
   return t;
 }
 

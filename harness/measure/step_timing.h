@@ -36,9 +36,13 @@ struct StepTiming {
 };
 
 /// Warms up and samples replays of `graph` on CUDA device `device` (one model step per launch of `layer_steps`
-/// layer-steps): warm-up of whole cycles of `cycle` steps for at least kWarmupCycles cycles and kMinWarmupMs; then
-/// samples of a whole number of cycles lasting at least kMinSampleMs. Before each sample, untimed:
-/// `before_sample(stream)` when given, then `flusher->flush` when a flusher is given (cold L2). NVTX ranges "warm-up" and "timing". Throws CudaError.
+/// layer-steps): warm-up of whole cycles of `cycle` steps for at least kWarmupCycles cycles and kMinWarmupMs (memory
+/// a previous point freed keeps DRAM busy for a few milliseconds); then samples of a whole number of cycles lasting
+/// at least kMinSampleMs (CUDA-event resolution is about 0.5 us). Before each sample, untimed: `before_sample(stream)`
+/// when given, then `flusher->flush` when a flusher is given (cold L2). The SM clock is read after every sample
+/// (sample_sm_clock): a sample the GPU ran throttled is discarded and the next one waits for the clock (sample_until,
+/// the rule's min_clock_fraction). NVTX ranges "warm-up" and "timing". Throws CudaError, or std::runtime_error when
+/// the clock does not recover (sample_until).
 StepTiming time_model_steps(int device, const CudaGraph& graph, cudaStream_t stream, int cycle, int layer_steps,
                             const SamplingRule& rule, L2Flusher* flusher,
                             const std::function<void(cudaStream_t)>& before_sample = {});

@@ -10,6 +10,7 @@
 
 #include "harness/reports/anchors.h"
 #include "harness/sweep/experiment_kind.h"
+#include "harness/sweep/result_csv.h"
 
 namespace kvb::claims {
 namespace {
@@ -40,6 +41,15 @@ class Columns {
     const double v = std::strtod(s.c_str(), &end);
     if (errno != 0 || *end != '\0' || !std::isfinite(v))
       throw UsageError(fmt::format("{}: column '{}' value '{}' is not a number", origin_, t_.header[col], s));
+    return v;
+  }
+  /// Field `col` of `row` as a latency in microseconds; nullopt when blank; UsageError when it is not a finite
+  /// number > 0 (a latency of 0 or below would move a claim to another batch).
+  std::optional<double> latency(const std::vector<std::string>& row, size_t col) const {
+    const auto v = number(row, col);
+    if (v && !(*v > 0))
+      throw UsageError(fmt::format("{}: column '{}' value '{}' (allowed: a finite number of microseconds > 0)",
+                                   origin_, t_.header[col], row[col]));
     return v;
   }
   /// True when the row's status is ok (or the table has no status column).
@@ -93,7 +103,7 @@ DecodeRows collect(const CsvTable& t, const std::string& origin, bool anchor_sha
         continue;
     }
     const auto b = c.number(row, batch);
-    const auto us = c.number(row, lat);
+    const auto us = c.latency(row, lat);
     if (!b || !us) continue;
     const auto peer = std::find_if(recurrent_peers().begin(), recurrent_peers().end(),
                                    [&](const RecurrentPeer& p) { return p.variant == row[variant]; });
@@ -311,7 +321,7 @@ std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_contex
   for (const auto& row : short_context.rows) {
     if (!c.ok(row) || row[variant] != "recurrent") continue;
     const auto b = c.number(row, batch);
-    const auto us = c.number(row, lat);
+    const auto us = c.latency(row, lat);
     if (b && us) recurrent[int(*b)] = *us;
   }
   std::optional<StatelessRatio> worst;
@@ -324,7 +334,7 @@ std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_contex
       throw UsageError(fmt::format("{}: column 'stateless' value '{}' is not true or false", origin, flag));
     if (flag != "true") continue;
     const auto b = c.number(row, batch);
-    const auto us = c.number(row, lat);
+    const auto us = c.latency(row, lat);
     if (!b || !us || int(*b) < min_batch) continue;
     // The step at L = B - 1 brings the buffer to B entries: it writes the request's first state (the transition,
     // a flush), so it is not a step that reads only the buffer.
@@ -348,12 +358,21 @@ std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_contex
 }
 
 std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::string& capacity_csv,
-                                      const std::string& short_context_csv, const std::string& spec_verify_csv) {
+                                      const std::string& short_context_csv, const std::string& spec_verify_csv,
+                                      const std::vector<CsvSchema>& schemas) {
+  // Every CSV first, each through the shared validation: a malformed one stops the table before any line of it.
+  const auto read = [&](const std::string& path) -> std::optional<CsvTable> {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) return std::nullopt;
+    return read_result_csv(path, schemas);
+  };
+  const std::optional<CsvTable> decode = read(decode_csv), capacity = read(capacity_csv),
+                                short_context = read(short_context_csv), spec_verify = read(spec_verify_csv);
   std::vector<ClaimLine> lines;
   const std::string decode_claim = "lower decode latency (batch >= 64)";
   const std::string paper_decode = fmt::format("{:.2f}%", kPaperDecodeReduction * 100);
-  if (std::filesystem::is_regular_file(decode_csv)) {
-    const CsvTable t = read_csv_file(decode_csv);
+  if (decode) {
+    const CsvTable& t = *decode;
     const std::string src = display(decode_csv);
     // Plain launches (as the anchors and the peers were measured), then, where the CSV has them, PDL launches.
     for (const std::string launch : {"plain", "pdl"}) {
@@ -404,8 +423,8 @@ std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::
 
   const std::string cap_claim = "requests served with 4 drafts, KVBuffer / recurrent";
   const std::string paper_cap = fmt::format("{:g}x", kPaperCapacityRatio);
-  if (std::filesystem::is_regular_file(capacity_csv)) {
-    const CsvTable t = read_csv_file(capacity_csv);
+  if (capacity) {
+    const CsvTable& t = *capacity;
     const std::string src = display(capacity_csv);
     for (const int b : {4, 8}) {
       if (const auto r = capacity_ratio(t, capacity_csv, b, 4))
@@ -423,8 +442,8 @@ std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::
 
   const std::string short_claim = "stateless short contexts (batch >= 64), KVBuffer / recurrent";
   const std::string paper_short = "no state (no number)";
-  if (std::filesystem::is_regular_file(short_context_csv)) {
-    const CsvTable t = read_csv_file(short_context_csv);
+  if (short_context) {
+    const CsvTable& t = *short_context;
     const std::string src = display(short_context_csv);
     if (const auto s = worst_stateless_ratio(t, short_context_csv)) {
       const bool met = s->ratio <= kTargetStatelessRatio && s->max_state_bytes == 0;
@@ -448,8 +467,8 @@ std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::
   const std::string verify_claim = "verify + accept with 4 drafts (batch >= 64), KVBuffer vs ";
   const std::string paper_verify = "parallel, no states (no number)";
   constexpr int kDrafts = 4;
-  if (std::filesystem::is_regular_file(spec_verify_csv)) {
-    const CsvTable t = read_csv_file(spec_verify_csv);
+  if (spec_verify) {
+    const CsvTable& t = *spec_verify;
     const std::string src = display(spec_verify_csv);
     const Columns c(t, spec_verify_csv);
     const size_t acc_col = c.need("accepted"), variant = c.need("variant");

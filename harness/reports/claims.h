@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/sweep/csv.h"
+#include "harness/sweep/result_csv.h"
 
 namespace kvb::claims {
 
@@ -152,10 +153,12 @@ struct ClaimLine {
 /// absent: its claims say "not measured"): decode reduction at batch >= 64 against the fastest recurrent decode
 /// measured and against each of recurrent_peers() (measured in the CSV, else its anchor, the source saying which); capacity ratio with 4 drafts at B = 4 and B = 8; stateless short contexts (worst_stateless_ratio at
 /// batch >= 64 against kTargetStatelessRatio); verify + accept with 4 drafts against recurrent and against SGLang
-/// (worst_verify_speedup for every accepted setting of the CSV, plain and PDL launches). Throws UsageError for a
-/// malformed CSV.
+/// (worst_verify_speedup for every accepted setting of the CSV, plain and PDL launches). Every CSV present is read
+/// and validated first (read_result_csv with `schemas`, harness/sweep/result_csv.h). Throws UsageError naming the
+/// file and line of a CSV that is malformed or breaks a rule.
 std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::string& capacity_csv,
-                                      const std::string& short_context_csv, const std::string& spec_verify_csv);
+                                      const std::string& short_context_csv, const std::string& spec_verify_csv,
+                                      const std::vector<CsvSchema>& schemas);
 
 /// The table as aligned text, one claim per line, with a header.
 std::string format_claims(const std::vector<ClaimLine>& lines);

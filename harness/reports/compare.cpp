@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/sweep/result_csv.h"
 #include "harness/sweep/table_keys.h"
 
 namespace kvb {
@@ -110,6 +111,9 @@ Comparison compare_tables(const CsvInput& baseline, const CsvInput& candidate, c
                           const CompareOptions& options) {
   if (!(options.threshold_pct >= 0 && options.threshold_pct <= 1000))
     throw UsageError(fmt::format("--threshold {}: allowed: a percentage in [0, 1000]", options.threshold_pct));
+  const std::vector<CsvSchema> schemas = csv_schemas(kinds);
+  validate_result_table(baseline.table, schemas, baseline.path);
+  validate_result_table(candidate.table, schemas, candidate.path);
   const Side base = read_side(baseline, kinds, options.metric), cand = read_side(candidate, kinds, options.metric);
   if (base.axis_columns != cand.axis_columns)
     throw UsageError(fmt::format("{}: axis columns ({}) differ from {}'s ({}); compare CSVs of one experiment kind",

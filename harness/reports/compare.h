@@ -57,11 +57,12 @@ struct Comparison {
   int exit_code() const { return count(Verdict::slower) ? 1 : 0; }
 };
 
-/// Matches the status-ok rows of both files by experiment and axis columns (csv_axis_columns with `kinds`; both files
-/// must have the same axis columns) and classifies every common point. Throws UsageError (exit 2) naming the file and
-/// column for: a bad threshold (naming --threshold), a missing column, a latency that is not a positive number, a
-/// point listed twice in one file, no common points, or (unless allow_different_gpu) a common point whose "gpu"
-/// values differ (naming --allow-different-gpu).
+/// Validates both files (validate_result_table with the schemas of `kinds`, harness/sweep/result_csv.h: known
+/// columns, finite positive latencies with p10 <= median <= p90, one row per point, one GPU), matches their
+/// status-ok rows by experiment and axis columns (csv_axis_columns with `kinds`; both files must have the same axis
+/// columns) and classifies every common point. Throws UsageError (exit 2) naming the file, line and column for: a
+/// bad threshold (naming --threshold), a file that breaks a rule, no common points, or (unless allow_different_gpu)
+/// a common point whose "gpu" values differ (naming --allow-different-gpu).
 Comparison compare_tables(const CsvInput& baseline, const CsvInput& candidate, const std::vector<ExperimentKind>& kinds,
                           const CompareOptions& options);
 

@@ -1,5 +1,6 @@
 // TOML config loading, --set overrides and axis resolution (config.h).
 #include "harness/sweep/config.h"
+#include "harness/sweep/input_file.h"
 #include "harness/sweep/toml_parse.h"
 
 #include <algorithm>
@@ -7,8 +8,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -127,12 +126,8 @@ SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& 
 }
 
 SweepConfig load_sweep_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("--config {}: cannot read the file (does it exist?)", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw UsageError(fmt::format("--config {}: cannot read the file", path));
-  return parse_sweep_config(text.str(), path);
+  return parse_sweep_config(
+      read_input_file(path, "--config", "a sweep config, a TOML file such as experiments/decode_latency.toml"), path);
 }
 
 AxisValues parse_axis_override(const std::string& text) {

@@ -1,20 +1,13 @@
 // CSV quoting and parsing (csv.h).
 #include "harness/sweep/csv.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
+
+#include "harness/sweep/input_file.h"
 
 namespace kvb {
 
@@ -47,8 +40,13 @@ std::string csv_line(const std::vector<std::string>& fields) {
   return out + '\n';
 }
 
-CsvTable parse_csv(const std::string& text, const std::string& origin) {
+CsvTable parse_csv(const std::string& input, const std::string& origin) {
+  // A byte-order mark is no part of the first column's name (spreadsheets save UTF-8 CSVs with one).
+  const std::string_view bom = "\xEF\xBB\xBF";
+  const std::string_view text =
+      std::string_view(input).substr(std::string_view(input).rfind(bom, 0) == 0 ? bom.size() : 0);
   std::vector<std::vector<std::string>> records;
+  std::vector<size_t> record_lines;
   std::vector<std::string> record;
   std::string field;
   bool quoted = false;       // inside a quoted field
@@ -58,6 +56,7 @@ CsvTable parse_csv(const std::string& text, const std::string& origin) {
     record.push_back(std::move(field));
     field.clear();
     records.push_back(std::move(record));
+    record_lines.push_back(record_line);
     record.clear();
     field_started = false;
   };
@@ -110,9 +109,10 @@ CsvTable parse_csv(const std::string& text, const std::string& origin) {
   for (size_t r = 1; r < records.size(); ++r) {
     if (records[r].size() == 1 && records[r][0].empty()) continue;  // blank line
     if (records[r].size() != table.header.size())
-      throw UsageError(fmt::format("{}: malformed CSV: record {} has {} fields, the header has {}", origin, r + 1,
+      throw UsageError(fmt::format("{}:{}: malformed CSV: {} fields, the header has {}", origin, record_lines[r],
                                    records[r].size(), table.header.size()));
     table.rows.push_back(std::move(records[r]));
+    table.lines.push_back(record_lines[r]);
   }
   return table;
 }
@@ -125,12 +125,8 @@ std::string format_csv(const CsvTable& table) {
 
 CsvTable read_csv_file(const std::string& path) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) return {};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("--out {}: cannot read the existing file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_csv(text.str(), path);
+  if (!fs::exists(fs::symlink_status(path, ec))) return {};
+  return parse_csv(read_input_file(path, "--out", "a result CSV of kvb sweep to resume"), path);
 }
 
 std::string utc_timestamp() {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/sweep/result_csv.h"
 #include "harness/sweep/table_keys.h"
 
 namespace kvb {
@@ -14,14 +15,14 @@ namespace kvb {
 MergeResult merge_csv_tables(std::vector<CsvInput> inputs, const std::vector<ExperimentKind>& kinds,
                              const MergeSpec& spec) {
   if (inputs.empty()) throw UsageError("kvb merge: give at least one input CSV");
+  const std::vector<CsvSchema> schemas = csv_schemas(kinds);
+  for (const CsvInput& in : inputs) validate_result_table(in.table, schemas, in.path);
   // An input written before its kind gained an axis is read with that column put back, as resuming reads it.
   for (CsvInput& in : inputs)
     if (const ExperimentKind* kind = csv_kind(in.table.header, kinds)) upgrade_older_header(*kind, in.table, in.path);
   MergeResult result;
   const std::vector<std::string>& header = spec.header.empty() ? inputs[0].table.header : spec.header;
   for (const auto& in : inputs) {
-    if (in.table.header.empty())
-      throw UsageError(fmt::format("{}: empty file (no header; is it a kvb sweep CSV?)", in.path));
     if (in.table.header != header)
       throw UsageError(fmt::format("{}: header differs from {} (expected: {})", in.path,
                                    spec.header.empty() ? inputs[0].path : "the config's experiment kind",
@@ -36,6 +37,7 @@ MergeResult merge_csv_tables(std::vector<CsvInput> inputs, const std::vector<Exp
 
   std::string experiment = spec.experiment;
   std::string experiment_from = "the config";
+  std::string gpu_from;
   std::map<std::string, std::string> file_of;                                 // point key -> input path
   std::vector<std::pair<std::string, const std::vector<std::string>*>> rows;  // (key, row) in input order
   for (const auto& in : inputs) {
@@ -53,9 +55,16 @@ MergeResult merge_csv_tables(std::vector<CsvInput> inputs, const std::vector<Exp
         throw UsageError(fmt::format("{}: point {} is also in {} (each point must come from one shard)", in.path,
                                      keyer.label(row), it->second));
       rows.emplace_back(key, &row);
-      if (gpu_col < header.size() && !row[gpu_col].empty() &&
-          std::find(result.gpus.begin(), result.gpus.end(), row[gpu_col]) == result.gpus.end())
-        result.gpus.push_back(row[gpu_col]);
+      if (gpu_col < header.size() && !row[gpu_col].empty()) {
+        if (result.gpu.empty()) {
+          result.gpu = row[gpu_col];
+          gpu_from = in.path;
+        } else if (row[gpu_col] != result.gpu) {
+          throw UsageError(fmt::format("{}: gpu '{}' differs from '{}' in {} (allowed: shards measured on one GPU "
+                                       "model; a result CSV holds one GPU's runs)",
+                                       in.path, row[gpu_col], result.gpu, gpu_from));
+        }
+      }
     }
   }
 

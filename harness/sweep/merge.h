@@ -24,18 +24,19 @@ struct MergeSpec {
                                        ///< the input order (file by file, row by row)
 };
 
-/// The merged table and facts worth a note.
+/// The merged table and the GPU its rows ran on.
 struct MergeResult {
   CsvTable table;
-  std::vector<std::string> gpus;  ///< distinct non-empty "gpu" values, in order of first appearance
+  std::string gpu;  ///< the rows' "gpu" value ("" when no row has one)
 };
 
-/// Joins the rows of `inputs`. Every input needs a header equal to the first input's (and to spec.header when given),
-/// after a CSV written before its kind gained an axis has had that column put back (upgrade_older_header);
-/// every row the same "experiment" value (spec.experiment when given); no point (experiment and axis columns, see
-/// csv_axis_columns with `kinds`) may appear twice. Header-only inputs (an empty shard) are fine. With grid_keys the
-/// rows come in grid order, rows of points outside the grid after them in input order. Throws UsageError naming the
-/// offending file (and the first file holding a duplicate point) and the column.
+/// Joins the rows of `inputs`. Every input must pass validate_result_table (result_csv.h) as a CSV of one of `kinds`
+/// and needs a header equal to the first input's (and to spec.header when given), after a CSV written before its
+/// kind gained an axis has had that column put back (upgrade_older_header); every row the same "experiment" value
+/// (spec.experiment when given) and the same "gpu"; no point (experiment and axis columns, see csv_axis_columns with
+/// `kinds`) may appear twice. Header-only inputs (an empty shard) are fine. With grid_keys the rows come in grid
+/// order, rows of points outside the grid after them in input order. Throws UsageError naming the offending file
+/// (and the first file holding a duplicate point or another GPU) and the column.
 MergeResult merge_csv_tables(std::vector<CsvInput> inputs, const std::vector<ExperimentKind>& kinds,
                              const MergeSpec& spec = {});
 

@@ -3,19 +3,18 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/sweep/interrupt.h"
+#include "harness/sweep/result_csv.h"
 #include "harness/sweep/table_keys.h"
 
 namespace kvb {
 namespace {
-
-namespace fs = std::filesystem;
 
 /// Key of a row: experiment and axis values, "\x1f"-separated.
 std::string row_key(const std::string& experiment, const std::vector<std::string>& axis_values) {
@@ -146,12 +145,12 @@ std::string format_duration(double seconds) {
 CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path) {
   CsvTable table = read_csv_file(path);
   if (table.header.empty()) return table;
-  const auto cols = csv_columns(kind);
-  if (table.header != cols && !upgrade_older_header(kind, table, path))
-    throw UsageError(fmt::format(
-        "--out {}: the existing file's header does not match experiment kind {} (expected: {}); move it away or "
-        "choose another --out",
-        path, kind.name, fmt::join(cols, ",")));
+  try {
+    validate_result_table(table, {csv_schema(kind)}, path);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("--out {}; move the file away or choose another --out", e.what()));
+  }
+  upgrade_older_header(kind, table, path);
   return table;
 }
 
@@ -188,6 +187,7 @@ SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& poi
   using clock = std::chrono::steady_clock;
   const auto cols = csv_columns(kind);
   const size_t status_col = column_index(cols, "status");
+  check_output_writable(options.out_path);  // before any point runs: a point's row must be writable
   CsvTable table = load_resume_table(kind, options.out_path);
   if (table.header.empty()) table.header = cols;
 
@@ -202,12 +202,6 @@ SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& poi
   std::map<std::string, size_t> row_of;  // key -> index in table.rows
   for (size_t r = 0; r < table.rows.size(); ++r) row_of[table_row_key(kind, table.rows[r])] = r;
   const std::vector<bool> done = finished_points(kind, options.experiment, points, table);
-
-  const fs::path parent = fs::path(options.out_path).parent_path();
-  std::error_code ec;
-  if (!parent.empty() && !fs::exists(parent, ec) && !fs::create_directories(parent, ec))
-    throw UsageError(fmt::format("--out {}: cannot create folder '{}': {}", options.out_path, parent.string(),
-                                 ec.message()));
 
   SweepSummary summary;
   summary.points = points.size();
@@ -226,6 +220,11 @@ SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& poi
     if (done[i]) {
       summary.rows.push_back(table.rows[row_of.at(key)]);
       ++summary.ok;
+      continue;
+    }
+    if (interrupt_signal()) {  // between points: every finished point is in the file
+      summary.signal = interrupt_signal();
+      ++summary.not_run;
       continue;
     }
     const auto start = clock::now();
@@ -263,7 +262,13 @@ SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& poi
   }
 
   print_summary(options.summary, kind, cols, points, summary.rows);
-  if (options.summary)
+  if (options.summary && summary.signal)
+    fmt::print(options.summary,
+               "kvb sweep: stopped by {} between points: {} of {} points finished ({} ok, {} failed, {} done "
+               "earlier), {} not run; {} holds every finished point; run the same command again to resume\n",
+               signal_name(summary.signal), summary.ok + summary.failed, summary.points, summary.ok, summary.failed,
+               summary.skipped, summary.not_run, options.out_path);
+  else if (options.summary)
     fmt::print(options.summary, "kvb sweep: {} points: {} ok, {} failed ({} done earlier); results in {}\n",
                summary.points, summary.ok, summary.failed, summary.skipped, options.out_path);
   return summary;

@@ -23,14 +23,17 @@ struct SweepOptions {
 /// including points skipped because an earlier run finished them.
 struct SweepSummary {
   size_t points = 0, skipped = 0, ok = 0, failed = 0;
+  size_t not_run = 0;  ///< points left when a signal stopped the sweep
+  int signal = 0;      ///< SIGINT or SIGTERM when one stopped the sweep between points (interrupt.h), else 0
   std::vector<std::vector<std::string>> rows;
 };
 
-/// Reads the CSV at `path` for resuming: an empty table when absent. A file written before the kind gained an axis
-/// (AxisSpec::added_later, one default; e.g. no `launch` column) is read with that column put back (the default
-/// where the axis applies to the row's variant), and the sweep's next write of the file carries the whole header.
-/// Throws UsageError naming the file when it is malformed or its header is neither csv_columns(kind) nor such an
-/// older header.
+/// Reads the CSV at `path` for resuming: an empty table when absent. The file must pass validate_result_table
+/// (result_csv.h) as a CSV of `kind`. A file written before the kind gained an axis or a result column
+/// (AxisSpec::added_later, one default; ExperimentKind::results_added_later) is read with that column put back (the
+/// axis's default where it applies to the row's variant; an empty result), and the sweep's next write of the file
+/// carries the whole header. Throws UsageError naming --out, the file and the line when it is malformed or breaks a
+/// rule.
 CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path);
 
 /// For each point: true when `table` holds an "ok" row for it (same experiment and axis values).
@@ -47,7 +50,9 @@ void report_rows_outside_grid(std::FILE* out, size_t count, const std::string& p
 
 /// Runs the sweep. Points with an "ok" row in the existing file are skipped; failed rows are run again and replaced
 /// in place; new rows are appended; rows of other points are kept. After each point the whole file is rewritten
-/// atomically (write_file_atomic), so an interrupted sweep leaves a complete file and re-running resumes it.
+/// atomically (write_file_atomic), so an interrupted sweep leaves a complete file and re-running resumes it. When
+/// SIGINT or SIGTERM was recorded (interrupt.h, InterruptMode::between_steps), no further point starts: the summary
+/// says which signal, how many points finished and how many were not run.
 /// An exception from ExperimentKind::run is caught and recorded as status "failed: <what()>" (one line); the sweep
 /// goes on. Throws UsageError for a bad existing file or output folder, std::runtime_error when writing fails.
 SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& points, SweepContext& ctx,

@@ -1,6 +1,8 @@
 // Worker processes with prefixed output (workers.h).
 #include "harness/sweep/workers.h"
 
+#include "harness/sweep/interrupt.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -10,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -19,11 +22,13 @@ extern char** environ;
 namespace kvb {
 namespace {
 
-/// A started worker: its pid, the read end of its output pipe (-1 once at EOF), and its unfinished output line.
+/// A started worker: its pid (registered for the signal handler), the read end of its output pipe (-1 once at EOF),
+/// and its unfinished output line.
 struct Running {
   pid_t pid = -1;
   int fd = -1;
   std::string pending;
+  std::unique_ptr<RegisteredChild> registered;
 };
 
 pid_t spawn_one(const WorkerSpec& w, int* read_fd) {
@@ -35,11 +40,19 @@ pid_t spawn_one(const WorkerSpec& w, int* read_fd) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  // A process group of its own: a Ctrl-C at the terminal reaches the parent only, which passes it on once (a second
+  // SIGINT would make the worker stop at once instead of between its steps).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
   std::vector<char*> argv;
   for (const auto& a : w.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int rc = w.search_path ? ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ)
+                               : ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
   if (rc != 0) {
@@ -81,7 +94,13 @@ std::vector<int> run_workers(const std::vector<WorkerSpec>& workers, std::FILE* 
     Running r;
     try {
       r.pid = spawn_one(w, &r.fd);
+      r.registered = std::make_unique<RegisteredChild>(r.pid);
     } catch (...) {
+      if (r.pid > 0) {
+        ::kill(r.pid, SIGTERM);
+        ::close(r.fd);
+        wait_exit_code(r.pid);
+      }
       for (auto& s : running) {
         ::kill(s.pid, SIGTERM);
         ::close(s.fd);
@@ -94,7 +113,12 @@ std::vector<int> run_workers(const std::vector<WorkerSpec>& workers, std::FILE* 
 
   size_t open = running.size();
   char buf[4096];
+  int forwarded = 0;  // the signal passed on to the workers (each stops between its own steps)
   while (open > 0) {
+    if (const int sig = interrupt_signal(); sig && !forwarded) {
+      for (const auto& r : running) ::kill(r.pid, sig);
+      forwarded = sig;
+    }
     std::vector<pollfd> fds;
     std::vector<size_t> which;
     for (size_t i = 0; i < running.size(); ++i)

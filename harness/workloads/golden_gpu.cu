@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 #include "core/cuda_check.h"
 #include "kernels/gdn_params.h"
@@ -69,7 +70,13 @@ std::vector<double> as_double(const std::vector<float>& x) { return {x.begin(), 
 
 }  // namespace
 
+std::string golden_gpu_skip_reason(const ref::GoldenCase& c) {
+  const std::string why = validate_shape(c.shape);
+  return why.empty() ? "" : "the GPU kernels do not take this shape: " + why;
+}
+
 std::vector<ref::TensorCheck> check_golden_gpu(const ref::GoldenCase& c) {
+  if (const std::string why = golden_gpu_skip_reason(c); !why.empty()) throw std::invalid_argument(c.path + ": " + why);
   const GdnShape& s = c.shape;
   const int N = c.N, Tn = c.T, HV = s.heads_v, V = s.head_dim_v;
   const size_t o_tok = size_t(N) * HV * V;

@@ -272,9 +272,11 @@ TEST(CapacityCli, BadInputExits2WithOneLineAndNoCsv) {
       {"--budget-gib 80 --layers 0", "--layers"},
       {"--budget-gib 80 --heads-v 24", "--heads-v"},
       {"--budget-gib 80 --config '" + dir.file("absent.toml") + "'", "absent.toml"},
-      {"--budget-gib 80 --config ''", "--config: empty value (allowed: a file path)"},
-      {"--budget-gib ''", "--budget-gib: empty value (allowed: a number of GiB in (0, 1e6))"},
-      {"--budget-gib 80 --reserve-gib 1e7", "--reserve-gib 10000000: allowed: a number of GiB in [0, 1e6)"},
+      {"--budget-gib 80 --config ''", "--config: empty value (allowed: a TOML file such as experiments/capacity.toml)"},
+      {"--budget-gib ''", "--budget-gib: '' is not a finite number (allowed: a number of GiB > 0 and <= 1e+06)"},
+      {"--budget-gib 80 --reserve-gib 1e7", "--reserve-gib: 1e7 is out of range (allowed: a number of GiB >= 0"},
+      {"--budget-gib 80 --layers abc", "--layers: 'abc' is not an integer (allowed: integers 1 to 10000)"},
+      {"--budget-gib 80 --config '" + dir.path().string() + "'", "is a directory (allowed: a capacity config"},
   };
   for (const auto& [args, names] : cases) {
     const Result r = run_kvb(dir, "capacity " + args + out);

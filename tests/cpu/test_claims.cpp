@@ -10,9 +10,11 @@
 
 #include "cli_runner.h"
 #include "harness/measure/device_info.h"
+#include "harness/kinds/registry.h"
 #include "harness/reports/claims.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/experiment_kind.h"
+#include "test_regression_support.h"
 #include "test_sweep_support.h"
 
 namespace kvb {
@@ -276,10 +278,11 @@ TEST(Claims, StatelessRatioNeedsItsColumnsAndABooleanFlag) {
 TEST(Claims, TableNamesEveryClaimAndItsSource) {
   TempDir dir;
   const std::string decode = dir.file("decode.csv"), cap = dir.file("cap.csv"), shortc = dir.file("short.csv");
-  test::write_text(decode, format_csv(synthetic_decode()));
-  test::write_text(cap, format_csv(synthetic_capacity(true)));
-  test::write_text(shortc, format_csv(synthetic_short_context()));
-  const std::string table = claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv")));
+  test::write_text(decode, format_csv(test::as_result_table(synthetic_decode(), "decode")));
+  test::write_text(cap, format_csv(test::as_result_table(synthetic_capacity(true), "capacity")));
+  test::write_text(shortc, format_csv(test::as_result_table(synthetic_short_context(), "short_context")));
+  const std::string table =
+      claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv"), result_schemas()));
   EXPECT_NE(table.find(fmt::format("{:.1f}%", (1.0 - 4.0 / 80.0) * 100)), std::string::npos) << table;
   EXPECT_NE(table.find(fmt::format("{:.2f}x (931 vs 190)", 931.0 / 190.0)), std::string::npos) << table;
   EXPECT_NE(table.find(fmt::format("{:.2f}x (893 vs 190)", 893.0 / 190.0)), std::string::npos) << table;
@@ -294,8 +297,8 @@ TEST(Claims, TableNamesEveryClaimAndItsSource) {
       << table;
   EXPECT_NE(table.find(decode), std::string::npos);
 
-  const std::string missing = claims::format_claims(
-      claims::compute_claims(dir.file("a.csv"), dir.file("b.csv"), dir.file("c.csv"), dir.file("d.csv")));
+  const std::string missing = claims::format_claims(claims::compute_claims(
+      dir.file("a.csv"), dir.file("b.csv"), dir.file("c.csv"), dir.file("d.csv"), result_schemas()));
   EXPECT_NE(missing.find("a.csv not found"), std::string::npos) << missing;
   EXPECT_NE(missing.find("b.csv not found"), std::string::npos) << missing;
   EXPECT_NE(missing.find("c.csv not found"), std::string::npos) << missing;
@@ -382,9 +385,9 @@ TEST(Claims, VerifySpeedupTakesTheWorstBatchAndTheFastestBufferSize) {
 TEST(Claims, VerifyLinesGiveEveryAcceptedSettingAndTheTargets) {
   TempDir dir;
   const std::string spec = dir.file("spec.csv");
-  test::write_text(spec, format_csv(synthetic_spec_verify()));
+  test::write_text(spec, format_csv(test::as_result_table(synthetic_spec_verify(), "spec_verify")));
   const std::string table = claims::format_claims(
-      claims::compute_claims(dir.file("a.csv"), dir.file("b.csv"), dir.file("c.csv"), spec));
+      claims::compute_claims(dir.file("a.csv"), dir.file("b.csv"), dir.file("c.csv"), spec, result_schemas()));
   EXPECT_NE(table.find("all: 3.64x (worst of 2 batches: 64, B = 16: 55.00 vs 200.0 us, 1.25x its floor, 4x needs "
                        "1.14x); 0.7: 4.40x (worst of 1 batch: 64, B = 8: 50.00 vs 220.0 us, 1.25x its floor, 4x "
                        "needs 1.38x); target >= 4x: missed"),
@@ -406,24 +409,25 @@ TEST(Claims, StatelessTargetIsMissedAboveHalfOrWithStateBytes) {
   const std::string decode = dir.file("decode.csv"), cap = dir.file("cap.csv"), shortc = dir.file("short.csv");
   CsvTable slow = synthetic_short_context();
   slow.rows[4][8] = "48";  // batch 64, L = 14: 0.6x recurrent
-  test::write_text(shortc, format_csv(slow));
-  std::string table = claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv")));
+  test::write_text(shortc, format_csv(test::as_result_table(slow, "short_context")));
+  std::string table =
+      claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv"), result_schemas()));
   EXPECT_NE(table.find("0.60x (48.00 vs 80.00 us), state bytes 0; target <= 0.5x, no state: missed"),
             std::string::npos)
       << table;
 
   CsvTable with_state = synthetic_short_context();
   with_state.rows[3][6] = "4096";  // batch 64, L = 1: a stateless row that reports state bytes
-  test::write_text(shortc, format_csv(with_state));
-  table = claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv")));
+  test::write_text(shortc, format_csv(test::as_result_table(with_state, "short_context")));
+  table = claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv"), result_schemas()));
   EXPECT_NE(table.find("0.45x (36.00 vs 80.00 us), state bytes 4096; target <= 0.5x, no state: missed"),
             std::string::npos)
       << table;
 
   CsvTable no_stateless = synthetic_short_context();
   for (auto& row : no_stateless.rows) row[5] = "false";
-  test::write_text(shortc, format_csv(no_stateless));
-  table = claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv")));
+  test::write_text(shortc, format_csv(test::as_result_table(no_stateless, "short_context")));
+  table = claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv"), result_schemas()));
   EXPECT_NE(table.find("no stateless KVBuffer row at batch >= 64 with a recurrent row at its batch"),
             std::string::npos)
       << table;
@@ -460,7 +464,7 @@ TEST(CliReproduce, WithoutGpuRunsWhatNeedsNoneAndPrintsTheCommittedClaims) {
   const auto committed = claims::compute_claims((src / "results/decode_latency.csv").string(),
                                                 (src / "results/capacity.csv").string(),
                                                 (src / "results/short_context.csv").string(),
-                                                (src / "results/spec_verify.csv").string());
+                                                (src / "results/spec_verify.csv").string(), result_schemas());
   ASSERT_FALSE(committed.empty());
   for (const auto& line : committed)
     EXPECT_NE(r.out.find(line.measured), std::string::npos) << line.measured << "\n" << r.out;

@@ -83,7 +83,7 @@ TEST_F(CliCompare, UnusableInputExits2WithOneLine) {
                         Case{"base.csv", "same.csv", "--threshold abc", "--threshold"},
                         Case{"base.csv", "same.csv", "--metric ''", "--metric"},
                         Case{"base.csv", "same.csv", "--metric latency", "--metric"},
-                        Case{"base.csv", "folder", "", "folder: not a regular file"}}) {
+                        Case{"base.csv", "folder", "", "folder: is a directory"}}) {
     const Result r = compare(c.base, c.cand, c.flags);
     EXPECT_EQ(r.code, 2) << c.cand << " " << c.flags << ": " << r.err;
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << r.err;

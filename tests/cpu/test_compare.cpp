@@ -46,6 +46,23 @@ TEST(CompareRule, SpreadAndThresholdBothDecide) {
   EXPECT_EQ(classify(base, {100, 99, 101}, 0), Verdict::same);
 }
 
+TEST(CompareRule, ThresholdDecidesOnBothSidesWithTheSpreadsApart) {
+  // Tight spreads that never overlap the baseline's: only the threshold decides. A change of 3% at a 5% threshold is
+  // no change either way; 6% is, faster or slower; exactly 5% is not (the rule's inequalities are strict).
+  const Latency base{100, 99.9, 100.1};
+  const auto at = [](double median) { return Latency{median, median - 0.1, median + 0.1}; };
+  EXPECT_EQ(classify(base, at(97), 5), Verdict::same);
+  EXPECT_EQ(classify(base, at(103), 5), Verdict::same);
+  EXPECT_EQ(classify(base, at(94), 5), Verdict::faster);
+  EXPECT_EQ(classify(base, at(106), 5), Verdict::slower);
+  EXPECT_EQ(classify(base, at(95), 5), Verdict::same);
+  EXPECT_EQ(classify(base, at(105), 5), Verdict::same);
+  EXPECT_EQ(classify(base, at(97), 2), Verdict::faster);
+  EXPECT_EQ(classify(base, at(103), 2), Verdict::slower);
+  EXPECT_EQ(classify(base, at(50), 60), Verdict::same);
+  EXPECT_EQ(classify(base, at(39), 60), Verdict::faster);
+}
+
 TEST_F(CompareTest, IdenticalFilesAreAllSame) {
   const Comparison c = run(base.table);
   ASSERT_EQ(c.points.size(), points.size());

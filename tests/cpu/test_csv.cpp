@@ -81,9 +81,13 @@ TEST(Csv, FailedAtomicWriteLeavesOldFileAndNoTemp) {
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
   EXPECT_EQ(entries, 2u);  // r.csv and folder.csv
 
-  // Missing folder: nothing is created.
-  EXPECT_THROW(write_file_atomic(dir.file("no/such/dir/r.csv"), "a\n"), std::runtime_error);
-  EXPECT_FALSE(std::filesystem::exists(dir.file("no")));
+  // A folder that cannot be made (a file is in the way): nothing is created.
+  write_text(dir.file("plain"), "x");
+  EXPECT_THROW(write_file_atomic(dir.file("plain/sub/r.csv"), "a\n"), std::runtime_error);
+  EXPECT_EQ(read_text(dir.file("plain")), "x");
+  // Missing folders are made.
+  write_file_atomic(dir.file("no/such/dir/r.csv"), "a\n");
+  EXPECT_EQ(read_text(dir.file("no/such/dir/r.csv")), "a\n");
 }
 
 TEST(Csv, TruncatedLastRecordIsMalformed) {

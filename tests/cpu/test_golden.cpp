@@ -12,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "harness/workloads/golden_gpu.h"
 #include "reference/gdn_reference.h"
 #include "reference/golden_case.h"
 
@@ -285,6 +286,35 @@ TEST_F(GoldenFormat, UnknownTensorRankOrName) {
   l = tiny_case();
   l[4] = "T 2";
   expect_error(l, 5, "expected '# comment', 'key: value' or 'tensor NAME RANK D0 D1 ...'");
+}
+
+TEST_F(GoldenFormat, AFileCutInItsLastNumberIsMalformed) {
+  // Cut in the middle of its last number the file still holds as many values, and would only fail the comparison:
+  // the missing line end gives it away.
+  std::vector<std::string> lines = tiny_case();
+  lines.back() = "1 2 3 4 5 6.25";
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  const std::string path = (dir_ / "cut.gdn").string();
+  std::ofstream(path) << text.substr(0, text.size() - 2);  // "... 5 6.2", no line end
+  try {
+    load_golden_case(path);
+    ADD_FAILURE() << "a file cut short was read";
+  } catch (const GoldenFormatError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ":34: the last line has no line end (a file cut short?)");
+  }
+  EXPECT_THROW(load_golden_case(dir_.string()), std::runtime_error);  // a folder
+}
+
+TEST_F(GoldenFormat, ACaseTheKernelsDoNotTakeIsSkippedByTheGpuWithTheReason) {
+  const GoldenCase tiny = load_golden_case(write(tiny_case()));  // K = 2, V = 3
+  EXPECT_EQ(golden_gpu_skip_reason(tiny),
+            "the GPU kernels do not take this shape: head_dim_k = 2 is not supported (allowed: 32, 64, 128, 256)");
+  for (const auto& e : fs::directory_iterator(std::string(KVB_TEST_DATA_DIR) + "/golden")) {
+    if (e.path().extension() != ".gdn") continue;
+    EXPECT_EQ(golden_gpu_skip_reason(load_golden_case(e.path().string())), "") << e.path();
+  }
+  EXPECT_EQ(golden_gpu_engines(), (std::vector<std::string>{"gpu-recurrent", "gpu-kvbuffer"}));
 }
 
 TEST_F(GoldenFormat, UnreadableFileIsNotAFormatError) {

@@ -2,7 +2,10 @@
 // config file) and synthetic result CSVs whose latencies follow a closed form the tests recompute.
 #pragma once
 
+#include <algorithm>
 #include <functional>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -10,6 +13,7 @@
 #include "harness/sweep/config.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/grid.h"
+#include "harness/sweep/result_csv.h"
 
 namespace kvb::test {
 
@@ -94,6 +98,50 @@ inline std::function<SyntheticRow(size_t, const Point&)> scaled(double scale, do
     const double m = scale * synthetic_median_us(p);
     return SyntheticRow{m, m * (1.0 - spread), m * (1.0 + spread)};
   };
+}
+
+/// `partial` (a table with some of a kind's columns, as the claims tests build them) as a whole result CSV of
+/// `kind` (a schema of result_schemas(): "decode", "spec_verify", "short_context", "capacity"), every column filled
+/// as kvb writes it: from `partial` where it has the column; an axis the kind applies to the row's variant its
+/// default; a latency its group's median, else the row's first latency median (every ok row holds all its
+/// latencies); anything else empty.
+inline CsvTable as_result_table(const CsvTable& partial, const std::string& kind) {
+  const auto& schemas = result_schemas();
+  const auto schema = std::find_if(schemas.begin(), schemas.end(), [&](const CsvSchema& s) { return s.kind == kind; });
+  if (schema == schemas.end()) throw std::invalid_argument("no result schema " + kind);
+  const ExperimentKind* k = kind == "capacity" ? nullptr : &find_experiment_kind(kind);
+  const auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  CsvTable t;
+  t.header = schema->columns;
+  for (const auto& row : partial.rows) {
+    const auto get = [&](const std::string& name) -> std::optional<std::string> {
+      const auto at = std::find(partial.header.begin(), partial.header.end(), name);
+      if (at == partial.header.end()) return std::nullopt;
+      return row[size_t(at - partial.header.begin())];
+    };
+    std::optional<std::string> any_median;
+    for (size_t i = 0; i < partial.header.size() && !any_median; ++i)
+      if (ends_with(partial.header[i], "_us_median") && !row[i].empty()) any_median = row[i];
+    std::vector<std::string> full;
+    for (const auto& c : t.header) {
+      std::string v;
+      if (const auto given = get(c)) {
+        v = *given;
+      } else if (k && std::any_of(k->axes.begin(), k->axes.end(), [&](const AxisSpec& a) { return a.name == c; })) {
+        const AxisSpec& a =
+            *std::find_if(k->axes.begin(), k->axes.end(), [&](const AxisSpec& x) { return x.name == c; });
+        if (!k->applies || k->applies(get("variant").value_or(""), c)) v = a.defaults.front();
+      } else if (ends_with(c, "_us_median") || ends_with(c, "_us_p10") || ends_with(c, "_us_p90")) {
+        const std::string group = c.substr(0, c.rfind('_'));
+        v = get(group + "_median").value_or(any_median.value_or(""));
+      }
+      full.push_back(v);
+    }
+    t.rows.push_back(std::move(full));
+  }
+  return t;
 }
 
 }  // namespace kvb::test

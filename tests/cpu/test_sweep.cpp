@@ -1,12 +1,14 @@
 // Grid product and the sweep engine with a fake experiment kind (harness/sweep/grid.h, sweep.h).
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
 #include "harness/sweep/config.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/grid.h"
+#include "harness/sweep/interrupt.h"
 #include "harness/sweep/sweep.h"
 #include "test_sweep_support.h"
 
@@ -295,17 +297,18 @@ TEST_F(SweepRun, RowsOfAnotherGridAreKeptAndReported) {
   const auto pts = points(kind, "1, 4");
   run_sweep(kind, pts, ctx, options);
   EXPECT_EQ(rows_outside_grid(kind, options.experiment, pts, table()), 0u);
-  // One row gets a variant this kvb does not know, and another is appended twice from a grid of batch 2: three rows
-  // (duplicates counted) are no point of the grid.
+  // One row gets a variant this kvb does not know, and two are appended from grids of batch 2 and 5: three rows are
+  // no point of the grid.
   CsvTable t = table();
   t.rows[0][col(t, "variant")] = "mystery";
-  std::vector<std::string> other = t.rows[1];
-  other[col(t, "batch")] = "2";
-  t.rows.push_back(other);
-  t.rows.push_back(other);
+  for (const char* batch : {"2", "5"}) {
+    std::vector<std::string> other = t.rows[1];
+    other[col(t, "batch")] = batch;
+    t.rows.push_back(other);
+  }
   write_file_atomic(options.out_path, format_csv(t));
   EXPECT_EQ(rows_outside_grid(kind, options.experiment, pts, table()), 3u);
-  EXPECT_EQ(rows_outside_grid(kind, options.experiment, points(kind, "1, 2, 4"), table()), 1u);
+  EXPECT_EQ(rows_outside_grid(kind, options.experiment, points(kind, "1, 2, 4"), table()), 2u);
   std::FILE* progress = std::tmpfile();
   ASSERT_TRUE(progress);
   report_rows_outside_grid(progress, 3, options.out_path);
@@ -324,6 +327,37 @@ TEST_F(SweepRun, RowsOfAnotherGridAreKeptAndReported) {
   const CsvTable after = table();
   EXPECT_EQ(after.rows.size(), pts.size() + 3);
   EXPECT_EQ(after.rows[0][col(after, "variant")], "mystery");
+}
+
+TEST_F(SweepRun, SignalStopsBetweenPointsAndTheSameRunResumes) {
+  ExperimentKind kind = fake.kind();
+  const auto pts = points(kind, "1, 2, 4");
+  bool signalled = false;
+  kind.run = [&, run = kind.run](const Point& p, SweepContext& c) {
+    Row r = run(p, c);
+    if (fake.calls == 2 && !signalled) {  // during the second point of the first run
+      signalled = true;
+      ::raise(SIGINT);
+    }
+    return r;
+  };
+  SweepSummary s;
+  {
+    const InterruptHandlers handlers(InterruptMode::between_steps);
+    s = run_sweep(kind, pts, ctx, options);
+  }
+  EXPECT_EQ(s.signal, SIGINT);
+  EXPECT_EQ(fake.calls, 2);  // the point under way finished; no other started
+  EXPECT_EQ(s.ok, 2u);
+  EXPECT_EQ(s.not_run, pts.size() - 2);
+  EXPECT_EQ(table().rows.size(), 2u);  // the file holds both finished points, whole
+
+  fake.calls = 0;
+  const SweepSummary again = run_sweep(kind, pts, ctx, options);
+  EXPECT_EQ(again.signal, 0);
+  EXPECT_EQ(again.skipped, 2u);
+  EXPECT_EQ(fake.calls, int(pts.size()) - 2);
+  EXPECT_EQ(table().rows.size(), pts.size());
 }
 
 TEST(Sweep, FormatDuration) {

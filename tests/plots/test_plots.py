@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import csv
 import importlib
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +24,7 @@ sys.path.insert(0, str(PLOTS_DIR))
 import anchors  # noqa: E402
 import decode_data  # noqa: E402
 import make_all  # noqa: E402
+import result_csv  # noqa: E402
 import style  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -68,7 +71,7 @@ def synthetic_decode_rows() -> list[dict[str, str]]:
         for b in (2, 8):
             add("kvbuffer", batch, str(b), "staggered", batch * state * 1.1, batch * state / b)
     add("kvbuffer", 4, "8", "aligned", 4 * state * 1.1, 4 * state / 8)
-    add("kvbuffer", 16, "2", "staggered", 1.0, 1.0, status="failed: synthetic")
+    add("kvbuffer", 32, "2", "staggered", 1.0, 1.0, status="failed: synthetic")
     return rows
 
 
@@ -114,7 +117,7 @@ def synthetic_spec_verify_rows() -> list[dict[str, str]]:
                 add("recurrent_verify", batch, m, acc, "")
                 for b in ("2", "4"):
                     add("kvbuffer_verify", batch, m, acc, b)
-    add("kvbuffer_verify", 32, 4, "0.7", "2", status="failed: synthetic")
+    add("kvbuffer_verify", 128, 4, "0.7", "2", status="failed: synthetic")
     return rows
 
 
@@ -238,7 +241,7 @@ def synthetic_buffer_form_rows() -> list[dict[str, str]]:
             delta = 3.0 + 0.2 * batch * (1 + 0.05 * b)
             add(batch, b, "delta", delta)
             add(batch, b, "raw", delta * (1.1 + 0.02 * b))
-    add(256, 16, "raw", 1.0, status="failed: synthetic")
+    add(512, 16, "raw", 1.0, status="failed: synthetic")
     return rows
 
 
@@ -316,7 +319,9 @@ def test_missing_column_is_named(fig, column, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         module.main(["--csv", str(csv_path), "--out-dir", str(out)])
     assert e.value.code == 2
-    assert capsys.readouterr().err.strip() == f"CSV {csv_path} lacks column {column}"
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"{csv_path}:1: no column '{column}' (the header of a {module.KIND} CSV: "), err
+    assert "\n" not in err
     assert not out.exists(), "nothing may be written on bad input"
 
 
@@ -326,19 +331,19 @@ def test_missing_column_from_command_line(fig, tmp_path):
     column = required[len(required) // 2]
     csv_path = write_csv(tmp_path / fig.csv, SYNTHETIC[fig.csv](), drop=column)
     r = run_script(fig.script, "--csv", str(csv_path), "--out-dir", str(tmp_path / "figures"))
-    assert r.returncode != 0
-    assert f"lacks column {column}" in r.stderr
+    assert r.returncode == 2
+    assert f":1: no column '{column}'" in r.stderr
     assert not (tmp_path / "figures").exists()
 
 
 def test_missing_file_and_no_ok_rows(tmp_path, capsys):
     with pytest.raises(SystemExit):
-        style.read_csv(tmp_path / "absent.csv", ["batch"])
-    assert "absent.csv not found" in capsys.readouterr().err
+        style.read_csv(tmp_path / "absent.csv", ["batch"], "decode")
+    assert "absent.csv: no such file" in capsys.readouterr().err
     rows = [r for r in synthetic_decode_rows() if r["status"] != "ok"]
     path = write_csv(tmp_path / "failed.csv", rows)
     with pytest.raises(SystemExit):
-        style.read_csv(path, ["batch"])
+        style.read_csv(path, ["batch"], "decode")
     assert "no rows with status ok" in capsys.readouterr().err
 
 
@@ -362,7 +367,8 @@ def test_bad_number_is_named(tmp_path, capsys):
     module = importlib.import_module("decode_latency")
     with pytest.raises(SystemExit):
         module.main(["--csv", str(path), "--out-dir", str(tmp_path / "figures")])
-    assert "column latency_us_median: 'fast' is not a number" in capsys.readouterr().err
+    assert f"{path}:5: latency_us_median = 'fast' (allowed: a finite number of microseconds > 0)" in \
+        capsys.readouterr().err
 
 
 def test_read_state_floor_reproduces_anchors_column():
@@ -634,3 +640,189 @@ def test_decode_figures_take_peer_rows(tmp_path):
         r = run_script(script, "--csv", str(csv_path), "--out-dir", str(tmp_path / "figures"))
         assert r.returncode == 0, r.stderr
         assert_figure(tmp_path / "figures", script)
+
+
+# ------------------------------------------------------------------------------------- kvb's rules, atomic figures
+
+CASES_DIR = REPO_ROOT / "tests" / "data" / "csv"
+
+
+def _cases():
+    with (CASES_DIR / "cases.csv").open(newline="") as f:
+        return [pytest.param(r["file"], r["expect"], id=r["file"]) for r in csv.DictReader(f)]
+
+
+@pytest.mark.parametrize("name,expect", _cases())
+def test_shared_csv_cases_as_kvb_judges_them(name, expect):
+    # The same files and expected messages as kvb's CsvValidation.SharedCasesAreAcceptedOrRefusedNamingFileLineAndColumn.
+    path = CASES_DIR / "cases" / name
+    if expect == "valid":
+        assert result_csv.read(path)
+        return
+    with pytest.raises(result_csv.CsvError) as e:
+        result_csv.read(path)
+    assert f"{path}{expect}" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_every_case_file_is_listed():
+    listed = {p.values[0] for p in _cases()}
+    assert listed == {p.name for p in (CASES_DIR / "cases").glob("*.csv")}
+
+
+def test_committed_results_pass_the_rules():
+    for path in RESULTS_DIR.glob("*.csv"):
+        if path.name != "anchors.csv":
+            assert result_csv.read(path), path
+
+
+def _cut(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 30])
+
+
+def _set(column: str, value: str):
+    def change(path: Path) -> None:
+        with path.open(newline="") as f:
+            rows = list(csv.DictReader(f))
+        next(r for r in rows if r["status"] == "ok")[column] = value
+        write_csv(path, rows)
+    return change
+
+
+@pytest.mark.parametrize("fig", make_all.FIGURES, ids=FIGURE_IDS)
+@pytest.mark.parametrize("spoil,needle", [
+    (_cut, "malformed CSV: the last record has no line end"),
+    (_set("gpu", "Another GPU"), "(allowed: one GPU per file)"),
+], ids=["cut_mid_line", "two_gpus"])
+def test_scripts_refuse_what_kvb_refuses(fig, spoil, needle, tmp_path):
+    csv_path = write_csv(tmp_path / fig.csv, SYNTHETIC[fig.csv]())
+    spoil(csv_path)
+    r = run_script(fig.script, "--csv", str(csv_path), "--out-dir", str(tmp_path / "figures"))
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr
+    assert not (tmp_path / "figures").exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "-300", "0", "inf"])
+def test_latency_scripts_refuse_impossible_latencies(value, tmp_path):
+    for fig in make_all.FIGURES:
+        if fig.csv == "capacity.csv":
+            continue
+        csv_path = write_csv(tmp_path / fig.csv, SYNTHETIC[fig.csv]())
+        column = "verify_accept_us_median" if fig.csv == "spec_verify.csv" else "latency_us_median"
+        _set(column, value)(csv_path)
+        r = run_script(fig.script, "--csv", str(csv_path), "--out-dir", str(tmp_path / "figures"))
+        assert r.returncode == 2, (fig.script, r.stderr)
+        assert f"{column} = '{value}'" in r.stderr
+        assert not (tmp_path / "figures").exists()
+
+
+def test_make_all_refuses_a_missing_results_folder(tmp_path):
+    r = run_script("make_all", "--results-dir", str(tmp_path / "nonexistent"), "--out-dir", str(tmp_path / "f"))
+    assert r.returncode == 2
+    assert "--results-dir" in r.stderr and "no such folder" in r.stderr
+    assert "made" not in r.stdout
+    assert not (tmp_path / "f").exists()
+
+
+def test_make_all_checks_every_csv_before_drawing(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    for name, make in SYNTHETIC.items():
+        write_csv(results / name, make())
+    _set("latency_us_median", "-300")(results / "short_context.csv")
+    r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(tmp_path / "figures"))
+    assert r.returncode == 2
+    assert "short_context.csv:" in r.stderr and "latency_us_median = '-300'" in r.stderr
+    assert not (tmp_path / "figures").exists(), "no figure may be drawn from a set holding a bad CSV"
+
+
+def _figure(tmp_path) -> object:
+    rows = [r for r in synthetic_capacity_rows() if r["status"] == "ok"]
+    return importlib.import_module("capacity").build(rows, tmp_path / "capacity.csv")
+
+
+def _temporaries(folder: Path) -> list[Path]:
+    return [p for p in folder.iterdir() if ".tmp." in p.name]
+
+
+def test_save_replaces_both_files_and_keeps_their_mode(tmp_path):
+    out = tmp_path / "figures"
+    out.mkdir()
+    (out / "capacity.png").write_bytes(b"old png")
+    (out / "capacity.png").chmod(0o600)
+    style.save(_figure(tmp_path), out, "capacity")
+    assert (out / "capacity.png").read_bytes().startswith(PNG_MAGIC)
+    assert (out / "capacity.png").stat().st_mode & 0o777 == 0o600
+    assert (out / "capacity.pdf").read_bytes().startswith(b"%PDF")
+    assert not _temporaries(out)
+
+
+@pytest.mark.parametrize("exception", [KeyboardInterrupt, OSError])
+def test_interrupted_save_leaves_both_figures_as_they_were(exception, tmp_path, monkeypatch):
+    out = tmp_path / "figures"
+    out.mkdir()
+    (out / "capacity.png").write_bytes(b"old png")
+    (out / "capacity.pdf").write_bytes(b"old pdf")
+    fig = _figure(tmp_path)
+    real = fig.savefig
+
+    def savefig(f, **kwargs):  # the PNG is written whole, the PDF breaks part way
+        if kwargs.get("format") == "pdf":
+            f.write(b"%PDF-1.4 partial")
+            raise exception("stopped")
+        real(f, **kwargs)
+
+    monkeypatch.setattr(fig, "savefig", savefig)
+    with pytest.raises(exception):
+        style.save(fig, out, "capacity")
+    assert (out / "capacity.png").read_bytes() == b"old png"
+    assert (out / "capacity.pdf").read_bytes() == b"old pdf"
+    assert not _temporaries(out)
+
+
+def _stopped_in_savefig(args: list[str], cwd=REPO_ROOT) -> subprocess.Popen:
+    """Starts a plots script that stops itself (SIGSTOP) in its first figure's temporary file; waits until it has."""
+    env = dict(os.environ, KVB_TEST_STOP_AT="savefig")
+    p = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    _, status = os.waitpid(p.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), "the script did not reach its stop point"
+    return p
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_signal_during_savefig_leaves_the_figure_whole(sig, code, tmp_path):
+    csv_path = write_csv(tmp_path / "capacity.csv", synthetic_capacity_rows())
+    out = tmp_path / "figures"
+    out.mkdir()
+    (out / "capacity.png").write_bytes(b"old png")
+    p = _stopped_in_savefig([str(PLOTS_DIR / "capacity.py"), "--csv", str(csv_path), "--out-dir", str(out)])
+    assert _temporaries(out), "the temporary exists at the stop point"
+    os.kill(p.pid, sig)
+    os.kill(p.pid, signal.SIGCONT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == code, err
+    assert (out / "capacity.png").read_bytes() == b"old png"
+    assert not (out / "capacity.pdf").exists()
+    assert not _temporaries(out)
+
+
+def test_make_all_stops_between_figures_on_a_signal(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    for name, make in SYNTHETIC.items():
+        write_csv(results / name, make())
+    out = tmp_path / "figures"
+    p = _stopped_in_savefig([str(PLOTS_DIR / "make_all.py"), "--results-dir", str(results), "--out-dir", str(out)])
+    os.kill(p.pid, signal.SIGTERM)
+    os.kill(p.pid, signal.SIGCONT)
+    stdout, err = p.communicate(timeout=120)
+    assert p.returncode == 143, err
+    # The figure under way was finished; none after it was started.
+    first = make_all.FIGURES[0].script
+    assert f"made 1 figure(s): {first}" in stdout
+    assert_figure(out, first)
+    assert "not made (left as they were): " + ", ".join(f.script for f in make_all.FIGURES[1:]) in err
+    assert sorted(p.name for p in out.iterdir()) == [f"{first}.pdf", f"{first}.png"]

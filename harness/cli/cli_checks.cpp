@@ -1,0 +1,73 @@
+// Command-line checks with messages that name what is allowed (cli_checks.h).
+#include "harness/cli/cli_checks.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace kvb::cli {
+
+CLI::Validator integer_in(long long lo, long long hi) {
+  const std::string allowed = fmt::format("allowed: integers {} to {}", lo, hi);
+  return CLI::Validator(
+      [lo, hi, allowed](std::string& value) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const long long v = std::strtoll(value.c_str(), &end, 10);
+        if (value.empty() || std::isspace(static_cast<unsigned char>(value[0])) || *end != '\0' || errno == ERANGE)
+          return fmt::format("'{}' is not an integer ({})", value, allowed);
+        if (v < lo || v > hi) return fmt::format("{} is out of range ({})", value, allowed);
+        return "";
+      },
+      fmt::format("INT in [{}, {}]", lo, hi));
+}
+
+CLI::Validator number_in(double lo, double hi, const std::string& unit, bool lo_open) {
+  const std::string allowed =
+      fmt::format("allowed: a number of {} {} {:g} and <= {:g}", unit, lo_open ? ">" : ">=", lo, hi);
+  return CLI::Validator(
+      [lo, hi, lo_open, allowed](std::string& value) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(value.c_str(), &end);
+        if (value.empty() || std::isspace(static_cast<unsigned char>(value[0])) || *end != '\0' || !std::isfinite(v))
+          return fmt::format("'{}' is not a finite number ({})", value, allowed);
+        if (v < lo || (lo_open && v == lo) || v > hi) return fmt::format("{} is out of range ({})", value, allowed);
+        return "";
+      },
+      fmt::format("NUMBER in {}{:g}, {:g}]", lo_open ? "(" : "[", lo, hi));
+}
+
+CLI::Validator non_empty(const std::string& allowed) {
+  return CLI::Validator(
+      [allowed](std::string& v) { return v.empty() ? fmt::format("empty value (allowed: {})", allowed) : ""; }, "");
+}
+
+std::string unknown_option(const CLI::App& app, int argc, const char* const* argv) {
+  const CLI::App* cmd = &app;
+  int first = 1;
+  if (argc > 1 && argv[1][0] != '-') {
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->get_name() == argv[1]) cmd = sub;
+    first = 2;
+  }
+  for (int i = first; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    const bool long_option = arg.size() > 2 && arg.compare(0, 2, "--") == 0;
+    const bool short_option = arg.size() == 2 && arg[0] == '-' && std::isalpha(static_cast<unsigned char>(arg[1]));
+    if (!long_option && !short_option) continue;
+    const std::string name = arg.substr(0, arg.find('='));
+    if (name == "--help" || name == "-h" || cmd->get_option_no_throw(name)) continue;
+    std::string allowed;
+    for (const CLI::Option* opt : cmd->get_options())
+      if (!opt->get_lnames().empty()) allowed += (allowed.empty() ? "--" : ", --") + opt->get_lnames()[0];
+    const std::string where = cmd == &app ? "kvb" : "kvb " + cmd->get_name();
+    return fmt::format("{}: unknown option '{}' (allowed: {})", where, name, allowed);
+  }
+  return "";
+}
+
+}  // namespace kvb::cli

@@ -1,0 +1,28 @@
+// Checks of command-line values and arguments whose messages name the flag, the value given and what is allowed
+// (CLI11's own say "Value abc not in range" for a word given to an integer flag, and report a missing required flag
+// before an unknown one).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace kvb::cli {
+
+/// A CLI11 check: the value is an integer in [lo, hi]. Its message: "'abc' is not an integer (allowed: integers lo
+/// to hi)" or "'0' is out of range (allowed: ...)"; CLI11 puts the flag in front.
+CLI::Validator integer_in(long long lo, long long hi);
+
+/// A CLI11 check: the value is a finite number in [lo, hi] (in (lo, hi] with lo_open), `unit` naming what it counts
+/// ("seconds", "percent"). Its message names the value and the allowed range.
+CLI::Validator number_in(double lo, double hi, const std::string& unit, bool lo_open = false);
+
+/// A CLI11 check: the value is not empty (an empty --out would otherwise fall back to a default file).
+CLI::Validator non_empty(const std::string& allowed);
+
+/// When the arguments `argv[1..argc)` hold an option that the subcommand they name (or `app` itself) does not know,
+/// the one-line message for it: "unknown option '--bogus' (allowed: --config, --out, ...)"; "" when there is none.
+/// Looked at before CLI11's own parse errors, so that an unknown option is reported first.
+std::string unknown_option(const CLI::App& app, int argc, const char* const* argv);
+
+}  // namespace kvb::cli

@@ -1,0 +1,218 @@
+// Validation of result CSVs (result_csv.h).
+#include "harness/sweep/result_csv.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/sweep/input_file.h"
+#include "harness/sweep/table_keys.h"
+
+namespace kvb {
+namespace {
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+/// The schema's columns less the added-later ones `header` lacks: the header an older file of the kind has.
+std::vector<std::string> expected_header(const CsvSchema& s, const std::vector<std::string>& header) {
+  std::vector<std::string> kept;
+  for (const auto& c : s.columns)
+    if (!contains(s.added_later, c) || contains(header, c)) kept.push_back(c);
+  return kept;
+}
+
+/// A decimal number as kvb and the figures both read it: optional sign, digits with an optional point, optional
+/// exponent; no spaces, no "nan" or "inf" words.
+bool is_decimal(const std::string& s) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t start = i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    return i - start;
+  };
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  size_t mantissa = digits();
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    mantissa += digits();
+  }
+  if (mantissa == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == s.size();
+}
+
+/// The value of a number the rules accept, or NaN.
+double decimal(const std::string& s) { return is_decimal(s) ? std::strtod(s.c_str(), nullptr) : std::nan(""); }
+
+/// The latency groups of a schema: NAME_us_median with its NAME_us_p10 and NAME_us_p90.
+std::vector<std::string> latency_groups(const CsvSchema& s) {
+  std::vector<std::string> out;
+  const std::string suffix = "_us_median";
+  for (const auto& c : s.columns) {
+    if (c.size() <= suffix.size() || c.compare(c.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    const std::string name = c.substr(0, c.size() - suffix.size());
+    if (contains(s.columns, name + "_us_p10") && contains(s.columns, name + "_us_p90")) out.push_back(name + "_us");
+  }
+  return out;
+}
+
+/// The schema that fits `header`; or a UsageError naming the first column that keeps the closest one from fitting.
+const CsvSchema& match_header(const std::vector<std::string>& header, const std::vector<CsvSchema>& schemas,
+                              const std::string& origin) {
+  for (size_t i = 0; i < header.size(); ++i)
+    if (std::find(header.begin(), header.begin() + long(i), header[i]) != header.begin() + long(i))
+      throw UsageError(fmt::format("{}:1: column '{}' appears twice in the header", origin, header[i]));
+  const CsvSchema* best = nullptr;
+  size_t best_shared = 0;
+  for (const CsvSchema& s : schemas) {
+    if (expected_header(s, header) == header) return s;
+    size_t shared = 0;
+    for (const auto& c : header) shared += contains(s.columns, c);
+    if (shared > best_shared) {
+      best = &s;
+      best_shared = shared;
+    }
+  }
+  std::vector<std::string> kinds;
+  for (const CsvSchema& s : schemas) kinds.push_back(s.kind);
+  if (!best || 2 * best_shared < header.size())
+    throw UsageError(fmt::format("{}:1: not a result CSV of kvb: its header fits none of the kinds {} (it starts "
+                                 "'{}')",
+                                 origin, fmt::join(kinds, ", "), header.empty() ? "" : header[0]));
+  const std::string allowed = fmt::format("the header of a {} CSV: {}", best->kind, fmt::join(best->columns, ","));
+  for (const auto& c : best->columns)
+    if (!contains(header, c) && !contains(best->added_later, c))
+      throw UsageError(fmt::format("{}:1: no column '{}' ({})", origin, c, allowed));
+  for (const auto& c : header)
+    if (!contains(best->columns, c))
+      throw UsageError(fmt::format("{}:1: unknown column '{}' ({})", origin, c, allowed));
+  const std::vector<std::string> want = expected_header(*best, header);
+  for (size_t i = 0; i < header.size(); ++i)
+    if (header[i] != want[i])
+      throw UsageError(fmt::format("{}:1: column '{}' is out of place (column {} should be '{}'; {})", origin,
+                                   header[i], i + 1, want[i], allowed));
+  throw UsageError(fmt::format("{}:1: the header does not fit ({})", origin, allowed));
+}
+
+size_t index_of(const std::vector<std::string>& header, const std::string& name) {
+  return size_t(std::find(header.begin(), header.end(), name) - header.begin());
+}
+
+}  // namespace
+
+CsvSchema csv_schema(const ExperimentKind& kind) {
+  CsvSchema s;
+  s.kind = kind.name;
+  s.columns = csv_columns(kind);
+  s.key.push_back("experiment");
+  for (const AxisSpec& a : kind.axes) {
+    s.key.push_back(a.name);
+    if (may_be_absent(a)) s.added_later.push_back(a.name);
+  }
+  for (const auto& c : kind.results_added_later) s.added_later.push_back(c);
+  return s;
+}
+
+std::vector<CsvSchema> csv_schemas(const std::vector<ExperimentKind>& kinds) {
+  std::vector<CsvSchema> out;
+  for (const auto& k : kinds) out.push_back(csv_schema(k));
+  return out;
+}
+
+const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvSchema>& schemas,
+                                       const std::string& origin) {
+  if (t.header.empty())
+    throw UsageError(fmt::format("{}: empty file (allowed: a result CSV of kvb, its header first)", origin));
+  const CsvSchema& s = match_header(t.header, schemas, origin);
+  const size_t status = index_of(t.header, "status"), gpu = index_of(t.header, "gpu");
+  struct Group {
+    std::string name;
+    size_t median, p10, p90;
+  };
+  std::vector<Group> groups;
+  for (const auto& g : latency_groups(s))
+    groups.push_back({g, index_of(t.header, g + "_median"), index_of(t.header, g + "_p10"),
+                      index_of(t.header, g + "_p90")});
+  std::vector<size_t> counts, key;
+  for (const auto& c : s.counts)
+    if (contains(t.header, c)) counts.push_back(index_of(t.header, c));
+  for (const auto& c : s.key)
+    if (contains(t.header, c)) key.push_back(index_of(t.header, c));
+
+  std::map<std::string, size_t> first_line;  // point key -> line
+  std::string first_gpu;
+  size_t gpu_line = 0;
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const auto& row = t.rows[r];
+    const size_t line = t.line(r);
+    const bool ok = status < row.size() && row[status] == "ok";
+    for (const Group& g : groups) {
+      double v[3];
+      const size_t cols[3] = {g.p10, g.median, g.p90};
+      for (int i = 0; i < 3; ++i) {
+        const std::string& text = row[cols[i]];
+        v[i] = 0;
+        if (text.empty()) {
+          if (ok)
+            throw UsageError(fmt::format("{}:{}: {} is empty in a row whose status is ok (allowed: a finite number "
+                                         "of microseconds > 0)",
+                                         origin, line, t.header[cols[i]]));
+          continue;
+        }
+        v[i] = decimal(text);
+        if (!(std::isfinite(v[i]) && v[i] > 0))
+          throw UsageError(fmt::format("{}:{}: {} = '{}' (allowed: a finite number of microseconds > 0)", origin,
+                                       line, t.header[cols[i]], text));
+      }
+      if (v[0] > 0 && v[1] > 0 && v[2] > 0 && !(v[0] <= v[1] && v[1] <= v[2]))
+        throw UsageError(fmt::format("{}:{}: {}_p10 = {}, {}_median = {}, {}_p90 = {} (allowed: p10 <= median <= p90)",
+                                     origin, line, g.name, row[g.p10], g.name, row[g.median], g.name, row[g.p90]));
+    }
+    for (size_t c : counts) {
+      const std::string& text = row[c];
+      const bool digits = std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+      if (!text.empty() && !digits)
+        throw UsageError(fmt::format("{}:{}: {} = '{}' (allowed: a whole number >= 0)", origin, line, t.header[c],
+                                     text));
+    }
+    std::string k, label;
+    for (size_t c : key) {
+      k += row[c] + '\x1f';
+      if (t.header[c] != "experiment" && !row[c].empty())
+        label += (label.empty() ? "" : ",") + t.header[c] + '=' + row[c];
+    }
+    const auto [it, fresh] = first_line.emplace(k, line);
+    if (!fresh)
+      throw UsageError(fmt::format("{}:{}: point {} is listed twice (first on line {}; allowed: one row per point)",
+                                   origin, line, label, it->second));
+    if (gpu < row.size() && !row[gpu].empty()) {
+      if (first_gpu.empty()) {
+        first_gpu = row[gpu];
+        gpu_line = line;
+      } else if (row[gpu] != first_gpu) {
+        throw UsageError(fmt::format("{}:{}: gpu '{}' differs from '{}' on line {} (allowed: one GPU per file)",
+                                     origin, line, row[gpu], first_gpu, gpu_line));
+      }
+    }
+  }
+  return s;
+}
+
+CsvTable read_result_csv(const std::string& path, const std::vector<CsvSchema>& schemas, const std::string& flag) {
+  CsvTable t = parse_csv(read_input_file(path, flag, "a result CSV of kvb sweep or kvb capacity"), path);
+  validate_result_table(t, schemas, path);
+  return t;
+}
+
+}  // namespace kvb

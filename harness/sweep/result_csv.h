@@ -1,0 +1,48 @@
+// The one validation of result CSVs, shared by every reader: a resuming sweep, kvb merge, kvb compare, the claims
+// table (and, by the same rules over plots/result_schemas.csv, the figures: plots/result_csv.py). A file that breaks a
+// rule is refused with one line naming the file, the line, the column and what is allowed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/sweep/csv.h"
+#include "harness/sweep/experiment_kind.h"
+
+namespace kvb {
+
+/// What a result CSV of one kind holds.
+struct CsvSchema {
+  std::string kind;                      ///< "decode", "spec_verify", "short_context", "capacity", ...
+  std::vector<std::string> columns;      ///< the header kvb writes today, in order
+  std::vector<std::string> key;          ///< the columns that name a point: one row per point
+  std::vector<std::string> added_later;  ///< columns a file written by an older kvb may lack (its order kept)
+  std::vector<std::string> counts;       ///< columns that hold whole numbers >= 0 where they are set
+};
+
+/// The schema of a sweep CSV of `kind`: csv_columns(kind); key "experiment" and the axes; added_later the axes that
+/// may be absent (may_be_absent) and ExperimentKind::results_added_later; no count columns.
+CsvSchema csv_schema(const ExperimentKind& kind);
+
+/// csv_schema of each kind, in order.
+std::vector<CsvSchema> csv_schemas(const std::vector<ExperimentKind>& kinds);
+
+/// Checks a parsed result CSV (`origin` names it in messages) against the rules every reader shares, and returns the
+/// schema it follows:
+///  - known columns: the header is the columns of one schema, less some of its added_later ones, in its order
+///    (otherwise the message names the first missing, unknown or misplaced column and the kind's header);
+///  - latencies: every group of columns NAME_us_median, NAME_us_p10, NAME_us_p90 holds, where set, finite numbers
+///    > 0 with p10 <= median <= p90, and is set in every row whose status is "ok";
+///  - counts: whole numbers >= 0 where set;
+///  - one row per point (the key columns);
+///  - one GPU: every non-empty "gpu" value the same.
+/// A header alone (an empty shard) is fine; an empty table has no header and is refused. Throws UsageError
+/// "ORIGIN:LINE: ..." for the first rule broken.
+const CsvSchema& validate_result_table(const CsvTable& table, const std::vector<CsvSchema>& schemas,
+                                       const std::string& origin);
+
+/// Reads the result CSV at `path` (read_input_file: `flag` names it), parses it (BOM and CRLF accepted) and validates
+/// it (validate_result_table). Throws UsageError naming the flag, file and line.
+CsvTable read_result_csv(const std::string& path, const std::vector<CsvSchema>& schemas, const std::string& flag = "");
+
+}  // namespace kvb

@@ -1,0 +1,206 @@
+"""The validation of result CSVs that kvb applies to every file it reads (harness/sweep/result_csv.h), for the figures.
+
+The rules are kvb's, over the same schemas: result_schemas.csv beside this module lists each kind's columns as kvb
+writes them today (the CPU test ResultCsv.SchemasFileMatchesTheKinds keeps it equal to the kinds kvb knows), and the
+files in tests/data/csv/cases/ are checked against both implementations (tests/data/csv/cases.csv).
+
+ - the text: UTF-8 (a byte-order mark is skipped), CRLF or LF line ends, every record as many fields as the header,
+   and a line end after the last one (a file without one was cut short);
+ - known columns: the header is one kind's columns, less some of those an older kvb did not write, in its order;
+ - latencies: each NAME_us_median, NAME_us_p10, NAME_us_p90 holds, where set, a finite number > 0 with
+   p10 <= median <= p90, and is set in every row whose status is ok;
+ - counts: whole numbers >= 0 where set;
+ - one row per point (the kind's key columns), and one GPU (every non-empty gpu value the same).
+
+A file that breaks a rule raises CsvError with one line: "PATH:LINE: what is wrong (what is allowed)".
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMAS_CSV = Path(__file__).resolve().with_name("result_schemas.csv")
+
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_COUNT = re.compile(r"\d+")
+
+
+class CsvError(ValueError):
+    """A result CSV that is malformed or breaks a rule; str() is the one-line message."""
+
+
+@dataclass(frozen=True)
+class Schema:
+    """What a result CSV of one kind holds (the fields of kvb's CsvSchema)."""
+
+    kind: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]
+    added_later: tuple[str, ...]
+    counts: tuple[str, ...]
+
+    def expected_header(self, header) -> list[str]:
+        """The columns less the added-later ones `header` lacks: the header an older file of the kind has."""
+        return [c for c in self.columns if c not in self.added_later or c in header]
+
+    def latency_groups(self) -> list[str]:
+        """NAME_us of every NAME_us_median whose NAME_us_p10 and NAME_us_p90 are columns too."""
+        suffix = "_us_median"
+        return [c[: -len("_median")] for c in self.columns
+                if c.endswith(suffix) and len(c) > len(suffix)
+                and c[: -len("median")] + "p10" in self.columns and c[: -len("median")] + "p90" in self.columns]
+
+
+@functools.lru_cache(maxsize=None)
+def schemas(path: Path = SCHEMAS_CSV) -> dict[str, Schema]:
+    """The schemas of result_schemas.csv (columns kind, column, key, added_later, count; yes/no flags), by kind, in
+    the file's order."""
+    parts: dict[str, dict[str, list[str]]] = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            p = parts.setdefault(row["kind"], {"columns": [], "key": [], "added_later": [], "counts": []})
+            p["columns"].append(row["column"])
+            for flag, field in (("key", "key"), ("added_later", "added_later"), ("count", "counts")):
+                if row[flag] == "yes":
+                    p[field].append(row["column"])
+    return {k: Schema(k, *(tuple(p[f]) for f in ("columns", "key", "added_later", "counts"))) for k, p in parts.items()}
+
+
+def parse(text: str, origin) -> tuple[list[str], list[list[str]], list[int]]:
+    """(header, rows, the line each row starts on) of CSV `text`; raises CsvError "ORIGIN:LINE: malformed CSV: ..."."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text:
+        return [], [], []
+    if not text.endswith("\n"):
+        last = text.count("\n") + 1
+        raise CsvError(f"{origin}:{last}: malformed CSV: the last record has no line end (a truncated file?)")
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    header: list[str] = []
+    rows, lines = [], []
+    start = 1
+    try:
+        for record in reader:
+            if not header:
+                header = record
+            elif record:  # a blank line holds no record
+                if len(record) != len(header):
+                    raise CsvError(f"{origin}:{start}: malformed CSV: {len(record)} fields, the header has "
+                                   f"{len(header)}")
+                rows.append(record)
+                lines.append(start)
+            start = reader.line_num + 1
+    except csv.Error as e:
+        raise CsvError(f"{origin}:{start}: malformed CSV: {e}") from None
+    return header, rows, lines
+
+
+def _match_header(header: list[str], known: dict[str, Schema], origin) -> Schema:
+    for i, c in enumerate(header):
+        if c in header[:i]:
+            raise CsvError(f"{origin}:1: column '{c}' appears twice in the header")
+    best, best_shared = None, 0
+    for s in known.values():
+        if s.expected_header(header) == header:
+            return s
+        shared = sum(c in s.columns for c in header)
+        if shared > best_shared:
+            best, best_shared = s, shared
+    if best is None or 2 * best_shared < len(header):
+        raise CsvError(f"{origin}:1: not a result CSV of kvb: its header fits none of the kinds "
+                       f"{', '.join(known)} (it starts '{header[0] if header else ''}')")
+    allowed = f"the header of a {best.kind} CSV: {','.join(best.columns)}"
+    for c in best.columns:
+        if c not in header and c not in best.added_later:
+            raise CsvError(f"{origin}:1: no column '{c}' ({allowed})")
+    for c in header:
+        if c not in best.columns:
+            raise CsvError(f"{origin}:1: unknown column '{c}' ({allowed})")
+    want = best.expected_header(header)
+    for i, (got, expected) in enumerate(zip(header, want)):
+        if got != expected:
+            raise CsvError(f"{origin}:1: column '{got}' is out of place (column {i + 1} should be '{expected}'; "
+                           f"{allowed})")
+    raise CsvError(f"{origin}:1: the header does not fit ({allowed})")
+
+
+def _decimal(text: str) -> float | None:
+    return float(text) if _DECIMAL.fullmatch(text) else None
+
+
+def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
+             known: dict[str, Schema] | None = None) -> Schema:
+    """Checks a parsed result CSV against the rules (module docstring); returns the schema it follows. Raises
+    CsvError naming ORIGIN, the line and the column."""
+    known = schemas() if known is None else known
+    if not header:
+        raise CsvError(f"{origin}: empty file (allowed: a result CSV of kvb, its header first)")
+    s = _match_header(header, known, origin)
+    col = {c: i for i, c in enumerate(header)}
+    groups = s.latency_groups()
+    first_line: dict[tuple, int] = {}
+    first_gpu, gpu_line = "", 0
+    for row, line in zip(rows, lines):
+        ok = "status" in col and row[col["status"]] == "ok"
+        for g in groups:
+            names = (f"{g}_p10", f"{g}_median", f"{g}_p90")
+            values = []
+            for name in names:
+                text = row[col[name]]
+                if not text:
+                    if ok:
+                        raise CsvError(f"{origin}:{line}: {name} is empty in a row whose status is ok (allowed: a "
+                                       f"finite number of microseconds > 0)")
+                    values.append(None)
+                    continue
+                v = _decimal(text)
+                if v is None or not (v > 0) or v == float("inf"):
+                    raise CsvError(f"{origin}:{line}: {name} = '{text}' (allowed: a finite number of microseconds > 0)")
+                values.append(v)
+            if None not in values and not (values[0] <= values[1] <= values[2]):
+                raise CsvError(f"{origin}:{line}: {g}_p10 = {row[col[names[0]]]}, {g}_median = {row[col[names[1]]]}, "
+                               f"{g}_p90 = {row[col[names[2]]]} (allowed: p10 <= median <= p90)")
+        for c in s.counts:
+            if c in col and row[col[c]] and not _COUNT.fullmatch(row[col[c]]):
+                raise CsvError(f"{origin}:{line}: {c} = '{row[col[c]]}' (allowed: a whole number >= 0)")
+        key = tuple(row[col[c]] for c in s.key if c in col)
+        if key in first_line:
+            label = ",".join(f"{c}={row[col[c]]}" for c in s.key if c in col and c != "experiment" and row[col[c]])
+            raise CsvError(f"{origin}:{line}: point {label} is listed twice (first on line {first_line[key]}; "
+                           f"allowed: one row per point)")
+        first_line[key] = line
+        gpu = row[col["gpu"]] if "gpu" in col else ""
+        if gpu:
+            if not first_gpu:
+                first_gpu, gpu_line = gpu, line
+            elif gpu != first_gpu:
+                raise CsvError(f"{origin}:{line}: gpu '{gpu}' differs from '{first_gpu}' on line {gpu_line} (allowed: "
+                               f"one GPU per file)")
+    return s
+
+
+def read(path, kind: str | None = None) -> list[dict[str, str]]:
+    """Every row of the result CSV at `path` as a dict, after the checks of `parse` and `validate`; with `kind`, the
+    file must be a CSV of that kind. Raises CsvError naming the file (and line) when it is missing, unreadable,
+    malformed or breaks a rule."""
+    p = Path(path)
+    if not p.exists():
+        raise CsvError(f"{path}: no such file (allowed: a result CSV of kvb)")
+    if p.is_dir():
+        raise CsvError(f"{path}: is a directory (allowed: a result CSV of kvb)")
+    if not p.is_file():
+        raise CsvError(f"{path}: not a regular file (allowed: a result CSV of kvb)")
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CsvError(f"{path}: unreadable: {e}") from None
+    header, rows, lines = parse(text, path)
+    schema = validate(header, rows, lines, path)
+    if kind is not None and schema.kind != kind:
+        raise CsvError(f"{path}: a {schema.kind} CSV (allowed: a {kind} CSV)")
+    return [dict(zip(header, r)) for r in rows]

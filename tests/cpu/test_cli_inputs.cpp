@@ -1,0 +1,212 @@
+// The kvb binary on bad or odd input: errors that name the flag, field, file and line and what is allowed, exit 2,
+// and no file changed that the command was not asked to change (every command alike).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "cli_runner.h"
+#include "harness/measure/device_info.h"
+#include "test_sweep_support.h"
+
+namespace kvb {
+namespace {
+
+namespace fs = std::filesystem;
+using test::count_lines;
+using test::read_text;
+using test::Result;
+using test::run_kvb;
+using test::shell_quote;
+using test::TempDir;
+using test::write_text;
+
+const std::string kSource = KVB_SOURCE_DIR;
+const std::string kCases = std::string(KVB_TEST_DATA_DIR) + "/csv/cases/";
+
+/// Expects exit 2 with one line on stderr holding every one of `needles`, and nothing on stdout.
+void expect_refused(const Result& r, const std::vector<std::string>& needles, const std::string& what) {
+  EXPECT_EQ(r.code, 2) << what << ": " << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << what << ": " << r.err;
+  for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << what << ": " << r.err;
+  EXPECT_TRUE(r.out.empty()) << what << ": " << r.out;
+}
+
+TEST(CliInputs, AnUnknownOptionIsNamedBeforeAMissingRequiredOne) {
+  TempDir dir;
+  expect_refused(run_kvb(dir, "sweep --bogus-flag"), {"kvb sweep: unknown option '--bogus-flag'", "--config"},
+                 "sweep");
+  expect_refused(run_kvb(dir, "merge --bogus"), {"kvb merge: unknown option '--bogus'", "--force"}, "merge");
+  expect_refused(run_kvb(dir, "capacity --budget=3"), {"unknown option '--budget'", "--budget-gib"}, "capacity");
+  // A negative number is a value, not an option.
+  expect_refused(run_kvb(dir, "compare a.csv b.csv --threshold -5"), {"--threshold: -5 is out of range"}, "compare");
+}
+
+TEST(CliInputs, AWordForANumberIsCalledSo) {
+  TempDir dir;
+  const std::string config = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml");
+  expect_refused(run_kvb(dir, "sweep" + config + " --dry-run --min-samples abc"),
+                 {"--min-samples: 'abc' is not an integer (allowed: integers 1 to 1000000)"}, "--min-samples");
+  expect_refused(run_kvb(dir, "sweep" + config + " --dry-run --max-seconds soon"),
+                 {"--max-seconds: 'soon' is not a finite number (allowed: a number of seconds > 0"}, "--max-seconds");
+  expect_refused(run_kvb(dir, "sweep" + config + " --dry-run --max-seconds nan"), {"--max-seconds: 'nan'"}, "nan");
+  expect_refused(run_kvb(dir, "info --device first"), {"--device: 'first' is not an integer (allowed: integers 0"},
+                 "--device");
+  expect_refused(run_kvb(dir, "compare a.csv b.csv --threshold five"),
+                 {"--threshold: 'five' is not a finite number (allowed: a number of percent >= 0 and <= 1000)"},
+                 "--threshold");
+  expect_refused(run_kvb(dir, "reproduce --device 1.5"), {"--device: '1.5' is not an integer"}, "reproduce");
+}
+
+TEST(CliInputs, AConfigThatIsAFolderIsCalledSo) {
+  TempDir dir;
+  expect_refused(run_kvb(dir, "sweep --dry-run --config experiments"),
+                 {"--config experiments: is a directory (allowed: a sweep config"}, "sweep");
+  expect_refused(run_kvb(dir, "capacity --budget-gib 80 --config experiments"),
+                 {"--config experiments: is a directory (allowed: a capacity config"}, "capacity");
+  expect_refused(run_kvb(dir, "merge " + shell_quote(dir.file("m.csv")) + " results/decode_latency.csv --config "
+                                  "experiments"),
+                 {"--config experiments: is a directory"}, "merge");
+  EXPECT_FALSE(fs::exists(dir.file("m.csv")));
+}
+
+TEST(CliInputs, OverLongOutputPathsAreRefusedBeforeAnyWork) {
+  TempDir dir;
+  const std::string long_out = shell_quote(dir.file(std::string(300, 'x') + ".csv"));
+  expect_refused(run_kvb(dir, "capacity --budget-gib 80 --no-probe --out " + long_out), {"--out", "per name"},
+                 "capacity");  // no table printed first
+  expect_refused(run_kvb(dir, "sweep --config experiments/decode_latency.toml --dry-run --out " + long_out),
+                 {"--out", "per name"}, "sweep");
+  expect_refused(run_kvb(dir, "merge " + long_out + " results/decode_latency.csv"), {"OUT", "per name"}, "merge");
+  std::string deep = dir.path().string();
+  while (deep.size() < 4200) deep += "/" + std::string(100, 'd');
+  expect_refused(run_kvb(dir, "capacity --budget-gib 80 --no-probe --out " + shell_quote(deep + "/c.csv")),
+                 {"--out", "the path has"}, "capacity, deep");
+}
+
+TEST(CliInputs, CapacityNeverReplacesAFileUnasked) {
+  TempDir dir;
+  const std::string readme = dir.file("README.md");
+  write_text(readme, "# a readme\n");
+  expect_refused(run_kvb(dir, "capacity --budget-gib 80 --no-probe --out " + shell_quote(readme)),
+                 {"--out " + readme + ": exists (pass --force to replace it"}, "an existing --out");
+  EXPECT_EQ(read_text(readme), "# a readme\n");
+
+  // Its own --config: refused even with --force.
+  const std::string config = dir.file("capacity.toml");
+  fs::copy_file(kSource + "/experiments/capacity.toml", config);
+  const std::string before = read_text(config);
+  expect_refused(run_kvb(dir, "capacity --budget-gib 80 --no-probe --force --config " + shell_quote(config) +
+                                  " --out " + shell_quote(config)),
+                 {"--out " + config + ": is the input --config " + config}, "--out = --config");
+  EXPECT_EQ(read_text(config), before);
+
+  // Asked to: replaced, its mode kept.
+  ::chmod(readme.c_str(), 0600);
+  const Result r = run_kvb(dir, "capacity --budget-gib 80 --no-probe --force --out " + shell_quote(readme));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_text(readme).rfind("variant,buffer_size,", 0), 0u);
+  struct stat st {};
+  ::stat(readme.c_str(), &st);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST(CliInputs, MergeRefusesAnOutThatIsOneOfItsInputs) {
+  TempDir dir;
+  const std::string in = dir.file("in.csv");
+  fs::copy_file(kSource + "/results/decode_aligned.csv", in);
+  const std::string before = read_text(in);
+  expect_refused(run_kvb(dir, "merge --force " + shell_quote(in) + " " + shell_quote(in)),
+                 {"OUT " + in + ": is the input IN " + in}, "merge");
+  EXPECT_EQ(read_text(in), before);
+}
+
+TEST(CliInputs, ResultCsvsAreJudgedAlikeByEveryCommand) {
+  TempDir dir;
+  const std::string good = shell_quote(kCases + "valid_bom_crlf.csv");
+  // BOM and CRLF: a CSV like any other.
+  Result r = run_kvb(dir, "compare " + good + " " + good);
+  EXPECT_EQ(r.code, 0) << r.err;
+  // A missing batch column, p10 above p90, a NaN: named by file, line and column, in compare and merge alike.
+  for (const auto& [file, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"no_batch_column.csv", ":1: no column 'batch'"},
+           {"p10_above_p90.csv", ":2: latency_us_p10 = 60, latency_us_median = 54.8587"},
+           {"nan_latency.csv", ":2: latency_us_p90 = 'nan'"},
+           {"cut_mid_line.csv", ":3: malformed CSV"}}) {
+    expect_refused(run_kvb(dir, "compare " + good + " " + shell_quote(kCases + file)), {kCases + file + needle},
+                   "compare " + file);
+    expect_refused(run_kvb(dir, "merge " + shell_quote(dir.file("m.csv")) + " " + shell_quote(kCases + file)),
+                   {kCases + file + needle}, "merge " + file);
+    EXPECT_FALSE(fs::exists(dir.file("m.csv")));
+  }
+}
+
+TEST(CliInputs, CheckGoldenTellsAFileCutShortFromAFailure) {
+  TempDir dir;
+  const std::string cut = dir.file("cut.gdn");
+  const std::string text = read_text(std::string(KVB_TEST_DATA_DIR) + "/golden/t1_no_state.gdn");
+  write_text(cut, text.substr(0, text.size() - 3));  // in the middle of the last number, no line end
+  const Result r = run_kvb(dir, "check-golden " + shell_quote(cut));
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(cut + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the last line has no line end"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  const Result folder = run_kvb(dir, "check-golden " + shell_quote(dir.path().string()));
+  EXPECT_EQ(folder.code, 2);
+  EXPECT_NE(folder.err.find("is a directory"), std::string::npos) << folder.err;
+}
+
+/// A copy of what kvb reproduce reads, to run it from: experiments/, plots/, the golden cases, results/.
+struct ReproduceTree : ::testing::Test {
+  TempDir dir;
+  fs::path root = dir.path() / "repo";
+  void SetUp() override {
+    if (cuda_device_present()) GTEST_SKIP() << "a CUDA device is present: kvb reproduce would run the GPU sweeps";
+    const auto copy = fs::copy_options::recursive;
+    for (const char* d : {"experiments", "plots", "results", "tests/data/golden"}) {
+      fs::create_directories(root / d);
+      fs::copy(fs::path(kSource) / d, root / d, copy);
+    }
+  }
+  /// Every file under results/, with its content.
+  std::map<std::string, std::string> results() const {
+    std::map<std::string, std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(root / "results"))
+      if (e.is_regular_file()) out[e.path().string()] = read_text(e.path().string());
+    return out;
+  }
+};
+
+TEST_F(ReproduceTree, AMalformedCommittedCsvStopsItBeforeAnyFigureOrFile) {
+  const std::string decode = (root / "results/decode_latency.csv").string();
+  const std::string text = read_text(decode);
+  write_text(decode, text.substr(0, 30000));  // cut mid-line
+  const auto before = results();
+  const Result r = run_kvb(dir, "reproduce --force", root.string());
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("results/decode_latency.csv:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("malformed CSV"), std::string::npos) << r.err;
+  EXPECT_EQ(results(), before) << "no figure redrawn, no capacity_model.csv written";
+}
+
+TEST_F(ReproduceTree, FiguresAlreadyThereNeedForce) {
+  const auto before = results();
+  const Result r = run_kvb(dir, "reproduce", root.string());
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--out-dir: results/figures holds"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+  EXPECT_EQ(results(), before);
+  // An existing capacity model too.
+  const std::string out = dir.file("out");
+  fs::create_directories(out);
+  write_text(out + "/capacity_model.csv", "old\n");
+  const Result cap = run_kvb(dir, "reproduce --no-plots --out-dir " + shell_quote(out), root.string());
+  EXPECT_EQ(cap.code, 2) << cap.out << cap.err;
+  EXPECT_NE(cap.err.find("capacity_model.csv: exists (pass --force"), std::string::npos) << cap.err;
+  EXPECT_EQ(read_text(out + "/capacity_model.csv"), "old\n");
+}
+
+}  // namespace
+}  // namespace kvb

@@ -1,0 +1,208 @@
+// The one validation of result CSVs (harness/sweep/result_csv.h): the shared fixture files (tests/data/csv/cases.csv,
+// also run against plots/result_csv.py by tests/plots), the schemas file the figures read, the committed results, and
+// every reader refusing what the validation refuses (a resuming sweep, merge, compare, the claims).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "harness/kinds/registry.h"
+#include "harness/reports/claims.h"
+#include "harness/reports/compare.h"
+#include "harness/sweep/csv.h"
+#include "harness/sweep/merge.h"
+#include "harness/sweep/result_csv.h"
+#include "harness/sweep/sweep.h"
+#include "test_regression_support.h"
+#include "test_sweep_support.h"
+
+namespace kvb {
+namespace {
+
+namespace fs = std::filesystem;
+using test::read_text;
+using test::TempDir;
+using test::write_text;
+
+const std::string kCases = std::string(KVB_TEST_DATA_DIR) + "/csv";
+
+/// The message of the UsageError `f` throws ("" and a test failure when it throws none).
+template <typename F>
+std::string refusal(F&& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "accepted";
+  return "";
+}
+
+TEST(CsvValidation, SharedCasesAreAcceptedOrRefusedNamingFileLineAndColumn) {
+  const CsvTable cases = parse_csv(read_text(kCases + "/cases.csv"), "cases.csv");
+  ASSERT_GE(cases.rows.size(), 10u);
+  for (const auto& c : cases.rows) {
+    const std::string path = kCases + "/cases/" + c[0];
+    SCOPED_TRACE(path);
+    if (c[1] == "valid") {
+      EXPECT_NO_THROW(read_result_csv(path, result_schemas()));
+      continue;
+    }
+    const std::string message = refusal([&] { read_result_csv(path, result_schemas()); });
+    EXPECT_NE(message.find(path + c[1]), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << "one line: " << message;
+  }
+  // Every fixture is listed, so that both implementations see the same cases.
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(kCases + "/cases")) files += e.path().extension() == ".csv";
+  EXPECT_EQ(files, cases.rows.size());
+}
+
+TEST(CsvValidation, BomAndCrlfReadAsThePlainFile) {
+  const CsvTable plain = parse_csv(read_text(kCases + "/decode_aligned_before_launch_axis.csv"), "plain.csv");
+  const CsvTable bom = read_result_csv(kCases + "/cases/valid_bom_crlf.csv", result_schemas());
+  EXPECT_EQ(bom.header, plain.header);
+  ASSERT_EQ(bom.rows.size(), 2u);
+  EXPECT_EQ(bom.rows[0], plain.rows[0]);
+  EXPECT_EQ(bom.rows[1], plain.rows[1]);
+  EXPECT_EQ(bom.header[0], "experiment");
+}
+
+/// plots/result_schemas.csv: the schemas as the figures read them. KVB_UPDATE_SCHEMAS=1 writes it from the kinds.
+std::string schemas_csv() {
+  CsvTable t;
+  t.header = {"kind", "column", "key", "added_later", "count"};
+  const auto flag = [](const std::vector<std::string>& v, const std::string& c) {
+    return std::find(v.begin(), v.end(), c) != v.end() ? "yes" : "no";
+  };
+  for (const CsvSchema& s : result_schemas())
+    for (const auto& c : s.columns) t.rows.push_back({s.kind, c, flag(s.key, c), flag(s.added_later, c), flag(s.counts, c)});
+  return format_csv(t);
+}
+
+TEST(CsvValidation, SchemasFileMatchesTheKinds) {
+  const std::string path = std::string(KVB_SOURCE_DIR) + "/plots/result_schemas.csv";
+  const char* update = std::getenv("KVB_UPDATE_SCHEMAS");
+  if (update && std::string(update) == "1") write_file_atomic(path, schemas_csv());
+  EXPECT_EQ(read_text(path), schemas_csv())
+      << "plots/result_schemas.csv differs from the kinds kvb knows; write it again with KVB_UPDATE_SCHEMAS=1 "
+         "kvb_tests --gtest_filter=CsvValidation.SchemasFileMatchesTheKinds";
+}
+
+TEST(CsvValidation, CommittedResultsPass) {
+  size_t checked = 0;
+  for (const auto& e : fs::directory_iterator(std::string(KVB_SOURCE_DIR) + "/results")) {
+    if (e.path().extension() != ".csv" || e.path().filename() == "anchors.csv") continue;
+    SCOPED_TRACE(e.path().string());
+    EXPECT_NO_THROW(read_result_csv(e.path().string(), result_schemas()));
+    ++checked;
+  }
+  EXPECT_GE(checked, 5u);
+}
+
+TEST(CsvValidation, EmptyFileAndFolderAreRefused) {
+  TempDir dir;
+  write_text(dir.file("empty.csv"), "");
+  EXPECT_NE(refusal([&] { read_result_csv(dir.file("empty.csv"), result_schemas()); }).find("empty file"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { read_result_csv(dir.path().string(), result_schemas(), "IN"); }).find("is a directory"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { read_result_csv(dir.file("absent.csv"), result_schemas(), "IN"); })
+                .find("IN " + dir.file("absent.csv") + ": no such file"),
+            std::string::npos);
+}
+
+/// A decode result table of 3 points whose row `bad` holds latencies (p10, median, p90).
+CsvTable decode_table(size_t bad = 99, double p10 = 0, double median = 0, double p90 = 0) {
+  const ExperimentKind& kind = find_experiment_kind("decode");
+  return test::synthetic_table(kind, "smoke", test::decode_grid(kind, "1, 64", "4"), [&](size_t i, const Point& p) {
+    if (i == bad) return test::SyntheticRow{median, p10, p90};
+    return test::scaled(1.0, 0.01)(i, p);
+  });
+}
+
+TEST(CsvValidation, EveryReaderRefusesImpossibleLatencies) {
+  TempDir dir;
+  const CsvTable good = decode_table(), negative = decode_table(1, -310, -300, -290),
+                 crossed = decode_table(2, 12, 10, 11);  // p10 above p90
+  write_text(dir.file("good.csv"), format_csv(good));
+  write_text(dir.file("negative.csv"), format_csv(negative));
+  write_text(dir.file("crossed.csv"), format_csv(crossed));
+  const std::string neg_line = dir.file("negative.csv") + ":3: latency_us_";
+  const std::string crossed_line = dir.file("crossed.csv") + ":4: latency_us_p10 = ";
+
+  // compare
+  const CsvInput base{dir.file("good.csv"), good};
+  EXPECT_NE(refusal([&] {
+              compare_tables(base, {dir.file("negative.csv"), negative}, experiment_kinds(), CompareOptions{});
+            }).find(neg_line),
+            std::string::npos);
+  EXPECT_NE(refusal([&] {
+              compare_tables(base, {dir.file("crossed.csv"), crossed}, experiment_kinds(), CompareOptions{});
+            }).find(crossed_line),
+            std::string::npos);
+  // merge
+  EXPECT_NE(refusal([&] { merge_csv_tables({{dir.file("crossed.csv"), crossed}}, experiment_kinds()); })
+                .find(crossed_line),
+            std::string::npos);
+  // a resuming sweep
+  EXPECT_NE(refusal([&] { load_resume_table(find_experiment_kind("decode"), dir.file("negative.csv")); })
+                .find("--out " + neg_line),
+            std::string::npos);
+  // the claims
+  EXPECT_NE(refusal([&] {
+              claims::compute_claims(dir.file("crossed.csv"), dir.file("a.csv"), dir.file("b.csv"), dir.file("c.csv"),
+                                     result_schemas());
+            }).find(crossed_line),
+            std::string::npos);
+}
+
+TEST(CsvValidation, ClaimsRefuseANegativeKvbufferOrZeroRecurrentLatency) {
+  // A KVBuffer median of -300 us printed "156.2% lower"; a recurrent 0 us moved the claim to another batch.
+  CsvTable t;
+  t.header = {"experiment", "variant", "batch", "buffer_size", "phase", "latency_us_median", "status"};
+  t.rows = {{"x", "recurrent", "64", "", "", "533.6", "ok"}, {"x", "kvbuffer", "64", "8", "staggered", "-300", "ok"}};
+  TempDir dir;
+  write_text(dir.file("d.csv"), format_csv(test::as_result_table(t, "decode")));
+  EXPECT_NE(refusal([&] {
+              claims::compute_claims(dir.file("d.csv"), dir.file("a"), dir.file("b"), dir.file("c"), result_schemas());
+            }).find("d.csv:3: latency_us_p10 = '-300'"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] { claims::best_reduction_vs_recurrent(t, "d.csv"); }).find("'-300'"), std::string::npos);
+  t.rows[0][5] = "0";
+  t.rows[1][5] = "300";
+  EXPECT_NE(refusal([&] { claims::best_reduction_vs_recurrent(t, "d.csv"); }).find("value '0'"), std::string::npos);
+}
+
+TEST(CsvValidation, ResumeReadsAFileWithoutTheDiscardedSamplesColumn) {
+  // Every committed decode CSV predates discarded_samples: it resumes, the column read empty.
+  TempDir dir;
+  const ExperimentKind& kind = find_experiment_kind("decode");
+  const std::string path = dir.file("old.csv");
+  fs::copy_file(kCases + "/decode_aligned_before_launch_axis.csv", path);
+  const CsvTable t = load_resume_table(kind, path);
+  EXPECT_EQ(t.header, csv_columns(kind));
+  const size_t col = size_t(std::find(t.header.begin(), t.header.end(), "discarded_samples") - t.header.begin());
+  ASSERT_LT(col, t.header.size());
+  for (const auto& row : t.rows) EXPECT_EQ(row[col], "");
+}
+
+TEST(CsvValidation, MergeRefusesShardsOfTwoGpus) {
+  TempDir dir;
+  const ExperimentKind& kind = find_experiment_kind("decode");
+  const auto grid = test::decode_grid(kind, "1, 64", "4");
+  const auto tight = test::scaled(1.0, 0.01);
+  const CsvTable a = test::synthetic_table(kind, "smoke", {grid[0]}, tight);
+  const CsvTable b = test::synthetic_table(kind, "smoke", {grid[1]}, [&](size_t i, const Point& p) {
+    auto r = tight(i, p);
+    r.gpu = "NVIDIA H100";
+    return r;
+  });
+  const std::string message = refusal([&] { merge_csv_tables({{"a.csv", a}, {"b.csv", b}}, experiment_kinds()); });
+  EXPECT_NE(message.find("b.csv: gpu 'NVIDIA H100' differs from 'NVIDIA H200' in a.csv"), std::string::npos)
+      << message;
+}
+
+}  // namespace
+}  // namespace kvb
