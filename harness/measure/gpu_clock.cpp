@@ -139,7 +139,8 @@ bool clock_fell(const ClockSample& before, const ClockSample& after, double tole
 }
 
 bool below_clock_floor(const ClockSample& s, double min_fraction) {
-  if (!s.sm_mhz || !s.max_sm_mhz || *s.max_sm_mhz == 0) return false;
+  // Without the clock, its maximum or the reasons it is low, an idle GPU cannot be told from a throttled one.
+  if (!s.sm_mhz || !s.max_sm_mhz || *s.max_sm_mhz == 0 || !s.event_reasons) return false;
   if (double(*s.sm_mhz) >= min_fraction * double(*s.max_sm_mhz)) return false;
   const bool idle_only = s.event_reasons && (*s.event_reasons & clock_event::kGpuIdle) &&
                          !(*s.event_reasons & clock_event::kThermalOrPower);

@@ -46,7 +46,8 @@ bool clock_fell(const ClockSample& before, const ClockSample& after, double tole
 
 /// Throttle rule for one sample (the sampler's, sampling.h): true when `s` holds the SM clock and its maximum and
 /// the clock is below `min_fraction` of the maximum, unless the only clocks-event reason active is the GPU being
-/// idle (an idle GPU lowers its clock without being throttled). False when the clock or its maximum is unknown.
+/// idle (an idle GPU lowers its clock without being throttled). False when the clock, its maximum or the clocks-event
+/// reasons are unknown (an idle GPU could not be told from a throttled one).
 bool below_clock_floor(const ClockSample& s, double min_fraction);
 
 /// A loaded NVML library (dlopen + nvmlInit_v2; nvmlShutdown + dlclose on destruction). Move-only.

@@ -38,6 +38,10 @@ TEST(ClockFloor, BelowTheFractionOfTheMaximumIsThrottled) {
   ClockSample no_max = clock_at(100);
   no_max.max_sm_mhz.reset();
   EXPECT_FALSE(below_clock_floor(no_max, 0.75));
+  // Unknown reasons: a low clock may be an idle GPU's, so nothing is discarded (and no wait can last for ever).
+  ClockSample no_reasons = clock_at(345);
+  no_reasons.event_reasons.reset();
+  EXPECT_FALSE(below_clock_floor(no_reasons, 0.75));
 }
 
 /// A fake GPU: a list of SM clock readings given out in order (the last one repeated), and samples numbered in the
