@@ -70,8 +70,8 @@ struct TcSmem {
   static constexpr int kMaxRows = BC_PITCH - K - 8;  ///< entries bc has rows for
   int rows;
   size_t s0, deltas, keys, g4, q, k, v, a4, b4, head, meta, stage_bytes;
-  size_t khat, qhat, bc, red, dk, dq, gw, ww, rkw, bytes;
-  size_t at = 0;
+  size_t khat, qhat, bc, red, dk, dq, gw, ww, rkw;
+  size_t bytes = 0;  ///< the total; while the layout is built, the next free offset
   KVB_HOST_DEVICE explicit TcSmem(int capacity) {
     rows = (capacity + 7) / 8 * 8;
     s0 = take(size_t(K) * S0_PITCH * 4);
@@ -85,8 +85,8 @@ struct TcSmem {
     b4 = take(size_t(M) * 16);
     head = take(32);
     meta = take(16);
-    stage_bytes = (at + 127) / 128 * 128;
-    at = 2 * stage_bytes;
+    stage_bytes = (bytes + 127) / 128 * 128;
+    bytes = 2 * stage_bytes;
     khat = take(size_t(M) * K * 4);
     qhat = take(size_t(M) * K * 4);
     const size_t bc_bytes = size_t(NCOL) * BC_PITCH * 4, kw_bytes = size_t(rows) * ROW_PITCH * 4;
@@ -97,11 +97,11 @@ struct TcSmem {
     gw = take(size_t(rows) * 4);
     ww = take(size_t(rows) * 4);
     rkw = take(size_t(rows) * 4);
-    bytes = at;
   }
+  /// The offset of the next `b` bytes (16-byte aligned), which `bytes` then includes.
   KVB_HOST_DEVICE size_t take(size_t b) {
-    const size_t o = at;
-    at += (b + 15) / 16 * 16;
+    const size_t o = bytes;
+    bytes += (b + 15) / 16 * 16;
     return o;
   }
 };
