@@ -224,13 +224,12 @@ struct RecurrentAcceptParams {
 };
 
 /// Which KVBuffer verify kernel a launch runs. cuda_cores: the checkpoint slice's products with the drafts as fp32
-/// FMAs (every head size the shape check allows). tensor_cores: a persistent kernel whose producer warp streams each
-/// (row, value head) into shared memory with the bulk-copy engine while 16 warps form the same products, the
-/// buffer's share and a due row's fold as TF32 tensor-core matrix products split three ways (3xTF32, fp32 accuracy;
-/// kernels/kvbuffer_verify_mma.cu; head dims 128 x 128, heads_v a multiple of 8, up to 24 buffered entries at 8
-/// drafts: validate_tensor_core_verify).
-/// automatic: the launcher's choice, the CUDA-core kernel (the faster at every draft count and batch measured,
-/// docs/FINDINGS.md); describe_kvbuffer_verify_launch says which runs.
+/// FMAs (every head size the shape check allows). tensor_cores: one block per row and pair of value heads, the slice
+/// streamed into registers as the A fragments of TF32 tensor-core products split three ways (3xTF32, fp32
+/// accuracy), the buffer's share, a due row's fold and the key products on tensor cores too
+/// (kernels/kvbuffer_verify_mma.cu; head dims 128 x 128, tile auto: validate_tensor_core_verify).
+/// automatic: the launcher's choice, the tensor-core kernel wherever it takes the launch, else the CUDA-core kernel;
+/// describe_kvbuffer_verify_launch says which runs.
 enum class VerifyKernel : int { automatic = 0, cuda_cores = 1, tensor_cores = 2 };
 inline const char* to_string(VerifyKernel k) {
   return k == VerifyKernel::cuda_cores ? "cuda_cores" : k == VerifyKernel::tensor_cores ? "tensor_cores" : "automatic";

@@ -661,7 +661,11 @@ namespace {
 /// The head-dimension and slice-width dispatch of launch_kvbuffer_verify and describe_kvbuffer_verify_launch.
 cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
-  if (p.kernel == VerifyKernel::tensor_cores) return launch_tensor_core_verify(p, stream, describe);
+  // automatic: the tensor-core kernel wherever it takes p (the faster at every draft count and batch measured,
+  // results/spec_verify.csv); the CUDA-core kernel elsewhere.
+  if (p.kernel == VerifyKernel::tensor_cores ||
+      (p.kernel == VerifyKernel::automatic && validate_tensor_core_verify(p).empty()))
+    return launch_tensor_core_verify(p, stream, describe);
   if (describe) describe->kernel = VerifyKernel::cuda_cores;
   switch (p.shape.head_dim_k) {
     case 32: return launch_verify_drafts<32, 64>(p, stream, describe);

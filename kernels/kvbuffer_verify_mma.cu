@@ -6,22 +6,30 @@
 //   o_i += sum_{i'<=i} w_ii' (k^_i' . q^_i) u_i'
 // and, for a due row (n >= B), the flush S0 <- e^{G_n} S0 + sum_{j<n} w_j k^_j u_j^T.
 //
-// A persistent kernel, one block per SM, each taking the items (row, value head) blockIdx.x, + gridDim.x, ...:
-// - a producer warp streams every item's checkpoint slice (64 KB), buffered entries, draft tokens and gate inputs
-//   into one of two shared-memory stages with the copy engine (bulk copies completing on the stage's `full`
-//   mbarrier), one item ahead of the consumers, so that the bytes of the next item are in flight while this one is
-//   computed;
-// - 16 consumer warps compute the item from the stage and release it (`empty`). Warp w holds the 16 value columns
-//   16 (w % 8) .. + 15 (the M dimension of an m16n8k8 TF32 tensor-core product) of the rows of half w / 8 of the
-//   checkpoint (its K dimension); the drafts' keys and queries are N (8 columns: k^ in 0-3, q^ in 4-7, up to 4
-//   drafts; 16 above). A lane reads the two values of its column pair at rows 2t and 2t + 1 of each 8-row step, and
-//   those same four values are its elements of the flush's output tile (columns x 8 rows), so the flush accumulates
-//   onto the checkpoint values as read and writes them out from registers.
-// Every product whose result reaches a buffer entry or the checkpoint is split 3xTF32 (kernels/mma_tf32.cuh).
+// One block of four warps per row and pair of value heads of one key group (one head where the group is odd), the
+// heads one after the other; warp w owns the value columns [32 w, 32 w + 32), which are the
+// M dimension of m16n8k8 TF32 tensor-core products; the drafts' keys and queries are N (8 columns: k^ in 0-3, q^ in
+// 4-7, up to 4 drafts; 16 above), the checkpoint rows and then the buffered entries K. A k-step's eight rows are
+// taken in the order 0, 2, 4, 6 | 1, 3, 5, 7 (fragment column t is row 2t, t + 4 is row 2t + 1): a lane then holds
+// rows 2t and 2t + 1 of its columns, which is both its A fragment of the products and its accumulator fragment of a
+// fold whose N dimension is the same eight checkpoint rows. So:
+// - the checkpoint streams from global memory straight into the registers of the A fragments (a lane reads one
+//   float4 of each of its two rows, a warp four whole 128-byte lines), kTcInFlight k-steps ahead, without any
+//   shared-memory staging or block barrier; the first k-steps are requested before the PDL wait (no kernel of a step
+//   writes another layer's checkpoint);
+// - a due row (n >= B) folds its entries as the slice streams, S = e^{G_n} S0 + sum_j u_j^T (w_j k^_j) per k-step
+//   (A: the buffered deltas, B: the scaled keys), writes the new checkpoint rows and takes them as the A fragments
+//   of the drafts' products, whose buffer's share is then nothing: a_i = e^{G_i - G_n} S^T k^_i. The slice is read
+//   and written once.
+// The products' B columns are the drafts' k^ and q^ as normalised, split once, shared by the block's heads; the
+// decays e^{G_n} and e^{G_i - G_n} are applied to the totals. The drafts' products with the buffer's raw keys and
+// with each other (and the keys' norms) are one more tensor-core product, of the raw bf16 keys (exact in TF32) with
+// those same B columns, also shared by the heads: only the gates and the entries' log-decays are per head.
+// Every product is split 3xTF32 (kernels/mma_tf32.cuh), the queries' too: an output sums terms many times its own
+// size, and one TF32 product (about 2^-11 of each term) can then reach 1e-2 of the head's largest output.
 #include <algorithm>
 #include <string>
 
-#include "kernels/bulk_copy.cuh"
 #include "kernels/gdn_params.h"
 #include "kernels/kvbuffer_device.cuh"
 #include "kernels/kvbuffer_verify_device.cuh"
@@ -35,493 +43,468 @@ namespace {
 
 using namespace dev;
 
-constexpr int kTcK = 128, kTcV = 128;                 ///< the head dims the kernel takes
-constexpr int kTcConsumerWarps = 16;                  ///< 8 column pairs of 16 x 2 row halves
-constexpr int kTcConsumers = 32 * kTcConsumerWarps;   ///< consumer threads: 0 .. 511
-constexpr int kTcThreads = kTcConsumers + 32;         ///< plus the producer warp
-constexpr int kTcBarrier = 1;                         ///< the consumers' named barrier
-constexpr size_t kTcMaxSmem = 227 * 1024;             ///< shared memory a block may take on sm_90
+constexpr int kTcK = 128, kTcV = 128;              ///< the head dims the kernel takes
+constexpr int kTcWarps = 4;                        ///< warps a block: 32 value columns each
+constexpr int kTcThreads = 32 * kTcWarps;
+constexpr int kTcColumns = kTcV / kTcWarps;        ///< value columns a warp
+constexpr int kTcSteps = kTcK / 8;                 ///< k-steps over the checkpoint rows of one value head
+constexpr int kTcInFlight = 4;                     ///< checkpoint k-steps a warp has requested ahead
+constexpr int kTcHeldChunks = 2;                   ///< 8-entry chunks a due row's fold keeps split in registers
+constexpr int kTcMinBlocks = 4;                    ///< blocks per SM the registers allow (128 a thread)
 
-/// The block's dynamic shared memory for a pool of `capacity` entries per slot (rows: capacity rounded up to 8, one
-/// k-step; rows past an item's n entries hold finite values of earlier items, met only by zero coefficients).
-/// Two stages, each:
-///   s0      [K][V] fp32      the checkpoint slice, as it lies in the pool
-///   deltas  [rows][132] fp32 the buffered deltas u_j
-///   keys    [rows][K] bf16   the buffered raw keys
-///   g4      [rows][4] fp32   the 16-byte piece of each entry's log-decays holding value head h (at h % 4)
-///   q, k    [M][K] bf16      the drafts' raw queries and keys;  v [M][V] bf16 their values
-///   a4, b4  [M][16 bytes]    the 16-byte piece of each draft's gate input a (or prepared g) and b (or prepared beta)
-///   head    A_log and dt_bias pieces (16 bytes each);  meta: slot (-1: padding) and n
-/// then the consumers' work area:
-///   khat, qhat [M][K] fp32   normalised drafts (q^ includes the scale)
-///   bc        [N][168] fp32  B of the products: K checkpoint rows, then one row per entry (168 = 8 mod 32)
-///   kw        [rows][132]    B of a flush, w_j k^_j (over bc, which is read before kw is formed)
-///   red       [V][20] fp32   the products' column sums
-///   dk, dq    [M][rows]      the raw keys' products with k^_i, q^_i;  gw, ww, rkw [rows]: g_j, w_j, 1 / |k_j|
-template <int M>
-struct TcSmem {
+/// Rows from 8 (mod 16) up: a pitch (in 8-byte elements) whose 16-byte fragment words of a quarter warp (two rows
+/// g, four t) meet distinct banks.
+KVB_HOST_DEVICE constexpr int fragment_pitch(int rows) { return (rows - 8 + 15) / 16 * 16 + 8; }
+
+/// The block's dynamic shared memory for m = M drafts, HPC value heads a block and a pool of `capacity` entries per
+/// slot (rows: capacity rounded up to 8, one k-step). B operands hold fp32 values split (hi, lo) for 3xTF32, rows
+/// 2t, 2t + 1 of a column in one 16-byte word (hi 2t, hi 2t + 1, lo 2t, lo 2t + 1: each pair one fragment's two
+/// registers), so that a k-step reads one word a column tile.
+///   x     [NCOL][x_pitch] uint2          the drafts' k^_i (column i) and q^_i (column Q0 + i), rows 0 .. K - 1: B of
+///                                        the products over the checkpoint rows, shared by the key group's heads
+///   bb    [HPC][NCOL][bb_pitch] uint2    B over the buffer's rows: w_j (k^_j . x_c), zero past n (a row not due)
+///   keys  [key_rows][KEY_PITCH] bf16     raw keys: the n entries' (B of a due row's fold, exact in TF32), then the
+///                                        drafts' from row `rows`
+///   kp    [key_rows][KP_PITCH] fp32      the key products of every key row with the columns of x
+///   tr    [warps][32][TR_PITCH] fp32     each warp's product columns, one value column a lane
+///   vals  [HPC][M][V] bf16               the drafts' values
+///   g, w [HPC][rows], rk [rows], decay0 [HPC]   log-decays, decay weights, 1 / |k_j|, e^{G_n}
+template <int M, int HPC>
+struct TcLayout {
   static constexpr int K = kTcK, V = kTcV;
   static constexpr int NT = M <= 4 ? 1 : 2;  ///< 8-column tiles of the products
-  static constexpr int NCOL = 8 * NT;        ///< product columns: k^ side, then q^ side from Q0
+  static constexpr int NCOL = 8 * NT;        ///< product columns: k^ side from 0, q^ side from Q0
   static constexpr int Q0 = 4 * NT;
-  /// Floats from one row to the next: the checkpoint slice lands as it lies in the pool (one 64 KB copy), deltas
-  /// and kw rows padded to 528 bytes (conflict-free fragment reads), bc rows to 168 = 8 (mod 32).
-  static constexpr int S0_PITCH = kTcV, ROW_PITCH = 132, BC_PITCH = 168, RED_PITCH = 20;
-  static constexpr int kMaxRows = BC_PITCH - K - 8;  ///< entries bc has rows for
-  int rows;
-  size_t s0, deltas, keys, g4, q, k, v, a4, b4, head, meta, stage_bytes;
-  size_t khat, qhat, bc, red, dk, dq, gw, ww, rkw;
+  static constexpr int TR_PITCH = NCOL + 2;  ///< even: float2 stores; rows 4 g apart meet distinct banks
+  static constexpr int KEY_PITCH = K + 8;    ///< bf16: a fragment read of 8 rows x 4 words meets distinct banks
+  static constexpr int KP_PITCH = NCOL + 1;
+  static constexpr int X_PITCH = fragment_pitch(K);
+  int rows, key_rows, bb_pitch;
+  size_t x, bb, keys, kp, tr, vals, g, w, rk, decay0;
   size_t bytes = 0;  ///< the total; while the layout is built, the next free offset
-  KVB_HOST_DEVICE explicit TcSmem(int capacity) {
+  KVB_HOST_DEVICE explicit TcLayout(int capacity) {
     rows = (capacity + 7) / 8 * 8;
-    s0 = take(size_t(K) * S0_PITCH * 4);
-    deltas = take(size_t(rows) * ROW_PITCH * 4);
-    keys = take(size_t(rows) * K * 2);
-    g4 = take(size_t(rows) * 16);
-    q = take(size_t(M) * K * 2);
-    k = take(size_t(M) * K * 2);
-    v = take(size_t(M) * V * 2);
-    a4 = take(size_t(M) * 16);
-    b4 = take(size_t(M) * 16);
-    head = take(32);
-    meta = take(16);
-    stage_bytes = (bytes + 127) / 128 * 128;
-    bytes = 2 * stage_bytes;
-    khat = take(size_t(M) * K * 4);
-    qhat = take(size_t(M) * K * 4);
-    const size_t bc_bytes = size_t(NCOL) * BC_PITCH * 4, kw_bytes = size_t(rows) * ROW_PITCH * 4;
-    bc = take(bc_bytes > kw_bytes ? bc_bytes : kw_bytes);
-    red = take(size_t(V) * RED_PITCH * 4);
-    dk = take(size_t(M) * rows * 4);
-    dq = take(size_t(M) * rows * 4);
-    gw = take(size_t(rows) * 4);
-    ww = take(size_t(rows) * 4);
-    rkw = take(size_t(rows) * 4);
+    key_rows = (rows + 8 + 15) / 16 * 16;  // entries, then 8 rows for the drafts, in whole 16-row tiles
+    bb_pitch = fragment_pitch(rows);
+    x = take(size_t(NCOL) * X_PITCH * 8);
+    bb = take(size_t(HPC) * NCOL * bb_pitch * 8);
+    keys = take(size_t(key_rows) * KEY_PITCH * 2);
+    kp = take(size_t(key_rows) * KP_PITCH * 4);
+    tr = take(size_t(kTcWarps) * 32 * TR_PITCH * 4);
+    vals = take(size_t(HPC) * M * V * 2);
+    g = take(size_t(HPC) * rows * 4);
+    w = take(size_t(HPC) * rows * 4);
+    rk = take(size_t(rows) * 4);
+    decay0 = take(size_t(HPC) * 4);
   }
-  /// The offset of the next `b` bytes (16-byte aligned), which `bytes` then includes.
-  KVB_HOST_DEVICE size_t take(size_t b) {
+  /// The offset of the next `n` bytes (16-byte aligned), which `bytes` then includes.
+  KVB_HOST_DEVICE size_t take(size_t n) {
     const size_t o = bytes;
-    bytes += (b + 15) / 16 * 16;
+    bytes += (n + 15) / 16 * 16;
     return o;
   }
 };
 
-/// The drafts' scalars of the item being computed, and the pipeline's barriers (static shared memory).
-template <int M>
+/// The drafts' scalars (static shared memory), per value head of the block where they depend on it.
+template <int M, int HPC>
 struct TcShared {
-  uint64_t full[2], empty[2];
-  float g[M], beta[M], D[M];  ///< log-decay, beta, D_i = e^{g_0 + ... + g_i}
-  float kk[M][M], kq[M][M];   ///< draft_pair_coefficients
-  float decay0;               ///< e^{G_n}
-  int due_last;               ///< this block writes a due row's drafts' keys (last of its key group to read them)
+  float g[HPC][M], beta[HPC][M], D[HPC][M];  ///< log-decay, beta, D_i = e^{g_0 + ... + g_i}
+  float rk[M];                               ///< 1 / |k_i|
+  float kk[HPC][M][M], kq[HPC][M][M];  ///< kk[i'][i] = w_ii' (k^_i' . k^_i) (i' < i), kq[i'][i] = w_ii' (k^_i' . q^_i)
+  int due_last;                        ///< this block writes a due row's drafts' keys (last of its key group to read)
 };
 
-/// The drafts as buffer_draft_products and draft_pair_coefficients read them.
-template <int M>
-struct TcDrafts {
-  float* khat;
-  float* qhat;
-  float* g;
-  float (*kk)[M];
-  float (*kq)[M];
-  __device__ __forceinline__ float& k_at(int i, int r) { return khat[i * kTcK + r]; }
-  __device__ __forceinline__ float& q_at(int i, int r) { return qhat[i * kTcK + r]; }
-};
+__device__ __forceinline__ float4 load4_nc(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
 
-__device__ __forceinline__ int load_fill(const KVBufferPool& pool, int slot) {
-  return min(max(pool.fill[slot], 0), pool.capacity);
+/// Puts x, split, at row r of column c of a B operand (pitch in 8-byte elements; layout: TcLayout).
+__device__ __forceinline__ void put_b(uint32_t* b, int pitch, int c, int r, float x) {
+  const Tf32Pair s = split_tf32(x);
+  uint32_t* const word = b + 2 * (c * pitch + (r & ~1)) + (r & 1);
+  word[0] = s.hi;
+  word[2] = s.lo;
 }
 
-/// The producer warp: for each of the block's items, waits for its stage to be free, then copies into it the
-/// checkpoint slice, the n buffered entries (deltas, raw keys, log-decay pieces), the drafts' q, k, v and gate
-/// inputs, and the item's meta, all completing on the stage's `full` barrier. The first item's slice is requested
-/// before the PDL wait (no earlier kernel of a step writes a checkpoint); every fill after it.
-template <int M>
-__device__ void tc_produce(const KVBufferVerifyParams& p, const TcSmem<M>& L, char* smem, TcShared<M>& sh) {
+/// HPC: value heads a block (1, or 2 when the key group's heads pair up), which share the drafts' keys and queries,
+/// the buffer's keys and their products.
+template <int M, int HPC>
+__global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_kernel(const KVBufferVerifyParams p) {
   constexpr int K = kTcK, V = kTcV;
-  const int lane = threadIdx.x % 32;
-  const int H = p.shape.heads_qk, HV = p.shape.heads_v, group = p.shape.group();
-  const int items = p.batch * HV;
+  using Lay = TcLayout<M, HPC>;
+  constexpr int NT = Lay::NT, NCOL = Lay::NCOL, Q0 = Lay::Q0, TRP = Lay::TR_PITCH, KEYP = Lay::KEY_PITCH,
+                KPP = Lay::KP_PITCH, XP = Lay::X_PITCH;
+  extern __shared__ __align__(16) char smem[];
+  __shared__ TcShared<M, HPC> sh;
+  const Lay lay(p.pool.capacity);
+  const int h0 = blockIdx.x * HPC, row = blockIdx.y;  // value heads h0 .. h0 + HPC - 1
+  const int H = p.shape.heads_qk, HV = p.shape.heads_v, group = p.shape.group(), hk = h0 / group;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int vb = kTcColumns * warp;  // this warp's first value column
   const KVBufferPool& pool = p.pool;
-  int item = blockIdx.x;
-  int slot = -1, n = 0;  // the next item's meta
-  if (item < items) slot = p.slot[item / HV];
-  bool waited = false;
-  for (int j = 0; item < items; ++j, item += gridDim.x) {
-    const int stage = j & 1;
-    char* st = smem + stage * L.stage_bytes;
-    uint64_t* full = &sh.full[stage];
-    if (j >= 2) mbarrier_wait(&sh.empty[stage], ((j >> 1) - 1) & 1);
-    const int row = item / HV, h = item % HV, hk = h / group;
-    const bool valid = slot >= 0 && slot < pool.num_slots;
-    if (valid) {
-      if (lane == 0) mbarrier_expect_tx(full, K * V * 4);
-      __syncwarp();
-      const float* src = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
-      // One copy of the whole slice, as it lies (the copy engine's cost grows with the number of copies); the
-      // lanes of a fragment read then meet 4-way bank conflicts on these rows.
-      if (lane == 0) bulk_copy_g2s(st + L.s0, src, K * V * 4, full);
-    }
-    if (!waited) {
-      pdl_wait();
-      pdl_launch_dependents();
-      waited = true;
-      if (valid) n = load_fill(pool, slot);
-    }
-    if (valid) {
-      const int64_t e0 = int64_t(slot) * pool.capacity;
-      const uint32_t bytes = uint32_t(n) * (V * 4 + K * 2 + 16) + uint32_t(M) * (2 * K * 2 + V * 2 + 2 * 16) +
-                             (p.in.g ? 0u : 32u);
-      if (lane == 0) mbarrier_expect_tx(full, bytes);
-      __syncwarp();
-      for (int e = lane; e < n; e += 32) {
-        bulk_copy_g2s(st + L.deltas + size_t(e) * L.ROW_PITCH * 4, pool.deltas + ((e0 + e) * HV + h) * V, V * 4,
-                      full);
-        bulk_copy_g2s(st + L.keys + size_t(e) * K * 2, pool.keys + ((e0 + e) * H + hk) * K, K * 2, full);
-        bulk_copy_g2s(st + L.g4 + size_t(e) * 16, pool.log_decay + (e0 + e) * HV + (h & ~3), 16, full);
-      }
-      for (int i = lane; i < M; i += 32) {
-        const int64_t tok = int64_t(row) * M + i;
-        bulk_copy_g2s(st + L.q + size_t(i) * K * 2, p.in.q + (tok * H + hk) * K, K * 2, full);
-        bulk_copy_g2s(st + L.k + size_t(i) * K * 2, p.in.k + (tok * H + hk) * K, K * 2, full);
-        bulk_copy_g2s(st + L.v + size_t(i) * V * 2, p.in.v + (tok * HV + h) * V, V * 2, full);
-        const void* a = p.in.g ? static_cast<const void*>(p.in.g + tok * HV + (h & ~3))
-                               : static_cast<const void*>(p.in.a + tok * HV + (h & ~7));
-        const void* b = p.in.beta ? static_cast<const void*>(p.in.beta + tok * HV + (h & ~3))
-                                  : static_cast<const void*>(p.in.b + tok * HV + (h & ~7));
-        bulk_copy_g2s(st + L.a4 + size_t(i) * 16, a, 16, full);
-        bulk_copy_g2s(st + L.b4 + size_t(i) * 16, b, 16, full);
-      }
-      if (lane == 31 && !p.in.g) {
-        bulk_copy_g2s(st + L.head, p.in.A_log + (h & ~3), 16, full);
-        bulk_copy_g2s(st + L.head + 16, p.in.dt_bias + (h & ~3), 16, full);
-      }
-    }
-    if (lane == 0) {
-      *reinterpret_cast<int2*>(st + L.meta) = make_int2(valid ? slot : -1, n);
-      mbarrier_arrive(full);
-    }
-    // The next item's slot and fill, while the consumers work.
-    const int next = item + gridDim.x;
-    slot = -1;
-    n = 0;
-    if (next < items) {
-      slot = p.slot[next / HV];
-      if (slot >= 0 && slot < pool.num_slots) n = load_fill(pool, slot);
-    }
-  }
-  if (!waited) {  // no item: still keep the PDL contract
+  const int cap = pool.capacity, rows = lay.rows, bbp = lay.bb_pitch;
+  const int slot = p.slot[row];
+  if (slot < 0 || slot >= pool.num_slots) {  // padding: nothing read, outputs zeroed after the PDL wait
     pdl_wait();
     pdl_launch_dependents();
+    for (int hh = 0; hh < HPC; ++hh)
+      for (int i = 0; i < M; ++i)
+        zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h0 + hh) * V, 0, V, V);
+    return;
   }
-}
 
-/// The consumer warps: every item of the block from its stage (see the file's head).
-template <int M>
-__device__ void tc_consume(const KVBufferVerifyParams& p, const TcSmem<M>& L, char* smem, TcShared<M>& sh) {
-  constexpr int K = kTcK, V = kTcV, WARPS = kTcConsumerWarps;
-  using Lay = TcSmem<M>;
-  constexpr int NT = Lay::NT, NCOL = Lay::NCOL, Q0 = Lay::Q0, RP = Lay::ROW_PITCH, SP = Lay::S0_PITCH,
-                BP = Lay::BC_PITCH, RED = Lay::RED_PITCH;
-  const int ctid = threadIdx.x, warp = ctid / 32, lane = ctid % 32, g = lane / 4, t = lane % 4;
-  const int HV = p.shape.heads_v, group = p.shape.group();
-  const int items = p.batch * HV;
-  const KVBufferPool& pool = p.pool;
-  const int cap = pool.capacity;
-  const int half = warp / 8;                       // checkpoint rows [64 half, 64 half + 64)
-  const int col0 = 16 * (warp % 8) + 2 * g;        // this lane's column pair
-  float* const khat = reinterpret_cast<float*>(smem + L.khat);
-  float* const qhat = reinterpret_cast<float*>(smem + L.qhat);
-  float* const bc = reinterpret_cast<float*>(smem + L.bc);
-  float* const kw = bc;
-  float* const red = reinterpret_cast<float*>(smem + L.red);
-  float* const dk = reinterpret_cast<float*>(smem + L.dk);
-  float* const dq = reinterpret_cast<float*>(smem + L.dq);
-  TcDrafts<M> dv{khat, qhat, sh.g, sh.kk, sh.kq};
-  BufferSmem<K> bs;
-  bs.key_stride = K;
-  bs.g = reinterpret_cast<float*>(smem + L.gw);
-  bs.w = reinterpret_cast<float*>(smem + L.ww);
-  bs.rk = reinterpret_cast<float*>(smem + L.rkw);
-  bs.ck = bs.cq = nullptr;
-  bs.decay0 = &sh.decay0;
-  pdl_wait();  // every write below follows the producer's wait as well; this keeps each thread's order plain
+  // This lane's checkpoint values: at k-step q (head q / 16), rows 8 (q % 16) + 2t and + 1, columns vb + 4 g .. + 3.
+  const int64_t slice = (int64_t(slot) * HV + h0) * K * V + 2 * t * V + vb + 4 * g;
+  const float* const s0 = pool.checkpoint + slice;
+  const auto slice_rows = [&](int q) { return s0 + (q / kTcSteps) * (K * V) + 8 * (q % kTcSteps) * V; };
+  float4 ring[kTcInFlight][2];
+#pragma unroll
+  for (int q = 0; q < kTcInFlight; ++q) {
+    ring[q][0] = load4_nc(slice_rows(q));
+    ring[q][1] = load4_nc(slice_rows(q) + V);
+  }
+  pdl_wait();
   pdl_launch_dependents();
 
-  for (int j = 0, item = blockIdx.x; item < items; ++j, item += gridDim.x) {
-    const int stage = j & 1;
-    const char* st = smem + stage * L.stage_bytes;
-    mbarrier_wait(&sh.full[stage], (j >> 1) & 1);
-    const int2 meta = *reinterpret_cast<const int2*>(st + L.meta);
-    const int row = item / HV, h = item % HV, hk = h / group;
-    const int slot = meta.x, n = meta.y;
-    if (slot < 0) {  // padding: nothing read or written, outputs zeroed
-      for (int idx = ctid; idx < M * V; idx += kTcConsumers)
-        store_output1(p.o, p.o_dtype, ((int64_t(row) * M + idx / V) * HV + h) * V + idx % V, 0.f);
-      __syncwarp();
-      if (lane == 0) mbarrier_arrive(&sh.empty[stage]);
-      named_barrier(kTcBarrier, kTcConsumers);
-      continue;
-    }
-    const bool flush = n >= pool.buffer_size;  // due: the n entries fold into the checkpoint here
-    const int64_t e0 = int64_t(slot) * cap;
-    const int64_t draft_entry = e0 + (flush ? 0 : n);
-    const float* s0 = reinterpret_cast<const float*>(st + L.s0);
-    const float* deltas_s = reinterpret_cast<const float*>(st + L.deltas);
-    const bf16* keys_s = reinterpret_cast<const bf16*>(st + L.keys);
-    bs.keys = const_cast<bf16*>(keys_s);
-    // A due row has read the buffer's keys (they are in the stage): it counts its arrival in its key group; the last
-    // writes the drafts' keys over entries 0 .. m - 1, which the group's other blocks read.
-    if (flush && ctid == 0) {
-      __threadfence();
-      sh.due_last = last_in_key_group(p, row, hk, atomicAdd(key_group_arrivals(p, row, hk), 1), 1);
-    }
+  // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams).
+  const int n = min(max(pool.fill[slot], 0), cap);
+  const bool flush = n >= pool.buffer_size;
+  const int64_t e0 = int64_t(slot) * cap;
+  const int64_t draft_entry = e0 + (flush ? 0 : n);  // the drafts' first buffer entry
+  const int64_t delta_stride = int64_t(HV) * V;
+  // This lane's columns of head h0 + hh's entry j's delta (rows 8c + 2t and + 1 of chunk c, as the checkpoint's).
+  const float* const deltas = pool.deltas + (e0 * HV + h0) * V + vb + 4 * g;
+  const auto load_delta = [&](int hh, int j) {
+    return j < n ? load4_nc(deltas + hh * V + j * delta_stride) : make_float4(0.f, 0.f, 0.f, 0.f);
+  };
 
-    // Drafts (warp i: draft i) and the gates; the entries' log-decays and decay weights (the last warp).
-    if (warp < M) {
-      const int i = warp;
-      WarpVec<K> qv, kv;
-      qv.load(reinterpret_cast<const bf16*>(st + L.q) + i * K, lane);
-      kv.load(reinterpret_cast<const bf16*>(st + L.k) + i * K, lane);
-      const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
+  uint32_t* const xmat = reinterpret_cast<uint32_t*>(smem + lay.x);
+  uint32_t* const bbmat = reinterpret_cast<uint32_t*>(smem + lay.bb);
+  bf16* const keys = reinterpret_cast<bf16*>(smem + lay.keys);
+  float* const kp = reinterpret_cast<float*>(smem + lay.kp);
+  bf16(*const vals)[M][V] = reinterpret_cast<bf16(*)[M][V]>(smem + lay.vals);
+  float* const lg = reinterpret_cast<float*>(smem + lay.g);   // [HPC][rows]
+  float* const lw = reinterpret_cast<float*>(smem + lay.w);   // [HPC][rows]
+  float* const rk = reinterpret_cast<float*>(smem + lay.rk);  // [rows]
+  float* const decay0s = reinterpret_cast<float*>(smem + lay.decay0);
+
+  // The entries' raw keys and log-decays, the drafts' raw keys (rows `rows` on) and values: copied while the
+  // drafts are normalised.
+  {
+    constexpr int kChunks = K / 8;  // 16-byte pieces of one key
+    for (int c = threadIdx.x; c < (n + M) * kChunks; c += kTcThreads) {
+      const int r = c / kChunks, part = c % kChunks;
+      const bf16* src = r < n ? pool.keys + ((e0 + r) * H + hk) * K
+                              : p.in.k + ((int64_t(row) * M + (r - n)) * H + hk) * K;
+      cp_async16(keys + (r < n ? r : rows + r - n) * KEYP + part * 8, src + part * 8, true);
+    }
+    for (int c = threadIdx.x; c < HPC * n; c += kTcThreads) {
+      const int hh = c / n, j = c % n;
+      cp_async4(lg + hh * rows + j, pool.log_decay + (e0 + j) * HV + h0 + hh);
+    }
+    for (int hh = 0; hh < HPC; ++hh) load_draft_values_async<V>(p.in.v, row, M, HV, h0 + hh, V, 0, vals[hh]);
+    cp_async_commit();
+  }
+
+  // The drafts' gates, one thread each; a row that is not due writes their log-decays past its entries (no block
+  // reads there).
+  for (int c = threadIdx.x; c < HPC * M; c += kTcThreads) {
+    const int hh = c / M, i = c % M;
+    const Gate gate = prepare_gate(p.in, int64_t(row) * M + i, h0 + hh, HV);
+    sh.g[hh][i] = gate.g;
+    sh.beta[hh][i] = gate.beta;
+    if (!flush) pool.log_decay[(draft_entry + i) * HV + h0 + hh] = gate.g;
+  }
+  // The drafts (warp w: drafts w, w + 4) into x, split, and 1 / |k_i|; a row that is not due writes their raw keys
+  // past its entries (the key group's first block).
+  const bool write_keys = !flush && h0 % group == 0;
+  for (int i = warp; i < M; i += kTcWarps) {
+    const int64_t tok = int64_t(row) * M + i;
+    WarpVec<K> qv, kv;
+    qv.load(p.in.q + (tok * H + hk) * K, lane);
+    kv.load(p.in.k + (tok * H + hk) * K, lane);
+    if (write_keys) {
+      bf16* dst = pool.keys + ((draft_entry + i) * H + hk) * K + lane * WarpVec<K>::N;
 #pragma unroll
-      for (int e = 0; e < WarpVec<K>::N; ++e) {
-        khat[i * K + lane * WarpVec<K>::N + e] = kv.x[e] * nrm.rk;
-        qhat[i * K + lane * WarpVec<K>::N + e] = qv.x[e] * nrm.rq;
-      }
-      if (lane == 0) {
-        const float* head = reinterpret_cast<const float*>(st + L.head);
-        const float* a4 = reinterpret_cast<const float*>(st + L.a4 + i * 16);
-        const float* b4 = reinterpret_cast<const float*>(st + L.b4 + i * 16);
-        sh.g[i] = p.in.g ? a4[h & 3]
-                         : gate_log_decay(head[h & 3], __bfloat162float(reinterpret_cast<const bf16*>(a4)[h & 7]),
-                                          head[4 + (h & 3)]);
-        sh.beta[i] = p.in.beta ? b4[h & 3] : gate_beta(__bfloat162float(reinterpret_cast<const bf16*>(b4)[h & 7]));
-      }
+      for (int e = 0; e < WarpVec<K>::N; ++e) dst[e] = __float2bfloat16_rn(kv.x[e]);  // exact: loaded from bf16
     }
-    if (warp == WARPS - 1) {
-      const float* g4 = reinterpret_cast<const float*>(st + L.g4);
-      for (int e = lane; e < n; e += 32) bs.g[e] = g4[e * 4 + (h & 3)];
-      __syncwarp();
-      buffer_weights<K>(n, 0.f, bs);
+    const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
+#pragma unroll
+    for (int e = 0; e < WarpVec<K>::N; ++e) {
+      const int r = lane * WarpVec<K>::N + e;
+      put_b(xmat, XP, i, r, kv.x[e] * nrm.rk);
+      put_b(xmat, XP, Q0 + i, r, qv.x[e] * nrm.rq);
     }
-    named_barrier(kTcBarrier, kTcConsumers);
+    if (lane == 0) sh.rk[i] = nrm.rk;
+  }
+  cp_async_wait_all();
+  __syncthreads();  // x, keys, log-decays, values, gates in shared memory
 
-    // The drafts' decays, the keys' products with the drafts (and 1 / |k_j|), the drafts' products with each other.
-    if (warp == WARPS - 1 && lane == 0) {
+  // A due row has read the pool's keys for the last time (they are in shared memory): it counts its heads' arrival
+  // in its key group; the last block writes the drafts' keys over entries 0 .. m - 1 at the end.
+  if (flush && threadIdx.x == 0)
+    sh.due_last = last_in_key_group(p, row, hk, atomicAdd(key_group_arrivals(p, row, hk), HPC) + HPC - 1, 1);
+  // Each head's decay weights (warp 3 - hh) and the drafts' decays.
+  if (warp >= kTcWarps - HPC) {
+    const int hh = kTcWarps - 1 - warp;
+    BufferSmem<K> bs;  // the fields buffer_weights reads and writes
+    bs.g = lg + hh * rows;
+    bs.w = lw + hh * rows;
+    bs.decay0 = decay0s + hh;
+    buffer_weights<K>(n, 0.f, bs);
+    if (lane == 0) {
       float gsum = 0.f;
 #pragma unroll
       for (int i = 0; i < M; ++i) {
-        gsum += sh.g[i];
-        sh.D[i] = expf(gsum);
+        gsum += sh.g[hh][i];
+        sh.D[hh][i] = expf(gsum);
       }
     }
-    buffer_draft_products<K, M, WARPS, true>(n, dv, bs, dk, dq, L.rows);
-    draft_pair_coefficients<K, M, WARPS>(dv);
-    named_barrier(kTcBarrier, kTcConsumers);
-
-    // B of the products: column c < Q0 for k^_c, Q0 + i for q^_i (zero past m); row r < K: e^{G_n} D_i x_i[r]
-    // (x = k^ or q^), row K + j: w_j D_i (k^_j . x_i) for j < n, zero for the rows up to L.rows.
-    const float decay0 = sh.decay0;
-    {
-      constexpr int PARTS = WARPS / NCOL;
-      const int c = warp % NCOL, part = warp / NCOL;
-      const bool qside = c >= Q0;
-      const int i = qside ? c - Q0 : c;
-      const float* x = (qside ? qhat : khat) + i * K;
-      const float* d = (qside ? dq : dk) + i * L.rows;
-      const float scale = i < M ? decay0 * sh.D[i] : 0.f;
-      const float dscale = i < M ? sh.D[i] : 0.f;
-      for (int r = lane + 32 * part; r < K + L.rows; r += 32 * PARTS) {
-        float b = 0.f;
-        if (i < M) {
-          if (r < K) b = scale * x[r];
-          else if (r - K < n) b = bs.w[r - K] * bs.rk[r - K] * dscale * d[r - K];
+  }
+  // The raw keys' products with x, kp[r][c] = k_r . x_c (16-row tiles of the key rows x 8-column tiles; bf16 keys are
+  // exact in TF32, so two products, with x's hi and lo), and, in the first column tile, 1 / |k_j|.
+  {
+    const int ptiles = lay.key_rows / 16;
+    const uint4* const x4 = reinterpret_cast<const uint4*>(xmat);
+    for (int task = warp; task < ptiles * NT; task += kTcWarps) {
+      const int mt = task / NT, nt = task % NT;
+      float c[4] = {0.f, 0.f, 0.f, 0.f};
+      float sq0 = 0.f, sq1 = 0.f;
+      const uint32_t* k0 = reinterpret_cast<const uint32_t*>(keys + (16 * mt + g) * KEYP) + t;
+      const uint32_t* k1 = k0 + 8 * KEYP / 2;
+      const uint4* bcol = x4 + (8 * nt + g) * XP / 2 + t;
+#pragma unroll 4
+      for (int s = 0; s < kTcSteps; ++s) {
+        const uint32_t w0 = k0[4 * s], w1 = k1[4 * s];  // rows g, g + 8: elements 8s + 2t (low half), + 1
+        const uint32_t a[4] = {w0 << 16, w1 << 16, w0 & 0xffff0000u, w1 & 0xffff0000u};
+        const uint4 b = bcol[4 * s];
+        mma_tf32(c, a, b.x, b.y);
+        mma_tf32(c, a, b.z, b.w);
+        if (nt == 0) {
+          const float f0 = __uint_as_float(a[0]), f1 = __uint_as_float(a[1]), f2 = __uint_as_float(a[2]),
+                      f3 = __uint_as_float(a[3]);
+          sq0 = fmaf(f0, f0, fmaf(f2, f2, sq0));
+          sq1 = fmaf(f1, f1, fmaf(f3, f3, sq1));
         }
-        bc[c * BP + r] = b;
+      }
+      float* const r0 = kp + (16 * mt + g) * KPP + 8 * nt + 2 * t;
+      r0[0] = c[0];
+      r0[1] = c[1];
+      r0[8 * KPP] = c[2];
+      r0[8 * KPP + 1] = c[3];
+      if (nt == 0) {
+        sq0 += __shfl_xor_sync(0xffffffffu, sq0, 1);
+        sq0 += __shfl_xor_sync(0xffffffffu, sq0, 2);
+        sq1 += __shfl_xor_sync(0xffffffffu, sq1, 1);
+        sq1 += __shfl_xor_sync(0xffffffffu, sq1, 2);
+        const int j = 16 * mt + g;
+        if (t == 0 && j < n) rk[j] = rsqrtf(sq0 + kL2NormEps);
+        if (t == 0 && j + 8 < n) rk[j + 8] = rsqrtf(sq1 + kL2NormEps);
       }
     }
-    named_barrier(kTcBarrier, kTcConsumers);
+  }
+  __syncthreads();  // key products, norms, weights in shared memory
 
-    // The products: acc[nt] is the 16 x 8 tile of columns (col0, col0 + 1 over the lanes' g) x product columns
-    // 8 nt .. 8 nt + 7. This half's 64 checkpoint rows (rows r, r + 1 of k-step r = 8 s + 2 t), then every other 8
-    // of the buffer's rows.
-    float acc[NT][4];
+  // The drafts' products with each other (per head: their decays differ), then the B rows of the buffer (a row that
+  // is not due).
+  for (int c = threadIdx.x; c < HPC * M * (M + 1) / 2; c += kTcThreads) {
+    const int hh = c / (M * (M + 1) / 2);
+    int ip = 0, i = c % (M * (M + 1) / 2);  // earlier draft ip, later draft i
+    while (i >= M - ip) i -= M - ip++;
+    i += ip;
+    float gsum = 0.f;
+    for (int l = ip + 1; l <= i; ++l) gsum += sh.g[hh][l];
+    const float wr = expf(gsum) * sh.rk[ip];
+    const float* const kd = kp + (rows + ip) * KPP;
+    sh.kk[hh][ip][i] = ip < i ? wr * kd[i] : 0.f;
+    sh.kq[hh][ip][i] = wr * kd[Q0 + i];
+  }
+  if (!flush) {
+    for (int idx = threadIdx.x; idx < HPC * rows * NCOL; idx += kTcThreads) {
+      const int c = idx % NCOL, j = idx / NCOL % rows, hh = idx / (NCOL * rows);
+      const int i = c >= Q0 ? c - Q0 : c;
+      const float b = j < n && i < M ? lw[hh * rows + j] * rk[j] * kp[j * KPP + c] : 0.f;
+      put_b(bbmat, bbp, hh * NCOL + c, j, b);
+    }
+  }
+  __syncthreads();  // B complete, draft coefficients
+
+  const uint4* xcol[NT];  // this lane's word of k-step 0 in each column tile of x
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) xcol[nt] = reinterpret_cast<const uint4*>(xmat) + (8 * nt + g) * XP / 2 + t;
+  float* const tr = reinterpret_cast<float*>(smem + lay.tr) + warp * 32 * TRP;
+
+#pragma unroll
+  for (int hh = 0; hh < HPC; ++hh) {
+    // The products: acc[nt][T] is the 16 x 8 tile T (rows g, g + 8: columns vb + 4 g + 2 T and + 1) x product
+    // columns 8 nt .. 8 nt + 7. Row r (even) of the stacked [S; u] starts a k-step: rows r + 2t, r + 2t + 1.
+    float acc[NT][2][4];
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[nt][e] = 0.f;
-    const auto product_step = [&](const float* rows2, int pitch, int r) {
-      // rows2: this lane's column pair at row r of the stacked [S0; u] matrix, the next row `pitch` floats on.
-      const float2 p0 = *reinterpret_cast<const float2*>(rows2);
-      const float2 p1 = *reinterpret_cast<const float2*>(rows2 + pitch);
-      const Tf32A a = split_a(p0.x, p0.y, p1.x, p1.y);
+      for (int T = 0; T < 2; ++T)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[nt][T][e] = 0.f;
+    const auto product = [&](const Tf32A& a0, const Tf32A& a1, const uint4* const (&cols)[NT], int r) {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        const float2 b = *reinterpret_cast<const float2*>(bc + (8 * nt + g) * BP + r);
-        mma_3xtf32(acc[nt], a, split_tf32(b.x), split_tf32(b.y));
+        const uint4 b = cols[nt][r / 2];
+        mma_3xtf32(acc[nt][0], a0, {b.x, b.z}, {b.y, b.w});
+        mma_3xtf32(acc[nt][1], a1, {b.x, b.z}, {b.y, b.w});
       }
     };
-#pragma unroll
-    for (int s = 0; s < 8; ++s) {
-      const int r = 64 * half + 8 * s + 2 * t;
-      product_step(s0 + r * SP + col0, SP, r);
-    }
-    const int chunks = (n + 7) / 8;  // 8-entry steps of the buffer's rows
-    for (int c = half; c < chunks; c += 2) {
-      const int r = 8 * c + 2 * t;
-      product_step(deltas_s + r * RP + col0, RP, K + r);
-    }
-    if (half == 1)
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        float* r = red + col0 * RED + 8 * nt + 2 * t;
-        *reinterpret_cast<float2*>(r) = make_float2(acc[nt][0], acc[nt][1]);
-        *reinterpret_cast<float2*>(r + RED) = make_float2(acc[nt][2], acc[nt][3]);
+    const float decay0 = decay0s[hh];
+    const float* const wh = lw + hh * rows;
+    const int chunks = (n + 7) / 8;
+    const auto next_slice_step = [&](int s, float4& x0, float4& x1) {
+      const int q = hh * kTcSteps + s;
+      x0 = ring[q % kTcInFlight][0];
+      x1 = ring[q % kTcInFlight][1];
+      if (q + kTcInFlight < HPC * kTcSteps) {
+        ring[q % kTcInFlight][0] = load4_nc(slice_rows(q + kTcInFlight));
+        ring[q % kTcInFlight][1] = load4_nc(slice_rows(q + kTcInFlight) + V);
       }
-    named_barrier(kTcBarrier, kTcConsumers);
-    if (half == 0) {
+    };
+    // Chunk c's deltas (loaded: x0, x1, rows 8c + 2t and + 1) as A fragments, each entry scaled by w_j / |k_j| for a
+    // due row's fold (`weighted`), whose B is the raw key.
+    const auto chunk_a = [&](int c, bool weighted, const float4& x0, const float4& x1, Tf32A& a0, Tf32A& a1) {
+      const int j = 8 * c + 2 * t;
+      const float w0 = !weighted ? 1.f : j < n ? wh[j] * rk[j] : 0.f;
+      const float w1 = !weighted ? 1.f : j + 1 < n ? wh[j + 1] * rk[j + 1] : 0.f;
+      a0 = split_a(w0 * x0.x, w0 * x0.y, w1 * x1.x, w1 * x1.y);
+      a1 = split_a(w0 * x0.z, w0 * x0.w, w1 * x1.z, w1 * x1.w);
+    };
+    const auto load_chunk = [&](int c, float4& x0, float4& x1) {
+      x0 = load_delta(hh, 8 * c + 2 * t);
+      x1 = load_delta(hh, 8 * c + 2 * t + 1);
+    };
+    if (!flush) {
+      // S0 over the checkpoint rows, e^{G_n} onto the totals, then the buffered deltas (the first chunk requested
+      // kTcInFlight k-steps before the end).
+      float4 c0[2];
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        float* r = red + col0 * RED + 8 * nt + 2 * t;
-        const float2 x0 = *reinterpret_cast<float2*>(r), x1 = *reinterpret_cast<float2*>(r + RED);
-        *reinterpret_cast<float2*>(r) = make_float2(x0.x + acc[nt][0], x0.y + acc[nt][1]);
-        *reinterpret_cast<float2*>(r + RED) = make_float2(x1.x + acc[nt][2], x1.y + acc[nt][3]);
+      for (int s = 0; s < kTcSteps; ++s) {
+        float4 x0, x1;
+        next_slice_step(s, x0, x1);
+        if (s == kTcSteps - kTcInFlight) load_chunk(0, c0[0], c0[1]);
+        product(split_a(x0.x, x0.y, x1.x, x1.y), split_a(x0.z, x0.w, x1.z, x1.w), xcol, 8 * s);
       }
-    } else if (flush) {
-      // B of the flush over bc (read by every warp before the barrier): kw[j][r] = w_j k^_j[r], zero past n.
-      for (int e = warp - 8; e < L.rows; e += 8) {
-        float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (e < n) {
-          float kr[4];
-          load_bf16<4>(keys_s + e * K + 4 * lane, kr);
-          const float s = bs.w[e] * bs.rk[e];
-          x = make_float4(s * kr[0], s * kr[1], s * kr[2], s * kr[3]);
-        }
-        *reinterpret_cast<float4*>(kw + e * RP + 4 * lane) = x;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int T = 0; T < 2; ++T)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[nt][T][e] *= decay0;
+      const uint4* bcol[NT];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+        bcol[nt] = reinterpret_cast<const uint4*>(bbmat) + ((hh * NCOL + 8 * nt + g) * bbp) / 2 + t;
+      for (int c = 0; c < chunks; ++c) {
+        if (c > 0) load_chunk(c, c0[0], c0[1]);
+        Tf32A a0, a1;
+        chunk_a(c, false, c0[0], c0[1], a0, a1);
+        product(a0, a1, bcol, 8 * c);
       }
-    }
-    named_barrier(kTcBarrier, kTcConsumers);
-
-    // The triangular dependency, one column a thread (warps 0-3): u_i into the draft's entry, o_i to the output.
-    if (ctid < V) {
-      const int c = ctid;
-      const float* x = red + c * RED;
-      const bf16* vd = reinterpret_cast<const bf16*>(st + L.v);
-      float u[M];
-      draft_deltas<M>(
-          sh.kk, sh.beta, [&](int i) { return x[i]; }, [&](int i) { return __bfloat162float(vd[i * V + c]); }, u);
+    } else {
+      // S = e^{G_n} S0 + sum_j (w_j / |k_j| u_j)^T k_j, eight checkpoint rows a k-step, written, then the products'
+      // A. The raw keys are exact in TF32: two products (the deltas' hi and lo) a tile.
+      Tf32A held[kTcHeldChunks][2];
 #pragma unroll
-      for (int i = 0; i < M; ++i) {
-        float o = x[Q0 + i];
-#pragma unroll
-        for (int ip = 0; ip <= i; ++ip) o = fmaf(sh.kq[ip][i], u[ip], o);
-        store_output1(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V + c, o);
-        // Only this value head's items read its deltas, and this one has them in its stage: the drafts' may
-        // replace them now (a due row's entries 0 .. m - 1).
-        pool.deltas[((draft_entry + i) * HV + h) * V + c] = u[i];
-      }
-    } else if (ctid < V + M) {
-      pool.log_decay[(draft_entry + (ctid - V)) * HV + h] = sh.g[ctid - V];
-    } else if (ctid >= 160 && ctid < 256) {
-      // The drafts' raw keys: past the entries (no block reads there) by the key group's first value head; over a
-      // due row's entries by the last block of its key group to have read them.
-      if (flush ? sh.due_last != 0 : h % group == 0) write_draft_keys(p, row, draft_entry, M, hk, ctid - 160, 96);
-    }
-
-    if (flush) {
-      // The flush onto the checkpoint values as read: S <- e^{G_n} S + sum_j u_j^T (w_j k^_j), as 16 x 8 tiles of
-      // columns (col0, col0 + 1) x rows r0 .. r0 + 7, whose lane elements are its values at rows r0 + 2t, + 1.
-      constexpr int kMaxChunks = Lay::kMaxRows / 8;
-      Tf32A a[kMaxChunks];
-#pragma unroll
-      for (int c = 0; c < kMaxChunks; ++c)
+      for (int c = 0; c < kTcHeldChunks; ++c)
         if (c < chunks) {
-          const float* u = deltas_s + (8 * c + 2 * t) * RP + col0;
-          const float2 p0 = *reinterpret_cast<const float2*>(u), p1 = *reinterpret_cast<const float2*>(u + RP);
-          a[c] = split_a(p0.x, p0.y, p1.x, p1.y);
+          float4 x0, x1;
+          load_chunk(c, x0, x1);
+          chunk_a(c, true, x0, x1, held[c][0], held[c][1]);
         }
-      float* const ck = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
-#pragma unroll 2
-      for (int s = 0; s < 8; ++s) {
-        const int r0 = 64 * half + 8 * s, r = r0 + 2 * t;
-        const float2 p0 = *reinterpret_cast<const float2*>(s0 + r * SP + col0);
-        const float2 p1 = *reinterpret_cast<const float2*>(s0 + (r + 1) * SP + col0);
-        float d[4] = {decay0 * p0.x, decay0 * p1.x, decay0 * p0.y, decay0 * p1.y};
+      float* const ck = pool.checkpoint + slice + hh * (K * V);
 #pragma unroll
-        for (int c = 0; c < kMaxChunks; ++c)
-          if (c < chunks) {
-            const float* b = kw + (8 * c + 2 * t) * RP + r0 + g;
-            mma_3xtf32(d, a[c], split_tf32(b[0]), split_tf32(b[RP]));
-          }
-        __stcs(reinterpret_cast<float2*>(ck + int64_t(r) * V + col0), make_float2(d[0], d[2]));
-        __stcs(reinterpret_cast<float2*>(ck + int64_t(r + 1) * V + col0), make_float2(d[1], d[3]));
+      for (int s = 0; s < kTcSteps; ++s) {
+        float4 x0, x1;
+        next_slice_step(s, x0, x1);
+        float d0[4] = {decay0 * x0.x, decay0 * x1.x, decay0 * x0.y, decay0 * x1.y};
+        float d1[4] = {decay0 * x0.z, decay0 * x1.z, decay0 * x0.w, decay0 * x1.w};
+        const auto fold = [&](const Tf32A& a0, const Tf32A& a1, int c) {
+          const unsigned short* const kb = reinterpret_cast<const unsigned short*>(keys + (8 * c + 2 * t) * KEYP);
+          const int j = 8 * c + 2 * t;  // rows past n hold no key: zero, not whatever lies there
+          const uint32_t b0 = j < n ? uint32_t(kb[8 * s + g]) << 16 : 0u;
+          const uint32_t b1 = j + 1 < n ? uint32_t(kb[KEYP + 8 * s + g]) << 16 : 0u;
+          mma_tf32(d0, a0.lo, b0, b1);
+          mma_tf32(d0, a0.hi, b0, b1);
+          mma_tf32(d1, a1.lo, b0, b1);
+          mma_tf32(d1, a1.hi, b0, b1);
+        };
+#pragma unroll
+        for (int c = 0; c < kTcHeldChunks; ++c)
+          if (c < chunks) fold(held[c][0], held[c][1], c);
+        for (int c = kTcHeldChunks; c < chunks; ++c) {
+          float4 x0, x1;
+          load_chunk(c, x0, x1);
+          Tf32A a0, a1;
+          chunk_a(c, true, x0, x1, a0, a1);
+          fold(a0, a1, c);
+        }
+        __stcs(reinterpret_cast<float4*>(ck + 8 * s * V), make_float4(d0[0], d0[2], d1[0], d1[2]));
+        __stcs(reinterpret_cast<float4*>(ck + (8 * s + 1) * V), make_float4(d0[1], d0[3], d1[1], d1[3]));
+        product(split_a(d0[0], d0[2], d0[1], d0[3]), split_a(d1[0], d1[2], d1[1], d1[3]), xcol, 8 * s);
       }
     }
+
+    // Each lane takes one value column, vb + lane, with every product column (through the warp's own rows of tr).
+    __syncwarp();  // the previous head's reads of tr are done
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int T = 0; T < 2; ++T) {
+        float* const r0 = tr + (4 * g + 2 * T) * TRP + 8 * nt + 2 * t;
+        *reinterpret_cast<float2*>(r0) = make_float2(acc[nt][T][0], acc[nt][T][1]);
+        *reinterpret_cast<float2*>(r0 + TRP) = make_float2(acc[nt][T][2], acc[nt][T][3]);
+      }
     __syncwarp();
-    if (lane == 0) mbarrier_arrive(&sh.empty[stage]);  // this warp is done with the stage
-    named_barrier(kTcBarrier, kTcConsumers);            // and every warp with the work area
-  }
-}
-
-template <int M>
-__global__ void __launch_bounds__(kTcThreads, 1) kvbuffer_verify_tc_kernel(const KVBufferVerifyParams p) {
-  extern __shared__ __align__(128) char smem[];
-  __shared__ TcShared<M> sh;
-  const TcSmem<M> L(p.pool.capacity);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < 2; ++s) {
-      mbarrier_init(&sh.full[s], 1);
-      mbarrier_init(&sh.empty[s], kTcConsumerWarps);
+    const float* const x = tr + lane * TRP;
+    const int v = vb + lane, h = h0 + hh;
+    float u[M];
+    draft_deltas<M>(
+        sh.kk[hh], sh.beta[hh], [&](int i) { return sh.D[hh][i] * x[i]; },
+        [&](int i) { return __bfloat162float(vals[hh][i][v]); }, u);
+#pragma unroll
+    for (int i = 0; i < M; ++i) {
+      float o = sh.D[hh][i] * x[Q0 + i];
+#pragma unroll
+      for (int ip = 0; ip <= i; ++ip) o = fmaf(sh.kq[hh][ip][i], u[ip], o);
+      store_output1(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V + v, o);
     }
-    mbarrier_init_fence();
+    // The drafts' deltas: past the entries (nothing reads there), or over a due row's entries 0 .. m - 1, which every
+    // lane of this warp has read (the fold), and only this warp reads (its columns of this head).
+    __syncwarp();
+    float* const draft_deltas_out = pool.deltas + (draft_entry * HV + h) * V + v;
+#pragma unroll
+    for (int i = 0; i < M; ++i) draft_deltas_out[i * delta_stride] = u[i];
   }
-  // Stage rows past an item's entries meet only zero coefficients: finite values from the start.
-  for (int s = 0; s < 2; ++s)
-    for (size_t i = threadIdx.x; i < size_t(L.rows) * TcSmem<M>::ROW_PITCH; i += blockDim.x)
-      reinterpret_cast<float*>(smem + s * L.stage_bytes + L.deltas)[i] = 0.f;
-  __syncthreads();
-  if (threadIdx.x >= kTcConsumers) tc_produce<M>(p, L, smem, sh);
-  else tc_consume<M>(p, L, smem, sh);
-}
-
-/// Dynamic shared memory of the kernel for m drafts and a pool of `capacity` entries per slot.
-size_t tc_smem_bytes(int m, int capacity) {
-  switch (m) {
-    case 1: return TcSmem<1>(capacity).bytes;
-    case 2: return TcSmem<2>(capacity).bytes;
-    case 3: return TcSmem<3>(capacity).bytes;
-    case 4: return TcSmem<4>(capacity).bytes;
-    case 5: return TcSmem<5>(capacity).bytes;
-    case 6: return TcSmem<6>(capacity).bytes;
-    case 7: return TcSmem<7>(capacity).bytes;
-    default: return TcSmem<8>(capacity).bytes;
+  if (flush && sh.due_last && warp == kTcWarps - 1) {  // every block of the key group has read its entries
+    __threadfence();
+    write_draft_entries(p, row, draft_entry, M, hk, lane, 32);
   }
 }
 
-template <int M>
+template <int M, int HPC>
 cudaError_t launch_tc(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
-  const auto kernel = kvbuffer_verify_tc_kernel<M>;
-  const size_t smem = TcSmem<M>(p.pool.capacity).bytes;
+  const auto kernel = kvbuffer_verify_tc_kernel<M, HPC>;
+  const size_t smem = TcLayout<M, HPC>(p.pool.capacity).bytes;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
-  int per_sm = 0;
-  if (const cudaError_t e = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kTcThreads, smem, per_sm);
-      e != cudaSuccess)
-    return e;
   if (describe) {
     describe->kernel = VerifyKernel::tensor_cores;
-    describe->smem_bytes = smem + sizeof(TcShared<M>);
-    describe->predicted_blocks_per_sm = 1;
-    describe->resident_blocks_per_sm = per_sm;
-    return cudaSuccess;
+    describe->smem_bytes = smem + sizeof(TcShared<M, HPC>);
+    describe->predicted_blocks_per_sm = std::min(kTcMinBlocks, smem_blocks_per_sm(describe->smem_bytes));
+    return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kTcThreads, smem,
+                                  describe->resident_blocks_per_sm);
   }
-  if (per_sm < 1) return cudaErrorInvalidConfiguration;
-  const int64_t items = int64_t(p.batch) * p.shape.heads_v;
-  const int grid = int(std::min<int64_t>(items, int64_t(per_sm) * sm_count()));
-  return launch_kernel(kernel, dim3(grid), dim3(kTcThreads), smem, stream, p.pdl, p);
+  return launch_kernel(kernel, dim3(p.shape.heads_v / HPC, p.batch), dim3(kTcThreads), smem, stream, p.pdl, p);
 }
 
-bool aligned16(const void* x) { return (reinterpret_cast<uintptr_t>(x) & 15) == 0; }
+/// Two value heads a block where the key group's heads pair up, one otherwise.
+template <int M>
+cudaError_t launch_tc_drafts(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
+  if (p.shape.group() % 2 == 0) return launch_tc<M, 2>(p, stream, describe);
+  return launch_tc<M, 1>(p, stream, describe);
+}
 
 }  // namespace
 
@@ -532,40 +515,20 @@ std::string validate_tensor_core_verify(const KVBufferVerifyParams& p) {
            std::to_string(p.shape.head_dim_v) + "; allowed elsewhere: kernel = cuda_cores)";
   if (!p.tile.is_auto())
     return "tile = " + to_string(p.tile) + ": kernel = tensor_cores has one block shape (allowed: tile = auto)";
-  if (p.shape.heads_v % 8 != 0)
-    return "heads_v = " + std::to_string(p.shape.heads_v) +
-           ": kernel = tensor_cores takes a multiple of 8 (allowed elsewhere: kernel = cuda_cores)";
-  const int rows = (p.pool.capacity + 7) / 8 * 8;
-  if (rows > TcSmem<8>::kMaxRows || tc_smem_bytes(p.in.tokens, p.pool.capacity) > kTcMaxSmem)
-    return "pool.capacity = " + std::to_string(p.pool.capacity) + ": kernel = tensor_cores stages at most " +
-           std::to_string(TcSmem<8>::kMaxRows) + " entries and " + std::to_string(kTcMaxSmem / 1024) +
-           " KB a block (two stages; 24 entries at 8 drafts; allowed above: kernel = cuda_cores)";
-  const TokenInputs& in = p.in;
-  const KVBufferPool& pool = p.pool;
-  for (const void* x : {static_cast<const void*>(in.q), static_cast<const void*>(in.k),
-                        static_cast<const void*>(in.v), static_cast<const void*>(in.a),
-                        static_cast<const void*>(in.b), static_cast<const void*>(in.A_log),
-                        static_cast<const void*>(in.dt_bias), static_cast<const void*>(in.g),
-                        static_cast<const void*>(in.beta), static_cast<const void*>(pool.checkpoint),
-                        static_cast<const void*>(pool.keys), static_cast<const void*>(pool.deltas),
-                        static_cast<const void*>(pool.log_decay)})
-    if (!aligned16(x))
-      return "kernel = tensor_cores copies with the bulk-copy engine: every input and pool pointer must be 16-byte "
-             "aligned";
   return "";
 }
 
 cudaError_t launch_tensor_core_verify(const KVBufferVerifyParams& p, cudaStream_t stream,
                                       KVBufferVerifyLaunch* describe) {
   switch (p.in.tokens) {
-    case 1: return launch_tc<1>(p, stream, describe);
-    case 2: return launch_tc<2>(p, stream, describe);
-    case 3: return launch_tc<3>(p, stream, describe);
-    case 4: return launch_tc<4>(p, stream, describe);
-    case 5: return launch_tc<5>(p, stream, describe);
-    case 6: return launch_tc<6>(p, stream, describe);
-    case 7: return launch_tc<7>(p, stream, describe);
-    case 8: return launch_tc<8>(p, stream, describe);
+    case 1: return launch_tc_drafts<1>(p, stream, describe);
+    case 2: return launch_tc_drafts<2>(p, stream, describe);
+    case 3: return launch_tc_drafts<3>(p, stream, describe);
+    case 4: return launch_tc_drafts<4>(p, stream, describe);
+    case 5: return launch_tc_drafts<5>(p, stream, describe);
+    case 6: return launch_tc_drafts<6>(p, stream, describe);
+    case 7: return launch_tc_drafts<7>(p, stream, describe);
+    case 8: return launch_tc_drafts<8>(p, stream, describe);
   }
   return cudaErrorInvalidValue;
 }

@@ -5,27 +5,23 @@
 //   B (8 x 8):   b0 = B[t][g], b1 = B[t + 4][g]
 //   D (16 x 8):  d[0] = D[g][2t], d[1] = D[g][2t + 1], d[2] = D[g + 8][2t], d[3] = D[g + 8][2t + 1]
 // A TF32 operand keeps 10 of fp32's 23 mantissa bits (a product is good to about 1e-3). 3xTF32 splits each operand
-// x into hi = x rounded to TF32 and lo = x - hi, and sums hi b_hi + hi b_lo + lo b_hi: only lo b_lo (about 2^-22 of
-// the product) and the truncation of lo to TF32 (about 2^-21) are lost, fp32 accuracy for what feeds a state.
+// x into hi = x rounded to TF32 (half away from zero, by an add and an AND on its bits, where cvt.rna takes a
+// sequence the SM runs in five instructions) and lo = x - hi (exact, |lo| <= 2^-11 |x|), and sums
+// hi b_hi + hi b_lo + lo b_hi: only lo b_lo (about 2^-22 of the product) and the tensor cores' truncation of lo to
+// TF32 (at most 2^-21, of either sign) are lost, fp32 accuracy for what feeds a state.
 #pragma once
 
 #include <cstdint>
 
 namespace kvb::dev {
 
-/// x rounded to TF32 (round to nearest, ties away from zero), as the bits of an fp32.
-__device__ __forceinline__ uint32_t to_tf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
-
-/// An fp32 value split for 3xTF32 products: hi = to_tf32(x), lo = x - hi (the tensor cores read lo's top 19 bits).
+/// An fp32 value split for 3xTF32 products: hi = x rounded to TF32 (finite x), lo = x - hi (exact; the tensor
+/// cores read lo's top 19 bits).
 struct Tf32Pair {
   uint32_t hi, lo;
 };
 __device__ __forceinline__ Tf32Pair split_tf32(float x) {
-  const uint32_t hi = to_tf32(x);
+  const uint32_t hi = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
   return {hi, __float_as_uint(x - __uint_as_float(hi))};
 }
 

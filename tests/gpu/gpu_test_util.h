@@ -59,10 +59,9 @@ inline std::vector<VerifyKernel> verify_kernels_for(const KVBufferVerifyParams& 
 }
 
 /// Tolerance of a verify kernel's draft outputs against the float64 reference (DESIGN.md section 4): tol::kOutputBf16
-/// for bf16 outputs, tol::kOutputFp32 for fp32 outputs, from either kernel (the tensor-core kernel splits every
-/// product 3xTF32, the query products too).
+/// for bf16 outputs, tol::kVerifyOutputFp32 for fp32 outputs, from either kernel.
 inline double verify_output_tol(VerifyKernel, OutputDtype d) {
-  return d == OutputDtype::bf16 ? tol::kOutputBf16 : tol::kOutputFp32;
+  return d == OutputDtype::bf16 ? tol::kOutputBf16 : tol::kVerifyOutputFp32;
 }
 
 inline std::vector<double> to_double(const std::vector<float>& x) { return {x.begin(), x.end()}; }
