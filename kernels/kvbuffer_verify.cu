@@ -661,10 +661,12 @@ namespace {
 /// The head-dimension and slice-width dispatch of launch_kvbuffer_verify and describe_kvbuffer_verify_launch.
 cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
-  // automatic: the tensor-core kernel wherever it takes p (the faster at every draft count and batch measured,
-  // results/spec_verify.csv); the CUDA-core kernel elsewhere.
+  // automatic: the tensor-core kernel wherever it takes p, except up to 2 drafts at fewer than 16 (row, value head)
+  // items an SM, where the CUDA-core kernel's verify + accept measured faster (docs/FINDINGS.md); the CUDA-core kernel
+  // elsewhere.
+  const bool few_small = p.in.tokens <= 2 && int64_t(p.batch) * p.shape.heads_v < 16 * int64_t(sm_count());
   if (p.kernel == VerifyKernel::tensor_cores ||
-      (p.kernel == VerifyKernel::automatic && validate_tensor_core_verify(p).empty()))
+      (p.kernel == VerifyKernel::automatic && !few_small && validate_tensor_core_verify(p).empty()))
     return launch_tensor_core_verify(p, stream, describe);
   if (describe) describe->kernel = VerifyKernel::cuda_cores;
   switch (p.shape.head_dim_k) {
