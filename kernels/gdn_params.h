@@ -277,8 +277,8 @@ std::string validate(const KVBufferVerifyParams& p);
 /// the reason, naming the field.
 std::string validate_verify_capacity(const KVBufferPool& pool, int draft_tokens);
 
-/// "" when the tensor-core verify kernel takes p (head_dim_k 128, head_dim_v a multiple of 32, pool capacity <= 64),
-/// else the reason naming the field and the allowed values. validate(p) asks it when p.kernel is tensor_cores.
+/// "" when the tensor-core verify kernel takes p (head_dim_k = head_dim_v = 128, tile auto), else the reason naming
+/// the field and the allowed values. validate(p) asks it when p.kernel is tensor_cores.
 std::string validate_tensor_core_verify(const KVBufferVerifyParams& p);
 
 cudaError_t launch_recurrent_verify(const RecurrentVerifyParams& p, cudaStream_t stream);

@@ -7,9 +7,9 @@
 // and, for a due row (n >= B), the flush S0 <- e^{G_n} S0 + sum_{j<n} w_j k^_j u_j^T.
 //
 // One block of four warps per row and pair of value heads of one key group (one head where the group is odd), the
-// heads one after the other; warp w owns the value columns [32 w, 32 w + 32), which are the
-// M dimension of m16n8k8 TF32 tensor-core products; the drafts' keys and queries are N (8 columns: k^ in 0-3, q^ in
-// 4-7, up to 4 drafts; 16 above), the checkpoint rows and then the buffered entries K. A k-step's eight rows are
+// heads one after the other; warp w owns the value columns [32 w, 32 w + 32), which are the M dimension of m16n8k8
+// TF32 tensor-core products; the drafts' keys and queries are N (8 columns: k^ in 0-3, q^ in 4-7, up to 4 drafts;
+// 16 above), the checkpoint rows and then the buffered entries K. A k-step's eight rows are
 // taken in the order 0, 2, 4, 6 | 1, 3, 5, 7 (fragment column t is row 2t, t + 4 is row 2t + 1): a lane then holds
 // rows 2t and 2t + 1 of its columns, which is both its A fragment of the products and its accumulator fragment of a
 // fold whose N dimension is the same eight checkpoint rows. So:
@@ -17,10 +17,10 @@
 //   float4 of each of its two rows, a warp four whole 128-byte lines), kTcInFlight k-steps ahead, without any
 //   shared-memory staging or block barrier; the first k-steps are requested before the PDL wait (no kernel of a step
 //   writes another layer's checkpoint);
-// - a due row (n >= B) folds its entries as the slice streams, S = e^{G_n} S0 + sum_j u_j^T (w_j k^_j) per k-step
-//   (A: the buffered deltas, B: the scaled keys), writes the new checkpoint rows and takes them as the A fragments
-//   of the drafts' products, whose buffer's share is then nothing: a_i = e^{G_i - G_n} S^T k^_i. The slice is read
-//   and written once.
+// - a due row (n >= B) folds its entries as the slice streams, S = e^{G_n} S0 + sum_j (w_j / |k_j| u_j)^T k_j per
+//   k-step (A: the buffered deltas scaled, B: the raw bf16 keys, exact in TF32), writes the new checkpoint rows and
+//   takes them as the A fragments of the drafts' products, whose buffer's share is then nothing:
+//   a_i = e^{G_i - G_n} S^T k^_i. The slice is read and written once.
 // The products' B columns are the drafts' k^ and q^ as normalised, split once, shared by the block's heads; the
 // decays e^{G_n} and e^{G_i - G_n} are applied to the totals. The drafts' products with the buffer's raw keys and
 // with each other (and the keys' norms) are one more tensor-core product, of the raw bf16 keys (exact in TF32) with
