@@ -63,3 +63,10 @@ REPLAYSSM_LABEL = "SGLang ReplaySSM (anchor, H200)"
 # SGLang speculative-verify kernel: draft tokens m -> {batch -> per-layer us}.
 SPEC_VERIFY_US = _by(_ROWS, "sglang_verify", "draft_tokens")
 SPEC_VERIFY_LABEL = "SGLang speculative verify (anchor, H200)"
+
+# ReplaySSM research fork's speculative verify (checkpoint + circular cache, every draft accepted, best of B = 8
+# and 16): verify alone, and verify + flush + commit per step. Draft tokens m -> {batch -> per-layer us}.
+REPLAYSSM_VERIFY_US = _by(_ROWS, "replayssm_verify", "draft_tokens")
+REPLAYSSM_VERIFY_LABEL = "ReplaySSM verify alone (anchor, H200)"
+REPLAYSSM_VERIFY_COMMIT_US = _by(_ROWS, "replayssm_verify_flush_commit", "draft_tokens")
+REPLAYSSM_VERIFY_COMMIT_LABEL = "ReplaySSM verify + flush + commit, all (anchor, H200)"

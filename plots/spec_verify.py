@@ -2,9 +2,9 @@
 
 Each panel (log y): median per-layer latency (us) of verify + accept, error bars p10..p90, for recurrent verify and
 KVBuffer verify (one series per buffer size B); accepted = 0.7 solid, accepted = all dashed when the CSV has it; verify
-alone as thin dotted lines (accepted = 0.7). SGLang's speculative-verify kernel measured on an H200 (an anchor,
-results/anchors.csv) is drawn as reference markers when the CSV's shape is the anchors' (HV = 32, K = V = 128,
-fp32 state). Only rows launched plainly are drawn (as the anchors were measured); a CSV's launch = pdl rows are
+alone as thin dotted lines (accepted = 0.7). SGLang's speculative-verify kernel and ReplaySSM's verify (alone, and
+verify + flush + commit with every draft accepted), measured on an H200 (anchors, results/anchors.csv), are drawn as
+reference markers when the CSV's shape is the anchors' (HV = 32, K = V = 128, fp32 state). Only rows launched plainly are drawn (as the anchors were measured); a CSV's launch = pdl rows are
 left out (the claims table of `kvb reproduce` has them).
 
 Usage: python3 plots/spec_verify.py [--csv results/spec_verify.csv] [--out-dir results/figures]
@@ -88,10 +88,15 @@ def build(rows, path):
                     ax.plot(m, [style.num(r, "verify_us_median", path) for r in pts], color=colour, ls=":",
                             lw=1.0, label=f"{label}, verify alone", zorder=2)
         if anchor_shape:
-            am = sorted(m for m, by_b in anchors.SPEC_VERIFY_US.items() if batch in by_b)
-            if am:
-                ax.plot(am, [anchors.SPEC_VERIFY_US[m][batch] for m in am], ls="none", marker="x", ms=7,
-                        color=style.ANCHOR_COLOUR, label=anchors.SPEC_VERIFY_LABEL.replace(" (", "\n("), zorder=4)
+            for series, label, marker in ((anchors.SPEC_VERIFY_US, anchors.SPEC_VERIFY_LABEL, "x"),
+                                          (anchors.REPLAYSSM_VERIFY_US, anchors.REPLAYSSM_VERIFY_LABEL, "1"),
+                                          (anchors.REPLAYSSM_VERIFY_COMMIT_US, anchors.REPLAYSSM_VERIFY_COMMIT_LABEL,
+                                           "D")):
+                am = sorted(m for m, by_b in series.items() if batch in by_b)
+                if am:
+                    ax.plot(am, [series[m][batch] for m in am], ls="none", marker=marker, ms=7,
+                            mfc="none" if marker == "D" else style.ANCHOR_COLOUR, color=style.ANCHOR_COLOUR,
+                            label=label.replace(" (", "\n("), zorder=4)
         ax.set_yscale("log")
         style.plain_log_axis(ax.yaxis)
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -106,7 +111,7 @@ def build(rows, path):
                  fontsize=10)
     style.footnote(fig, rows, path, extra="verify + accept: median, error bars p10..p90; accepted 0.7 = each draft "
                    "accepted with probability 0.7 until the first rejection, all = every draft accepted; "
-                   "plain launches; the SGLang anchor is verify alone")
+                   "plain launches; the SGLang anchor and the ReplaySSM tri-markers are verify alone")
     return fig
 
 
