@@ -188,6 +188,56 @@ const std::map<int, std::map<int, double>>& sglang_verify_anchor_us() {
   return us;
 }
 
+const std::map<int, std::map<int, double>>& replayssm_verify_anchor_us() {
+  static const std::map<int, std::map<int, double>> us = anchor_by_drafts("replayssm_verify");
+  return us;
+}
+
+const std::map<int, std::map<int, double>>& replayssm_verify_commit_anchor_us() {
+  static const std::map<int, std::map<int, double>> us = anchor_by_drafts("replayssm_verify_flush_commit");
+  return us;
+}
+
+std::optional<VerifyRatio> worst_verify_ratio(const CsvTable& spec, const std::string& origin, const std::string& column,
+                                              const std::map<int, std::map<int, double>>& anchor, int min_batch) {
+  const Columns c(spec, origin);
+  const size_t variant = c.need("variant"), batch = c.need("batch"), drafts = c.need("draft_tokens"),
+               acc = c.need("accepted"), bsize = c.need("buffer_size"), launch = c.need("launch"),
+               lat = c.need(column);
+  const auto whole = [&](const std::vector<std::string>& row, size_t col) {
+    const auto v = c.number(row, col);
+    if (!v || *v < 1 || *v != std::floor(*v) || *v > 1e9)
+      throw UsageError(fmt::format("{}: column '{}' value '{}' is not a whole number of at least 1", origin,
+                                   spec.header[col], row[col]));
+    return int(*v);
+  };
+  std::map<std::pair<int, int>, std::pair<double, int>> fastest;  // (m, batch) -> (us, B)
+  for (const auto& row : spec.rows) {
+    if (!c.ok(row) || row[variant] != "kvbuffer_verify" || row[acc] != "all" || row[launch] != "plain") continue;
+    const int b = whole(row, batch);
+    if (b < min_batch) continue;
+    const int m = whole(row, drafts);
+    if (!anchor.count(m) || !anchor.at(m).count(b)) continue;  // only the anchor's points are compared
+    const auto us = c.number(row, lat);
+    if (!us || *us <= 0)
+      throw UsageError(fmt::format("{}: column '{}' of a kvbuffer_verify row is '{}' (expected a positive number)",
+                                   origin, column, row[lat]));
+    const auto [it, fresh] = fastest.emplace(std::make_pair(m, b), std::make_pair(*us, whole(row, bsize)));
+    if (!fresh && *us < it->second.first) it->second = {*us, whole(row, bsize)};
+  }
+  std::optional<VerifyRatio> worst;
+  int points = 0;
+  for (const auto& [key, kv] : fastest) {
+    const double anchor_us = anchor.at(key.first).at(key.second);
+    ++points;
+    const double ratio = kv.first / anchor_us;
+    if (!worst || ratio > worst->ratio)
+      worst = VerifyRatio{ratio, key.first, key.second, kv.second, kv.first, anchor_us, 0};
+  }
+  if (worst) worst->points = points;
+  return worst;
+}
+
 std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const std::string& origin, int draft_tokens,
                                                   const std::string& accepted, bool vs_sglang, double target,
                                                   int min_batch, const std::string& launch) {
@@ -507,6 +557,30 @@ std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::
                          fmt::format("{}: worst {}batch >= 64 per accepted setting, fastest KVBuffer B", src,
                                      vs_sglang ? "anchor " : "")});
       }
+    }
+    // Against ReplaySSM's verify: verify alone and verify + accept, every draft accepted, every m and batch >= 64.
+    for (const bool with_accept : {false, true}) {
+      const std::string claim =
+          with_accept ? "verify + accept (all accepted, batch >= 64, every m), KVBuffer / ReplaySSM verify + "
+                        "commit"
+                      : "verify alone (all accepted, batch >= 64, every m), KVBuffer / ReplaySSM verify";
+      const double target = with_accept ? kTargetVerifyAcceptVsReplaySsm : kTargetVerifyVsReplaySsm;
+      const auto r = worst_verify_ratio(t, spec_verify_csv, with_accept ? "verify_accept_us_median" : "verify_us_median",
+                                        with_accept ? replayssm_verify_commit_anchor_us() : replayssm_verify_anchor_us());
+      const std::string anchor = with_accept ? "replayssm_verify_flush_commit" : "replayssm_verify";
+      if (!r) {
+        lines.push_back({claim, "no number", "not measured",
+                         src + ": no ok kvbuffer_verify row (all accepted, plain) at a point of the ReplaySSM anchor"});
+        continue;
+      }
+      lines.push_back(
+          {claim, "no number",
+           fmt::format("worst {:.2f}x (m = {}, batch {}, B = {}: {:.2f} vs {:.1f} us, of {} points); target <= {:.2f}x: "
+                       "{}",
+                       r->ratio, r->draft_tokens, r->batch, r->buffer_size, r->kvbuffer_us, r->anchor_us, r->points,
+                       target, r->ratio <= target ? "met" : "missed"),
+           fmt::format("{}: worst (m, batch) of the {} anchor ({}), fastest KVBuffer B, plain launches", src, anchor,
+                       anchor_gpu(anchor))});
     }
   } else {
     lines.push_back({verify_claim + "recurrent and SGLang", paper_verify, "not measured",

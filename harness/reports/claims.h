@@ -110,6 +110,39 @@ std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_contex
 /// results/anchors.csv (anchors.h). Throws UsageError when the anchors file is missing or malformed.
 const std::map<int, std::map<int, double>>& sglang_verify_anchor_us();
 
+/// ReplaySSM's speculative verify on an H200 (the research fork's Triton kernels: a checkpoint plus a circular cache of
+/// (delta, key, log-decay) records), per-layer microseconds by draft tokens m and batch, every draft accepted,
+/// Qwen3-Next TP1 shape: verify alone (anchor replayssm_verify) and verify + flush + commit, one step
+/// (replayssm_verify_flush_commit). Throw UsageError when the anchors file is missing or malformed.
+const std::map<int, std::map<int, double>>& replayssm_verify_anchor_us();
+const std::map<int, std::map<int, double>>& replayssm_verify_commit_anchor_us();
+
+/// Targets against ReplaySSM's verify (every draft accepted, plain launches, every m and batch >= 64 of its anchor):
+/// KVBuffer verify alone at most 1.00x its verify, verify + accept at most 0.90x its verify + flush + commit.
+inline constexpr double kTargetVerifyVsReplaySsm = 1.0;
+inline constexpr double kTargetVerifyAcceptVsReplaySsm = 0.9;
+
+/// KVBuffer's latency over an anchor's at the worst (draft tokens, batch), the fastest KVBuffer row (any B) at each.
+struct VerifyRatio {
+  double ratio = 0;        ///< kvbuffer_us / anchor_us at the worst point
+  int draft_tokens = 0;    ///< m of that point
+  int batch = 0;           ///< requests
+  int buffer_size = 0;     ///< B of the fastest KVBuffer row there
+  double kvbuffer_us = 0;  ///< its latency in the compared column
+  double anchor_us = 0;    ///< the anchor's
+  int points = 0;          ///< (m, batch) points compared
+};
+
+/// Over a spec_verify CSV (kind spec_verify): kvbuffer_verify rows with accepted "all", plain launches, status ok,
+/// batch >= min_batch, the fastest in `column` (verify_us_median or verify_accept_us_median) at each (draft tokens,
+/// batch), against `anchor` (m -> batch -> us) at the points both have. Returns nullopt when none has both. Throws
+/// UsageError naming `origin` when a needed column (variant, batch, draft_tokens, accepted, buffer_size, launch,
+/// `column`) is missing, a value a compared row needs is blank or not positive, or a batch or m is not a whole
+/// number.
+std::optional<VerifyRatio> worst_verify_ratio(const CsvTable& spec, const std::string& origin, const std::string& column,
+                                              const std::map<int, std::map<int, double>>& anchor,
+                                              int min_batch = 64);
+
 /// This project's speculative-verification targets (the paper gives no number): with 4 drafts at batch >= 64,
 /// KVBuffer verify + accept at least 4x faster than recurrent verify + accept, and at least 4.5x faster than SGLang's
 /// verify kernel (verify alone).
@@ -153,7 +186,8 @@ struct ClaimLine {
 /// absent: its claims say "not measured"): decode reduction at batch >= 64 against the fastest recurrent decode
 /// measured and against each of recurrent_peers() (measured in the CSV, else its anchor, the source saying which); capacity ratio with 4 drafts at B = 4 and B = 8; stateless short contexts (worst_stateless_ratio at
 /// batch >= 64 against kTargetStatelessRatio); verify + accept with 4 drafts against recurrent and against SGLang
-/// (worst_verify_speedup for every accepted setting of the CSV, plain and PDL launches). Every CSV present is read
+/// (worst_verify_speedup for every accepted setting of the CSV, plain and PDL launches); verify alone and verify +
+/// accept against ReplaySSM's (worst_verify_ratio over every m and batch >= 64). Every CSV present is read
 /// and validated first (read_result_csv with `schemas`, harness/sweep/result_csv.h). Throws UsageError naming the
 /// file and line of a CSV that is malformed or breaks a rule.
 std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::string& capacity_csv,

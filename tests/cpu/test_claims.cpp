@@ -316,12 +316,14 @@ TEST(Claims, TableNamesEveryClaimAndItsSource) {
 CsvTable synthetic_spec_verify() {
   CsvTable t;
   t.header = {"experiment", "variant", "batch", "draft_tokens", "accepted", "buffer_size", "launch",
-              "verify_accept_us_median", "verify_accept_floor_us", "verify_accept_over_floor", "status"};
+              "verify_accept_us_median", "verify_accept_floor_us", "verify_accept_over_floor", "status",
+              "verify_us_median"};
+  // Verify alone takes 0.8 of verify + accept in every row.
   auto add = [&](const char* variant, int batch, int m, const char* acc, const char* b, const char* launch,
                  double us, double floor_us, const char* status = "ok") {
     t.rows.push_back({"spec_verify", variant, std::to_string(batch), std::to_string(m), acc, b, launch,
                       fmt::format("{}", us), floor_us > 0 ? fmt::format("{}", floor_us) : "",
-                      floor_us > 0 ? fmt::format("{}", us / floor_us) : "", status});
+                      floor_us > 0 ? fmt::format("{}", us / floor_us) : "", status, fmt::format("{}", 0.8 * us)});
   };
   add("recurrent_verify", 64, 4, "all", "", "plain", 200, 0);
   add("recurrent_verify", 256, 4, "all", "", "plain", 960, 0);
@@ -406,6 +408,42 @@ TEST(Claims, VerifyLinesGiveEveryAcceptedSettingAndTheTargets) {
                        "not measured"),
             std::string::npos)
       << table;
+  const auto& rs = claims::replayssm_verify_commit_anchor_us();
+  const double w = std::max(55.0 / rs.at(4).at(64), 250.0 / rs.at(4).at(256));
+  EXPECT_NE(table.find("KVBuffer / ReplaySSM verify + commit"), std::string::npos) << table;
+  EXPECT_NE(table.find(fmt::format("worst {:.2f}x", w)), std::string::npos) << table;
+  EXPECT_NE(table.find(fmt::format("of 3 points); target <= 0.90x: {}", w <= 0.9 ? "met" : "missed")),
+            std::string::npos)
+      << table;
+}
+
+TEST(Claims, VerifyRatioAgainstReplaySsmTakesTheWorstPointOfItsAnchor) {
+  const CsvTable t = synthetic_spec_verify();
+  const auto& anchor = claims::replayssm_verify_commit_anchor_us();
+  // All accepted, plain: batch 64 (fastest B = 16: 55 us; B = 32 failed) and 256 (250 us) at m = 4, 64 at m = 1
+  // (10 us); the 0.7 and PDL rows are not compared.
+  const auto r = claims::worst_verify_ratio(t, "spec.csv", "verify_accept_us_median", anchor);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->points, 3);
+  const double r64 = 55.0 / anchor.at(4).at(64), r256 = 250.0 / anchor.at(4).at(256);
+  EXPECT_DOUBLE_EQ(r->ratio, std::max(r64, r256));
+  EXPECT_EQ(r->draft_tokens, 4);
+  EXPECT_EQ(r->batch, r64 > r256 ? 64 : 256);
+  const auto alone = claims::worst_verify_ratio(t, "spec.csv", "verify_us_median", claims::replayssm_verify_anchor_us());
+  ASSERT_TRUE(alone.has_value());
+  EXPECT_DOUBLE_EQ(alone->kvbuffer_us, 0.8 * (alone->batch == 64 ? 55.0 : 250.0));
+  // Nothing at the anchor's points below min_batch; a compared row without its latency names the file and column.
+  EXPECT_FALSE(claims::worst_verify_ratio(t, "spec.csv", "verify_accept_us_median", anchor, 512).has_value());
+  CsvTable bad = t;
+  bad.rows[4][11] = "";  // kvbuffer_verify, batch 64, m = 4, B = 16, all, plain
+  try {
+    claims::worst_verify_ratio(bad, "spec.csv", "verify_us_median", claims::replayssm_verify_anchor_us());
+    ADD_FAILURE() << "accepted a blank verify_us_median";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("spec.csv: column 'verify_us_median' of a kvbuffer_verify row is ''"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Claims, StatelessTargetIsMissedAboveHalfOrWithStateBytes) {
