@@ -12,7 +12,9 @@ request.json fields (a bad or missing one raises RequestError naming it and the 
   l2                "cold" (flush L2, untimed, before each sample) or "hot"
   l2_bytes          the device's L2 size in bytes (the flush writes and reads twice that)
   device            CUDA device index
-  sampling          {"min_samples", "max_samples", "max_seconds", "target_noise_pct"} (harness/measure/sampling.h)
+  sampling          {"min_samples", "max_samples", "max_seconds", "target_noise_pct", "min_clock_fraction",
+                    "max_throttled_seconds"} (harness/measure/sampling.h SamplingRule; the last two optional, with
+                    sampling.h's defaults 0.75 and 30 s when absent)
   steps             {"cycle", "warmup_cycles", "warmup_min_ms", "sample_min_ms"} (harness/measure/step_timing.h)
   tolerance         {"state": ..., "output": ...} per-head relative errors a checked row may reach (core/tolerances.h)
   check_rows        the batch rows kvb computed the reference for, ascending
@@ -30,6 +32,7 @@ request.json fields (a bad or missing one raises RequestError naming it and the 
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, List
@@ -136,6 +139,31 @@ def _positive_float(d, key, where="request "):
     return v
 
 
+def _optional_number(d, key, default: float, low: float, high: float, where: str, allowed: str) -> float:
+    """d[key] as a finite float in (low, high], or `default` when absent. Raises RequestError naming the field."""
+    if key not in d:
+        return default
+    v = float(_field(d, key, where, float, allowed))
+    if not (low < v <= high and math.isfinite(v)):
+        raise RequestError(f"{where}{key} = {v} is not allowed (allowed: {allowed})")
+    return v
+
+
+def _sampling_rule(d: Dict[str, Any]) -> SamplingRule:
+    """The request's "sampling" object as a SamplingRule; the clock floor and the throttled-time limit default to
+    sampling.h's when absent (requests written before they were carried)."""
+    where = "request sampling."
+    default = SamplingRule()
+    return SamplingRule(
+        min_samples=_positive_int(d, "min_samples", where), max_samples=_positive_int(d, "max_samples", where),
+        max_seconds=_positive_float(d, "max_seconds", where),
+        target_noise_pct=_positive_float(d, "target_noise_pct", where),
+        min_clock_fraction=_optional_number(d, "min_clock_fraction", default.min_clock_fraction, 0.0, 1.0, where,
+                                            "a number > 0 and <= 1"),
+        max_throttled_seconds=_optional_number(d, "max_throttled_seconds", default.max_throttled_seconds, 0.0,
+                                               math.inf, where, "a finite number of seconds > 0"))
+
+
 def load_request(path: str) -> Request:
     """Reads and checks request.json at `path`. Raises RequestError naming the file or field."""
     try:
@@ -184,10 +212,7 @@ def load_request(path: str) -> Request:
         variant=_field(d, "variant", "request ", str, "a peer variant (run_peer.py list)"), shape=shape, batch=batch,
         layers=_positive_int(d, "layers"), groups=_positive_int(d, "groups"), seed=seed, l2=l2,
         l2_bytes=_positive_int(d, "l2_bytes"), device=device,
-        sampling=SamplingRule(_positive_int(sampling, "min_samples", "request sampling."),
-                              _positive_int(sampling, "max_samples", "request sampling."),
-                              _positive_float(sampling, "max_seconds", "request sampling."),
-                              _positive_float(sampling, "target_noise_pct", "request sampling.")),
+        sampling=_sampling_rule(sampling),
         steps=StepRule(_positive_int(steps, "warmup_cycles", "request steps."),
                        _positive_float(steps, "warmup_min_ms", "request steps."),
                        _positive_float(steps, "sample_min_ms", "request steps.")),

@@ -7,10 +7,11 @@ import csv
 import os
 from typing import Dict
 
-# Columns of result.csv, in order.
+# Columns of result.csv, in order. discarded_samples: samples dropped because the SM clock was below the sampler's
+# floor after them, empty when the clock could not be read (no pynvml or no NVML).
 COLUMNS = ("status", "latency_us_median", "latency_us_p10", "latency_us_p90", "samples", "noise_pct", "sample_stop",
-           "steps_per_sample", "max_rel_err", "max_rel_err_o", "check_rows", "device_bytes", "package",
-           "package_version", "torch_version", "triton_version", "peer_conventions")
+           "steps_per_sample", "discarded_samples", "max_rel_err", "max_rel_err_o", "check_rows", "device_bytes",
+           "package", "package_version", "torch_version", "triton_version", "peer_conventions")
 
 
 def num(x: float) -> str:

@@ -104,6 +104,7 @@ def cmd_run(args) -> int:
     from peers.peer import Unavailable
     from peers.protocol import time_model_steps
     from peers.request import RequestError, load_request
+    from peers.sm_clock import nvml_sm_clock
 
     try:
         req = load_request(args.request)
@@ -135,11 +136,13 @@ def cmd_run(args) -> int:
         write_result(out, values)
         return 0
 
-    # 2. The timing: every layer set of every group once per model step, replayed as kvb replays its own.
+    # 2. The timing: every layer set of every group once per model step, replayed as kvb replays its own, samples
+    # the GPU ran throttled discarded when NVML can be read.
     try:
         model = peer.timed_model(case, req)
         timing = time_model_steps(model.replay_ms, req.cycle, req.groups * req.layers, req.sampling, req.steps,
-                                  before_sample=model.flush, on_timing=lambda: req.phase("timing"))
+                                  before_sample=model.flush, on_timing=lambda: req.phase("timing"),
+                                  sm_clock=nvml_sm_clock(req.device))
         req.phase("done")
     except Exception as e:
         values["status"] = "failed: " + _raised("timing", e)
@@ -148,7 +151,8 @@ def cmd_run(args) -> int:
     s = timing.stats
     values.update(status="ok", latency_us_median=num(s.median), latency_us_p10=num(s.p10), latency_us_p90=num(s.p90),
                   samples=str(s.samples), noise_pct=num(s.noise_pct), sample_stop=s.stop,
-                  steps_per_sample=str(timing.steps_per_sample), device_bytes=num(model.device_bytes()))
+                  steps_per_sample=str(timing.steps_per_sample), device_bytes=num(model.device_bytes()),
+                  discarded_samples=str(s.discarded) if s.clock_checked else "")
     write_result(out, values)
     return 0
 

@@ -168,8 +168,9 @@ Row run_peer_decode(const PeerDecodeRequest& req, const PeerRunner& runner, cons
     r.emplace_back("status", "failed: check failed: " + verdict);
     return r;
   }
+  // discarded_samples: empty when the runner could not read the SM clock (no pynvml), as in kvb's rows without NVML.
   for (const char* col : {"latency_us_median", "latency_us_p10", "latency_us_p90", "samples", "noise_pct",
-                          "sample_stop", "steps_per_sample"})
+                          "sample_stop", "steps_per_sample", "discarded_samples"})
     r.emplace_back(col, v[col]);
   char* end = nullptr;
   const double median = std::strtod(v["latency_us_median"].c_str(), &end);

@@ -12,7 +12,8 @@ namespace kvb {
 
 /// One peer decode point, as the runner is asked to measure it: the same model step as a kvb recurrent point (one
 /// launch per layer, each layer set with its own state pool; `groups` replicas for cold L2), the same warm-up,
-/// samples and stopping rule (harness/measure/step_timing.h, sampling.h).
+/// samples, stopping rule and throttle discard (harness/measure/step_timing.h, sampling.h: the request carries the
+/// rule's min_clock_fraction and max_throttled_seconds).
 struct PeerDecodeRequest {
   std::string variant;       ///< a peer variant (harness/kinds/peer_variants.h)
   GdnShape shape;

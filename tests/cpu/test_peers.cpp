@@ -1,7 +1,7 @@
-// The peers without a GPU: the check case kvb writes for the peer runner, the runner run end to end on stand-in peers
-// (tests/peers/standin_peer.py: the gated delta rule in numpy, right, with a wrong state layout, with wrong slots,
-// unavailable), the rows kvb makes of its answers, the probe's skip lines, the decode kind's peer variants, and
-// `kvb sweep` refusing what a peer cannot take.
+// The peers without a GPU: the check case kvb writes for the peer runner, the sampling rule its request carries, the
+// runner run end to end on stand-in peers (tests/peers/standin_peer.py: the gated delta rule in numpy, right, with a
+// wrong state layout, with wrong slots, unavailable), the rows kvb makes of its answers, the probe's skip lines, the
+// decode kind's peer variants, and `kvb sweep` refusing what a peer cannot take.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -162,6 +162,9 @@ TEST(PeerPoint, StandInMatchingTheReferenceIsTimedIntoADecodeRow) {
   EXPECT_LE(std::stod(r.at("latency_us_p10")), median);
   EXPECT_GE(std::stod(r.at("latency_us_p90")), median);
   EXPECT_TRUE(r.at("sample_stop") == "noise" || r.at("sample_stop") == "time");
+  // Empty where the runner cannot read the SM clock (no pynvml, no NVML), else the samples it discarded.
+  const std::string discarded = r.at("discarded_samples");
+  EXPECT_EQ(discarded.find_first_not_of("0123456789"), std::string::npos) << discarded;
   // The floor is kvb's: recurrent decode's bytes at this run's bandwidths.
   EXPECT_GT(std::stod(r.at("floor_us")), 0.0);
   EXPECT_NEAR(std::stod(r.at("latency_over_floor")), median / std::stod(r.at("floor_us")), 1e-3 * median);
@@ -179,6 +182,23 @@ TEST(PeerPoint, StandInMatchingTheReferenceIsTimedIntoADecodeRow) {
     EXPECT_NE(std::find(decode.result_columns.begin(), decode.result_columns.end(), name),
               decode.result_columns.end())
         << name;
+}
+
+TEST(PeerRequest, CarriesTheSamplersClockFloorToTheRunner) {
+  KVB_NEED_NUMPY();
+  TempDir dir;
+  PeerDecodeRequest req = small_request("standin_recurrent");
+  req.sampling.min_clock_fraction = 0.8;
+  req.sampling.max_throttled_seconds = 12.5;
+  const std::string path = write_peer_request(req, dir.path().string());
+  const ChildResult c = run_child(
+      {"python3", "-c",
+       "import sys; sys.path.insert(0, sys.argv[1]); from peers.request import load_request; "
+       "r = load_request(sys.argv[2]).sampling; print(r.min_clock_fraction, r.max_throttled_seconds, r.min_samples)",
+       KVB_SOURCE_DIR, path},
+      60);
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_EQ(c.output, "0.8 12.5 3\n");
 }
 
 TEST(PeerPoint, StandInsCalledWithTheWrongLayoutOrSlotsFailTheCheckUntimed) {
