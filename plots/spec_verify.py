@@ -56,6 +56,9 @@ def build(rows, path):
     if not rows:
         style.fail(f"CSV {path} column launch: no row with launch = plain")
     style.require_single(rows, dd.SHAPE_COLUMNS + ("state_dtype", "layers"), path)
+    # One KVBuffer verify setup a figure: a CSV of several buffer forms, phases, tiles or verify kernels is refused
+    # (their points would fall into one series).
+    style.require_single(rows, ("buffer_form", "phase", "tile", "verify_kernel"), path)
     accepted_values = [a for a in ACCEPTED_STYLE if a in style.distinct(rows, "accepted")]
     if not accepted_values:
         style.fail(f"CSV {path} column accepted holds none of {', '.join(ACCEPTED_STYLE)}")
@@ -107,8 +110,9 @@ def build(rows, path):
     last.set_xticks(sorted(all_m))
     last.set_xlabel("draft tokens m")
     layers = style.distinct(rows, "layers")
-    fig.suptitle("GDN speculative verification per layer" + (f", {layers[0]} layers per step" if layers else ""),
-                 fontsize=10)
+    kernels = style.distinct(rows, "kernel")
+    fig.suptitle("GDN speculative verification per layer" + (f", {layers[0]} layers per step" if layers else "")
+                 + (f", KVBuffer verify kernel: {kernels[0]}" if len(kernels) == 1 else ""), fontsize=10)
     style.footnote(fig, rows, path, extra="verify + accept: median, error bars p10..p90; accepted 0.7 = each draft "
                    "accepted with probability 0.7 until the first rejection, all = every draft accepted; "
                    "plain launches; the SGLang anchor and the ReplaySSM tri-markers are verify alone")

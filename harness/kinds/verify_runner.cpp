@@ -117,8 +117,9 @@ ExperimentKind spec_verify_experiment_kind() {
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
       launch_axis(),  // pdl: verify, accept and commit with programmatic dependent launch
       tile_axis({recurrent_verify_tiles(), kvbuffer_verify_tiles(), raw_tiles()}),
+      // Rows written before the axis ran the CUDA-core kernel, which automatic no longer always means.
       {"verify_kernel", {"automatic"}, word_axis("verify_kernel", {"automatic", "cuda_cores", "tensor_cores"}),
-       /*added_later=*/true},
+       /*added_later=*/true, /*older_value=*/"cuda_cores"},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.result_columns = {
@@ -146,6 +147,15 @@ ExperimentKind spec_verify_experiment_kind() {
     if (!kernel.empty() && kernel != "automatic" && point_buffer_form(pt) == BufferForm::raw)
       return fmt::format("verify_kernel = {} needs buffer_form = delta (the raw form has one verify kernel; allowed "
                          "with raw: automatic)", kernel);
+    // The tensor-core kernel's own limits (validate_tensor_core_verify), refused before anything runs.
+    if (kernel == "tensor_cores") {
+      if (pt.get("head_dim_k") != "128" || pt.get("head_dim_v") != "128")
+        return fmt::format("verify_kernel = tensor_cores takes head_dim_k = head_dim_v = 128 (got {} x {}; allowed "
+                           "elsewhere: cuda_cores, automatic)", pt.get("head_dim_k"), pt.get("head_dim_v"));
+      if (const std::string tile = pt.get("tile"); !tile.empty() && tile != "auto")
+        return fmt::format("verify_kernel = tensor_cores has one block shape (got tile = {}; allowed: tile = auto)",
+                           tile);
+    }
     return std::string();
   };
   k.run = run_verify_point;

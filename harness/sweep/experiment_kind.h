@@ -67,8 +67,10 @@ struct AxisSpec {
   std::vector<std::string> defaults;
   AxisCheck check;
   /// The kind gained this axis after CSVs of it were written: a CSV without the column is still of this kind, and
-  /// its rows hold the axis's single default (csv_kind, RowKeyer; a sweep resuming such a file, load_resume_table).
+  /// its rows hold the axis's single default (csv_kind, RowKeyer; a sweep resuming such a file, load_resume_table),
+  /// or `older_value` when set: what those rows measured when it differs from what the default means now.
   bool added_later = false;
+  std::string older_value;
 };
 
 /// A kind of experiment. `applies(variant, axis)` says whether an axis matters for a variant: axes that do not are

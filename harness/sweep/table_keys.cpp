@@ -71,7 +71,7 @@ RowKeyer::RowKeyer(const std::vector<std::string>& header, const std::vector<std
     const bool present = std::find(header.begin(), header.end(), n) != header.end();
     if (!present && spec && may_be_absent(*spec)) {
       index_.push_back(kAbsent);
-      default_.push_back(spec->defaults[0]);
+      default_.push_back(spec->older_value.empty() ? spec->defaults[0] : spec->older_value);
       any_absent = true;
       continue;
     }

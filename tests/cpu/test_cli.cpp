@@ -77,6 +77,26 @@ TEST(Cli, SweepHotL2WithPdlPointsExits2WithoutCsv) {
             0);
 }
 
+// The tensor-core verify kernel's limits (head dims 128 x 128, tile auto) are refused before anything runs, as the
+// raw form with a forced kernel is.
+TEST(Cli, SweepTensorCoreVerifyOutsideItsShapesExits2WithoutCsv) {
+  TempDir dir;
+  const std::string csv = dir.file("results/sv.csv");
+  const std::string sweep = "sweep --config '" + std::string(KVB_SOURCE_DIR) + "/experiments/spec_verify.toml' --out '" +
+                            csv + "' --dry-run --set verify_kernel=tensor_cores ";
+  for (const auto& [set, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"--set head_dim_k=64", "takes head_dim_k = head_dim_v = 128 (got 64 x 128"},
+           {"--set head_dim_v=64", "(got 128 x 64"},
+           {"--set buffer_form=raw", "needs buffer_form = delta"}}) {
+    const Result r = run_kvb(dir, sweep + set);
+    EXPECT_EQ(r.code, 2) << set;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("results")));
+  }
+  EXPECT_EQ(run_kvb(dir, sweep).code, 0);  // the committed grid's shape: listed
+}
+
 TEST(Cli, CheckGoldenMalformedFileExits2) {
   TempDir dir;
   write_text(dir.file("broken.gdn"), "# not a gdn-case\nN: two\ntensor q 4 1 1\n");

@@ -215,6 +215,38 @@ TEST_F(SweepRun, ResumeReadsAFileWrittenBeforeAnAxisWasAdded) {
   EXPECT_THROW(run_sweep(kind, pts, ctx, options), UsageError);
 }
 
+// An axis added later with an older value (what rows written before it measured, no longer what its default means):
+// the older rows hold that value, so the default's points are measured anew and the older rows are kept beside them.
+TEST_F(SweepRun, ResumeGivesOlderRowsTheAxisOlderValue) {
+  ExperimentKind older = fake.kind();
+  const auto old_pts = points(older, "1");
+  fake.fail_batch = -1;
+  run_sweep(older, old_pts, ctx, options);
+
+  ExperimentKind kind = fake.kind();
+  AxisSpec engine{"engine", {"auto"},
+                  [](const std::string& v) -> std::string { return v == "auto" || v == "old" ? "" : "engine"; },
+                  /*added_later=*/true, /*older_value=*/"old"};
+  kind.axes.insert(kind.axes.begin() + 3, engine);
+  auto pts = make_grid(kind, resolve_axes(kind, parse_sweep_config(
+                                                    "[experiment]\nname = \"fake_small\"\n[axes]\n"
+                                                    "variant = [\"recurrent\", \"kvbuffer\"]\nbatch = [1]\n"
+                                                    "buffer_size = [4, 8]\n",
+                                                    "small.toml"),
+                                            {}));
+  validate_points(kind, pts);
+  ASSERT_EQ(pts.size(), old_pts.size());
+  fake.calls = 0;
+  const SweepSummary s = run_sweep(kind, pts, ctx, options);
+  EXPECT_EQ(s.skipped, 0u);  // the older rows are the "old" points, not the default's
+  EXPECT_EQ(fake.calls, int(pts.size()));
+  const CsvTable t = table();
+  ASSERT_EQ(t.rows.size(), 2 * pts.size());
+  size_t old_rows = 0;
+  for (const auto& row : t.rows) old_rows += row[col(t, "engine")] == "old";
+  EXPECT_EQ(old_rows, old_pts.size());
+}
+
 TEST_F(SweepRun, ResumeRefusesRowsFromAnotherGpu) {
   const ExperimentKind kind = fake.kind();
   const auto pts = points(kind, "1, 3");

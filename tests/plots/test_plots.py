@@ -486,6 +486,24 @@ def test_spec_verify_draws_anchor_markers_only_for_the_anchor_shape(tmp_path):
     assert list(anchor[0].get_ydata()) == [anchors.SPEC_VERIFY_US[m][64] for m in sorted(anchors.SPEC_VERIFY_US)]
 
 
+def test_spec_verify_draws_replayssm_anchors_and_refuses_mixed_verify_kernels():
+    module = importlib.import_module("spec_verify")
+    rows = [dict(r, heads_v="32", head_dim_k="128", head_dim_v="128", batch="64")
+            for r in synthetic_spec_verify_rows() if r["status"] == "ok" and r["batch"] == "8"]
+    fig = module.build(rows, "synthetic")
+    for series, name in ((anchors.REPLAYSSM_VERIFY_US, "ReplaySSM verify alone"),
+                         (anchors.REPLAYSSM_VERIFY_COMMIT_US, "ReplaySSM verify + flush + commit")):
+        drawn = [line for line in fig.axes[0].lines if line.get_label().startswith(name)]
+        assert len(drawn) == 1
+        assert list(drawn[0].get_ydata()) == [series[m][64] for m in sorted(series)]
+    mixed = [dict(r, verify_kernel="tensor_cores" if i % 2 else "cuda_cores") for i, r in enumerate(rows)]
+    with pytest.raises(SystemExit) as e:
+        module.build(mixed, "synthetic")
+    assert e.value.code == 2
+    one = module.build([dict(r, verify_kernel="tensor_cores", kernel="tensor_cores") for r in rows], "synthetic")
+    assert "tensor_cores" in one._suptitle.get_text()
+
+
 def test_spec_verify_draws_plain_launches_only():
     module = importlib.import_module("spec_verify")
     rows = [r for r in synthetic_spec_verify_rows() if r["status"] == "ok"]
