@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI on a GPU runner: build, run the test suite (GPU tests included), run the smoke grid (experiments/ci_smoke.toml)
 # and compare it against the committed baseline (results/baseline/ci_smoke.csv) with kvb compare; then the same for
-# the speculative-verification kernels (experiments/ci_smoke_verify.toml against the committed results/spec_verify.csv).
+# the speculative-verification kernels (experiments/ci_smoke_verify.toml against the committed
+# results/spec_verify_kernels.csv).
 #
 # Usage: ci/gpu.sh                     the CI job
 #        ci/gpu.sh --update-baseline   build, test, run the smoke grid and make it the baseline (then commit it)
@@ -99,13 +100,13 @@ compare_status=0
 cat "$OUT_DIR/compare.md"
 if [[ -n "${GITHUB_STEP_SUMMARY:-}" && -s "$OUT_DIR/compare.md" ]]; then cat "$OUT_DIR/compare.md" >>"$GITHUB_STEP_SUMMARY"; fi
 
-echo "== verify smoke (experiments/ci_smoke_verify.toml) against results/spec_verify.csv"
+echo "== verify smoke (experiments/ci_smoke_verify.toml) against results/spec_verify_kernels.csv"
 rm -f "$OUT_DIR/ci_smoke_verify.csv"
 verify_status=0
 "$KVB" sweep --config experiments/ci_smoke_verify.toml --out "$OUT_DIR/ci_smoke_verify.csv" || verify_status=$?
 if ((verify_status == 2)); then exit 2; fi
 verify_compare=0
-"$KVB" compare "$ROOT/results/spec_verify.csv" "$OUT_DIR/ci_smoke_verify.csv" --threshold "$THRESHOLD" --markdown \
+"$KVB" compare "$ROOT/results/spec_verify_kernels.csv" "$OUT_DIR/ci_smoke_verify.csv" --threshold "$THRESHOLD" --markdown \
   >"$OUT_DIR/compare_verify.md" || verify_compare=$?
 cat "$OUT_DIR/compare_verify.md"
 if [[ -n "${GITHUB_STEP_SUMMARY:-}" && -s "$OUT_DIR/compare_verify.md" ]]; then
