@@ -163,7 +163,12 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
 
   std::vector<AxisValues> axes;
   for (const auto& spec : kind.axes) axes.emplace_back(spec.name, spec.defaults);
-  for (const auto& [axis, values] : config.axes) axes[index_of(axis, config.path)].second = values;
+  std::vector<std::string> from(axes.size());  // where each axis's values came from, for the errors below
+  for (const auto& [axis, values] : config.axes) {
+    const size_t i = index_of(axis, config.path);
+    axes[i].second = values;
+    from[i] = config.path + ": [axes] ";
+  }
   std::vector<std::string> overridden;
   for (const auto& [axis, values] : overrides) {
     if (std::find(overridden.begin(), overridden.end(), axis) != overridden.end())
@@ -176,6 +181,7 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
           fmt::format("--set {}: empty value{}", axis, allowed.empty() ? "" : " (allowed: " + allowed + ")"));
     }
     axes[i].second = values;
+    from[i] = "--set ";
   }
 
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -187,9 +193,9 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
       for (const auto& value : values) {
         const std::string reason = kind.axes[i].check(value);
         if (reason.empty()) continue;
-        throw UsageError(reason.find(axis) != std::string::npos
-                             ? reason
-                             : fmt::format("axis {} = '{}': {}", axis, value, reason));
+        throw UsageError(from[i] + (reason.find(axis) != std::string::npos
+                                        ? reason
+                                        : fmt::format("axis {} = '{}': {}", axis, value, reason)));
       }
     }
     // One spelling per value, so that 64, 064 and +64 (or .7 and 0.7) are one point and resume finds it.

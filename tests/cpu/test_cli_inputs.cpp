@@ -44,6 +44,18 @@ TEST(CliInputs, AnUnknownOptionIsNamedBeforeAMissingRequiredOne) {
   expect_refused(run_kvb(dir, "compare a.csv b.csv --threshold -5"), {"--threshold: -5 is out of range"}, "compare");
 }
 
+TEST(CliInputs, ABadAxisValueNamesWhereItWasGiven) {
+  TempDir dir;
+  const std::string config = kSource + "/experiments/spec_verify.toml";
+  expect_refused(run_kvb(dir, "sweep --config " + shell_quote(config) + " --dry-run --set verify_kernel=bogus"),
+                 {"--set verify_kernel = 'bogus' is not known (allowed: automatic, cuda_cores, tensor_cores)"},
+                 "--set");
+  const std::string bad = dir.file("bad.toml");
+  test::write_text(bad, "[experiment]\nname = \"x\"\nkind = \"spec_verify\"\n[axes]\nbatch = [0]\n");
+  expect_refused(run_kvb(dir, "sweep --config " + shell_quote(bad) + " --dry-run"),
+                 {bad + ": [axes] batch = '0' is out of range (allowed: integers 1 to 4096)"}, "config");
+}
+
 TEST(CliInputs, AWordForANumberIsCalledSo) {
   TempDir dir;
   const std::string config = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml");
