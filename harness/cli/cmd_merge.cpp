@@ -1,6 +1,9 @@
 // `kvb merge OUT IN...`: join shard CSVs into one (commands.h, harness/sweep/merge.h).
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include "harness/cli/commands.h"
 #include "harness/kinds/registry.h"
 #include "harness/sweep/config.h"
@@ -20,6 +23,14 @@ int run_merge_command(const MergeCommandOptions& options) {
   std::vector<InputFile> named_inputs{{options.config, "--config"}};
   for (const auto& path : options.inputs) named_inputs.push_back({path, "IN"});
   check_outputs({{options.out, "OUT", options.force ? Existing::replace : Existing::refuse}}, named_inputs);
+  // One file named twice would only meet itself as a shard holding the same points.
+  for (size_t i = 0; i < options.inputs.size(); ++i)
+    for (size_t j = 0; j < i; ++j) {
+      std::error_code ec;
+      if (std::filesystem::equivalent(options.inputs[i], options.inputs[j], ec) && !ec)
+        throw UsageError(fmt::format("IN {}: given twice (as '{}' too; allowed: each shard once)", options.inputs[i],
+                                     options.inputs[j]));
+    }
   MergeSpec spec;
   if (!options.config.empty()) {
     const SweepConfig config = load_sweep_config(options.config);

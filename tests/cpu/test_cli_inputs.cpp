@@ -133,6 +133,11 @@ TEST(CliInputs, MergeRefusesAnOutThatIsOneOfItsInputs) {
   expect_refused(run_kvb(dir, "merge --force " + shell_quote(in) + " " + shell_quote(in)),
                  {"OUT " + in + ": is the input IN " + in}, "merge");
   EXPECT_EQ(read_text(in), before);
+  // An input named twice is said to be so, and nothing is written.
+  const std::string out = dir.file("out.csv");
+  expect_refused(run_kvb(dir, "merge " + shell_quote(out) + " " + shell_quote(in) + " " + shell_quote(in)),
+                 {"IN " + in + ": given twice"}, "merge twice");
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST(CliInputs, ResultCsvsAreJudgedAlikeByEveryCommand) {
