@@ -228,9 +228,9 @@ struct RecurrentAcceptParams {
 /// streamed into registers as the A fragments of TF32 tensor-core products split three ways (3xTF32, fp32
 /// accuracy), the buffer's share, a due row's fold and the key products on tensor cores too
 /// (kernels/kvbuffer_verify_mma.cu; head dims 128 x 128, tile auto: validate_tensor_core_verify).
-/// automatic: the launcher's choice, the tensor-core kernel wherever it takes the launch (but for up to 2 drafts at
-/// fewer than 16 rows x value heads an SM), else the CUDA-core kernel; describe_kvbuffer_verify_launch says which
-/// runs.
+/// automatic: the launcher's choice, the tensor-core kernel where it takes the launch and was measured the faster
+/// (at least 15 rows x value heads an SM with 3 drafts or more, 32 with 1 or 2), else the CUDA-core kernel;
+/// describe_kvbuffer_verify_launch says which runs.
 enum class VerifyKernel : int { automatic = 0, cuda_cores = 1, tensor_cores = 2 };
 inline const char* to_string(VerifyKernel k) {
   return k == VerifyKernel::cuda_cores ? "cuda_cores" : k == VerifyKernel::tensor_cores ? "tensor_cores" : "automatic";

@@ -661,12 +661,14 @@ namespace {
 /// The head-dimension and slice-width dispatch of launch_kvbuffer_verify and describe_kvbuffer_verify_launch.
 cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
-  // automatic: the tensor-core kernel wherever it takes p, except up to 2 drafts at fewer than 16 (row, value head)
-  // items an SM, where the CUDA-core kernel's verify + accept measured faster (docs/FINDINGS.md); the CUDA-core kernel
-  // elsewhere.
-  const bool few_small = p.in.tokens <= 2 && int64_t(p.batch) * p.shape.heads_v < 16 * int64_t(sm_count());
+  // automatic: the tensor-core kernel where it takes p and was measured the faster (docs/FINDINGS.md): from 15
+  // (row, value head) items an SM with 3 drafts or more (batch 64 of Qwen3-Next on an H200), from 32 with 1 or 2
+  // (batch 256; at batch 64 the CUDA-core kernel's verify + accept is faster there); the CUDA-core kernel elsewhere,
+  // smaller batches included (the tensor-core kernel's blocks take two heads each, too few to fill the GPU there).
+  const int64_t items = int64_t(p.batch) * p.shape.heads_v;
+  const bool tc_measured_faster = items >= (p.in.tokens >= 3 ? 15 : 32) * int64_t(sm_count());
   if (p.kernel == VerifyKernel::tensor_cores ||
-      (p.kernel == VerifyKernel::automatic && !few_small && validate_tensor_core_verify(p).empty()))
+      (p.kernel == VerifyKernel::automatic && tc_measured_faster && validate_tensor_core_verify(p).empty()))
     return launch_tensor_core_verify(p, stream, describe);
   if (describe) describe->kernel = VerifyKernel::cuda_cores;
   switch (p.shape.head_dim_k) {
