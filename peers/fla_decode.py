@@ -43,34 +43,24 @@ class FlaRecurrentDecode:
     def probe(self, device: int = 0):
         """Versions, or Unavailable: torch, triton, a CUDA device and fla with fused_recurrent_gated_delta_rule."""
         self.torch = ts.require_torch_gpu(device)
-        module = ts.import_package(MODULE, DISTS)
-        self.fn = getattr(module, FUNCTION, None)
-        if self.fn is None:
-            raise ts.Unavailable(f"{MODULE} has no {FUNCTION} ({' '.join(ts.dist_version(DISTS))})")
+        self.fn = ts.import_function(MODULE, FUNCTION, DISTS)
         params = inspect.signature(self.fn).parameters
         self.gates_in_kernel = "use_gate_in_kernel" in params and "use_beta_sigmoid_in_kernel" in params
         return ts.versions(self.torch, DISTS, __import__("fla"))
 
     def _layer(self, case: DecodeCase, device):
         """Device inputs of one layer set (the case's values in fla's shapes) and its call."""
-        torch, s, n = self.torch, case.shape, case.batch
-        bf16 = torch.bfloat16
-        q = ts.device_tensor(torch, case.q, bf16, device, (n, 1, s.heads_qk, s.head_dim_k))
-        k = ts.device_tensor(torch, case.k, bf16, device, (n, 1, s.heads_qk, s.head_dim_k))
-        v = ts.device_tensor(torch, case.v, bf16, device, (n, 1, s.heads_v, s.head_dim_v))
-        a = ts.device_tensor(torch, case.a, bf16, device, (n, 1, s.heads_v))
-        b = ts.device_tensor(torch, case.b, bf16, device, (n, 1, s.heads_v))
-        A_log = ts.device_tensor(torch, case.A_log, torch.float32, device)
-        dt_bias = ts.device_tensor(torch, case.dt_bias, torch.float32, device)
+        torch = self.torch
+        x = ts.DecodeInputs(torch, case, device)
         if self.gates_in_kernel:
-            extra = dict(g=a, beta=b, use_gate_in_kernel=True, A_log=A_log, dt_bias=dt_bias,
+            extra = dict(g=x.a, beta=x.b, use_gate_in_kernel=True, A_log=x.A_log, dt_bias=x.dt_bias,
                          use_beta_sigmoid_in_kernel=True)
         else:
-            g = -torch.exp(A_log) * torch.nn.functional.softplus(a.float() + dt_bias)
-            extra = dict(g=g, beta=torch.sigmoid(b.float()))
+            g = -torch.exp(x.A_log) * torch.nn.functional.softplus(x.a.float() + x.dt_bias)
+            extra = dict(g=g, beta=torch.sigmoid(x.b.float()))
 
         def call(state):
-            return self.fn(q=q, k=k, v=v, scale=case.scale, initial_state=state, output_final_state=True,
+            return self.fn(q=x.q, k=x.k, v=x.v, scale=case.scale, initial_state=state, output_final_state=True,
                            use_qk_l2norm_in_kernel=True, **extra)
 
         return call

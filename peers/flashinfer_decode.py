@@ -46,10 +46,7 @@ class FlashInferRecurrentDecode:
         major, minor = self.torch.cuda.get_device_capability(device)
         if major < 9:
             raise ts.Unavailable(f"FlashInfer's GDN decode needs SM90 or newer (this device is sm_{major}{minor})")
-        module = ts.import_package(MODULE, DISTS)
-        self.fn = getattr(module, FUNCTION, None)
-        if self.fn is None:
-            raise ts.Unavailable(f"{MODULE} has no {FUNCTION} ({' '.join(ts.dist_version(DISTS))})")
+        self.fn = ts.import_function(MODULE, FUNCTION, DISTS)
         params = inspect.signature(self.fn).parameters
         self.indexed = "initial_state" in params and "initial_state_indices" in params
         return ts.versions(self.torch, DISTS, __import__("flashinfer"))
@@ -57,20 +54,14 @@ class FlashInferRecurrentDecode:
     def _layer(self, case: DecodeCase, device, poison: bool):
         """Device inputs, slot indices and output buffer of one layer set, and its call on a pool."""
         torch, s, n = self.torch, case.shape, case.batch
-        bf16 = torch.bfloat16
-        q = ts.device_tensor(torch, case.q, bf16, device, (n, 1, s.heads_qk, s.head_dim_k))
-        k = ts.device_tensor(torch, case.k, bf16, device, (n, 1, s.heads_qk, s.head_dim_k))
-        v = ts.device_tensor(torch, case.v, bf16, device, (n, 1, s.heads_v, s.head_dim_v))
-        a = ts.device_tensor(torch, case.a, bf16, device, (n, 1, s.heads_v))
-        b = ts.device_tensor(torch, case.b, bf16, device, (n, 1, s.heads_v))
-        A_log = ts.device_tensor(torch, case.A_log, torch.float32, device)
-        dt_bias = ts.device_tensor(torch, case.dt_bias, torch.float32, device)
+        x = ts.DecodeInputs(torch, case, device)
         slots = torch.from_numpy(case.slots.astype(np.int32)).to(device)
-        out = torch.full((n, 1, s.heads_v, s.head_dim_v), float("nan") if poison else 0.0, dtype=bf16, device=device)
+        out = torch.full((n, 1, s.heads_v, s.head_dim_v), float("nan") if poison else 0.0, dtype=torch.bfloat16,
+                         device=device)
 
         def call(pool):
-            common = dict(q=q, k=k, v=v, A_log=A_log, a=a, dt_bias=dt_bias, b=b, scale=case.scale, output=out,
-                          use_qk_l2norm=True)
+            common = dict(q=x.q, k=x.k, v=x.v, A_log=x.A_log, a=x.a, dt_bias=x.dt_bias, b=x.b, scale=case.scale,
+                          output=out, use_qk_l2norm=True)
             if self.indexed:
                 self.fn(state=None, initial_state=pool, initial_state_indices=slots, **common)
             else:

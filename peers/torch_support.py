@@ -48,6 +48,15 @@ def import_package(module: str, dists: Sequence[str]):
                           ) from None
 
 
+def import_function(module: str, function: str, dists: Sequence[str]):
+    """`function` of `module` from the package installed as one of `dists` (import_package). Raises Unavailable naming
+    the module, the function and the version installed when the module lacks it."""
+    fn = getattr(import_package(module, dists), function, None)
+    if fn is None:
+        raise Unavailable(f"{module} has no {function} ({' '.join(dist_version(dists))})")
+    return fn
+
+
 def dist_version(dists: Sequence[str], fallback_module=None) -> tuple[str, str]:
     """(pip name, version) of the first of `dists` installed, else of the module's __version__."""
     for d in dists:
@@ -73,6 +82,21 @@ def device_tensor(torch, x: np.ndarray, dtype, device, shape=None):
     """A device tensor of numpy array `x` (values exact in `dtype`) in `shape`."""
     t = torch.from_numpy(np.ascontiguousarray(x)).to(device=device).to(dtype)
     return t.reshape(shape) if shape is not None else t
+
+
+class DecodeInputs:
+    """One decode token per row of a case on the device, in the shapes the peers' decode kernels take (one token):
+    q, k [N, 1, H, K], v [N, 1, HV, V], a, b [N, 1, HV] (bf16); A_log, dt_bias [HV] (fp32)."""
+
+    def __init__(self, torch, case, device):
+        s, n, bf16 = case.shape, case.batch, torch.bfloat16
+        self.q = device_tensor(torch, case.q, bf16, device, (n, 1, s.heads_qk, s.head_dim_k))
+        self.k = device_tensor(torch, case.k, bf16, device, (n, 1, s.heads_qk, s.head_dim_k))
+        self.v = device_tensor(torch, case.v, bf16, device, (n, 1, s.heads_v, s.head_dim_v))
+        self.a = device_tensor(torch, case.a, bf16, device, (n, 1, s.heads_v))
+        self.b = device_tensor(torch, case.b, bf16, device, (n, 1, s.heads_v))
+        self.A_log = device_tensor(torch, case.A_log, torch.float32, device)
+        self.dt_bias = device_tensor(torch, case.dt_bias, torch.float32, device)
 
 
 def random_states(torch, rows: int, shape, device, generator, layout_vk: bool):
