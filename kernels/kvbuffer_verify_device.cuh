@@ -1,6 +1,7 @@
-// Device building blocks shared by the KVBuffer verify kernels (kernels/kvbuffer_verify.cu on CUDA cores,
-// kernels/kvbuffer_verify_mma.cu on tensor cores): the buffer's products with the drafts, the drafts' products with
-// each other, and the writes of the drafts' entries, whose keys a due row's key group shares.
+// Device building blocks of the KVBuffer verify kernels: the buffer's products with the drafts and the drafts'
+// products with each other on CUDA cores (kernels/kvbuffer_verify.cu; the tensor-core kernel forms them as matrix
+// products of its own), and, shared by both kernels, the drafts' triangular dependency and the writes of the drafts'
+// entries, whose keys a due row's key group shares.
 #pragma once
 
 #include "kernels/gdn_params.h"

@@ -44,6 +44,7 @@ namespace {
 using namespace dev;
 
 constexpr int kTcK = 128, kTcV = 128;              ///< the head dims the kernel takes
+static_assert(kTcK == kTcV, "validate_tensor_core_verify names one head dim");
 constexpr int kTcWarps = 4;                        ///< warps a block: 32 value columns each
 constexpr int kTcThreads = 32 * kTcWarps;
 constexpr int kTcColumns = kTcV / kTcWarps;        ///< value columns a warp
@@ -510,8 +511,8 @@ cudaError_t launch_tc_drafts(const KVBufferVerifyParams& p, cudaStream_t stream,
 
 std::string validate_tensor_core_verify(const KVBufferVerifyParams& p) {
   if (p.shape.head_dim_k != kTcK || p.shape.head_dim_v != kTcV)
-    return "kernel = tensor_cores takes head_dim_k = " + std::to_string(kTcK) + " and head_dim_v = " +
-           std::to_string(kTcV) + " (got " + std::to_string(p.shape.head_dim_k) + " x " +
+    return "kernel = tensor_cores takes head_dim_k = head_dim_v = " + std::to_string(kTcK) + " (got " +
+           std::to_string(p.shape.head_dim_k) + " x " +
            std::to_string(p.shape.head_dim_v) + "; allowed elsewhere: kernel = cuda_cores)";
   if (!p.tile.is_auto())
     return "tile = " + to_string(p.tile) + ": kernel = tensor_cores has one block shape (allowed: tile = auto)";

@@ -147,14 +147,12 @@ ExperimentKind spec_verify_experiment_kind() {
     if (!kernel.empty() && kernel != "automatic" && point_buffer_form(pt) == BufferForm::raw)
       return fmt::format("verify_kernel = {} needs buffer_form = delta (the raw form has one verify kernel; allowed "
                          "with raw: automatic)", kernel);
-    // The tensor-core kernel's own limits (validate_tensor_core_verify), refused before anything runs.
+    // The tensor-core kernel's own limits (the shape and tile it takes), refused before anything runs.
     if (kernel == "tensor_cores") {
-      if (pt.get("head_dim_k") != "128" || pt.get("head_dim_v") != "128")
-        return fmt::format("verify_kernel = tensor_cores takes head_dim_k = head_dim_v = 128 (got {} x {}; allowed "
-                           "elsewhere: cuda_cores, automatic)", pt.get("head_dim_k"), pt.get("head_dim_v"));
-      if (const std::string tile = pt.get("tile"); !tile.empty() && tile != "auto")
-        return fmt::format("verify_kernel = tensor_cores has one block shape (got tile = {}; allowed: tile = auto)",
-                           tile);
+      KVBufferVerifyParams p;
+      p.shape = point_shape(pt);
+      p.tile = point_tile(pt);
+      return validate_tensor_core_verify(p);
     }
     return std::string();
   };
