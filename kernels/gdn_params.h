@@ -264,6 +264,11 @@ struct KVBufferVerifyParams {
   TileShape tile;
   /// The kernel to run (VerifyKernel); a forced kernel that cannot take p is refused by validate().
   VerifyKernel kernel = VerifyKernel::automatic;
+  /// [N] or null (batch order): the rows in the order the launch's blocks take them, {row, slot[row]} (the slot
+  /// copied so that a block reads one word before its checkpoint), a permutation of 0 .. N - 1 that
+  /// launch_kvbuffer_order_rows writes from the buffer positions. A launch that is given one reads it after the PDL
+  /// wait, so that the kernel before it may write it.
+  const int2* row_order = nullptr;
 };
 
 /// Largest number of draft tokens the verify kernels take.
@@ -297,10 +302,22 @@ struct KVBufferVerifyLaunch {
   size_t smem_bytes = 0;
   int predicted_blocks_per_sm = 0;
   int resident_blocks_per_sm = 0;
+  int blocks_per_row = 0;  ///< blocks a batch row takes (the grid's blocks over N)
 };
 /// Fills `out` for p (cudaErrorInvalidValue when validate(p) refuses it; else the occupancy query's error or
 /// cudaSuccess).
 cudaError_t describe_kvbuffer_verify_launch(const KVBufferVerifyParams& p, KVBufferVerifyLaunch& out);
+
+/// Writes row_order[0 .. N) for verify launches like p (KVBufferVerifyParams::row_order; kernels/row_order.h): the
+/// rows whose pool.fill[slot] (clamped to [0, capacity]) reaches pool.buffer_size, which fold, spread over all but
+/// the last `wave_rows` positions (kvbuffer_verify_wave_rows(p)), the others in batch order; padding rows are not
+/// due. Reads p.slot and p.pool.fill only; one block. Once per model step, after the commit (every layer's launch
+/// shares the slots and the buffer positions).
+cudaError_t launch_kvbuffer_order_rows(const KVBufferVerifyParams& p, int wave_rows, int2* row_order,
+                                       cudaStream_t stream);
+/// Batch rows the launch of p holds at once on this GPU (resident blocks per SM x SMs / blocks per row), the
+/// wave_rows of launch_kvbuffer_order_rows; 0 when p is refused.
+int kvbuffer_verify_wave_rows(const KVBufferVerifyParams& p);
 
 /// After every layer's accept of one model step: fill[slot] = fill + a >= buffer_size ? 0 : fill + a, a = accepted[i]
 /// (raw-form accept and stateless prefill, which flush when the buffer reaches B).

@@ -293,12 +293,15 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   using Drafts = DraftSmem<K, VB, M, kPacked>;
   extern __shared__ __align__(16) char dyn_smem[];  // tile (K rows) | BufferSmem (cap) | dk, dq [M][cap]
   __shared__ Drafts ds;
-  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
+  // The row: from row_order (written by the kernel before this one, so read after the PDL wait) or in batch order.
+  if (p.row_order) pdl_wait();
+  const int2 row_slot = p.row_order ? p.row_order[blockIdx.z] : make_int2(blockIdx.z, p.slot[blockIdx.z]);
+  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = row_slot.x;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const KVBufferPool& pool = p.pool;
   const int cap = pool.capacity;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int slot = p.slot[row];
+  const int slot = row_slot.y;
   if (slot < 0 || slot >= pool.num_slots) {  // padding: nothing read, outputs zeroed after the PDL wait
     pdl_wait();
     pdl_launch_dependents();
@@ -610,6 +613,7 @@ cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t strea
     describe->packed = packed;
     describe->smem_bytes = smem + (packed ? packed_static : padded_static);
     describe->predicted_blocks_per_sm = smem_keys ? smem_keys_blocks : packed ? packed_blocks : pool_keys_blocks;
+    describe->blocks_per_row = num_slices(p.shape.head_dim_v, VB) * p.shape.heads_v;
     return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem,
                                   describe->resident_blocks_per_sm);
   }
@@ -686,6 +690,12 @@ cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, 
   return cudaErrorInvalidValue;
 }
 }  // namespace
+
+int kvbuffer_verify_wave_rows(const KVBufferVerifyParams& p) {
+  KVBufferVerifyLaunch l;
+  if (describe_kvbuffer_verify_launch(p, l) != cudaSuccess || l.blocks_per_row < 1) return 0;
+  return int(int64_t(l.resident_blocks_per_sm) * sm_count() / l.blocks_per_row);
+}
 
 cudaError_t launch_kvbuffer_verify(const KVBufferVerifyParams& p, cudaStream_t stream) {
   return dispatch_verify(p, stream, nullptr);

@@ -136,13 +136,16 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   extern __shared__ __align__(16) char smem[];
   __shared__ TcShared<M, HPC> sh;
   const Lay lay(p.pool.capacity);
-  const int h0 = blockIdx.x * HPC, row = blockIdx.y;  // value heads h0 .. h0 + HPC - 1
+  // The row: from row_order (written by the kernel before this one, so read after the PDL wait) or in batch order.
+  if (p.row_order) pdl_wait();
+  const int2 row_slot = p.row_order ? p.row_order[blockIdx.y] : make_int2(blockIdx.y, p.slot[blockIdx.y]);
+  const int h0 = blockIdx.x * HPC, row = row_slot.x;  // value heads h0 .. h0 + HPC - 1
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, group = p.shape.group(), hk = h0 / group;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int vb = kTcColumns * warp;  // this warp's first value column
   const KVBufferPool& pool = p.pool;
   const int cap = pool.capacity, rows = lay.rows, bbp = lay.bb_pitch;
-  const int slot = p.slot[row];
+  const int slot = row_slot.y;
   if (slot < 0 || slot >= pool.num_slots) {  // padding: nothing read, outputs zeroed after the PDL wait
     pdl_wait();
     pdl_launch_dependents();
@@ -494,6 +497,7 @@ cudaError_t launch_tc(const KVBufferVerifyParams& p, cudaStream_t stream, KVBuff
     describe->kernel = VerifyKernel::tensor_cores;
     describe->smem_bytes = smem + sizeof(TcShared<M, HPC>);
     describe->predicted_blocks_per_sm = std::min(kTcMinBlocks, smem_blocks_per_sm(describe->smem_bytes));
+    describe->blocks_per_row = p.shape.heads_v / HPC;
     return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kTcThreads, smem,
                                   describe->resident_blocks_per_sm);
   }

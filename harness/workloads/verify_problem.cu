@@ -66,6 +66,12 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
     scratch_sets_ = std::min(scratch_sets_, sets_);
     scratch_ = mem_.alloc<float>(size_t(scratch_sets_) * per_set);
   }
+  if (kvbuffer() && !raw() && cfg_.order_rows) {
+    const int position_groups = cfg_.share_pools ? 1 : cfg_.groups;
+    row_order_ = mem_.alloc<int2>(size_t(position_groups) * N);
+    wave_rows_ = kvbuffer_verify_wave_rows(kvbuffer_verify_params(0));
+    for (int g = 0; g < position_groups; ++g) enqueue_order_rows(g, nullptr);
+  }
   KVB_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
@@ -80,7 +86,15 @@ float* VerifyProblem::scratch(int set) const {
 }
 
 void VerifyProblem::restore_fill(cudaStream_t stream) const {
-  if (kvbuffer()) positions_.restore(stream);
+  if (!kvbuffer()) return;
+  positions_.restore(stream);
+  for (int g = 0; g < (cfg_.share_pools ? 1 : cfg_.groups); ++g) enqueue_order_rows(g, stream);
+}
+
+void VerifyProblem::enqueue_order_rows(int group, cudaStream_t stream) const {
+  if (!row_order_.get()) return;
+  KVBufferVerifyParams p = kvbuffer_verify_params(group * (cfg_.share_pools ? 0 : cfg_.layers));
+  KVB_CUDA_CHECK(launch_kvbuffer_order_rows(p, wave_rows_, row_order_.get() + size_t(group) * cfg_.batch, stream));
 }
 
 double VerifyProblem::mean_accepted() const {
@@ -116,6 +130,7 @@ KVBufferVerifyParams VerifyProblem::kvbuffer_verify_params(int set) const {
   p.group_arrivals = group_arrivals();
   p.pdl = cfg_.pdl;
   p.kernel = cfg_.kernel;
+  p.row_order = row_order(group_of(set));
   return p;
 }
 
@@ -168,12 +183,14 @@ void VerifyProblem::enqueue_verify_accept(cudaStream_t stream) const {
 void VerifyProblem::enqueue_advance_positions(int group, cudaStream_t stream) const {
   if (!kvbuffer()) return;
   int32_t* positions = fill(cfg_.share_pools ? 0 : group);
-  if (raw())
+  if (raw()) {
     KVB_CUDA_CHECK(launch_kvbuffer_advance_accepted(positions, slot_.get(), accepted_.get(), cfg_.batch,
                                                     cfg_.buffer_size, stream));
-  else
+  } else {
     KVB_CUDA_CHECK(launch_kvbuffer_commit_accepted(positions, slot_.get(), accepted_.get(), cfg_.batch,
                                                    cfg_.buffer_size, cfg_.draft_tokens, stream, cfg_.pdl));
+    enqueue_order_rows(cfg_.share_pools ? 0 : group, stream);
+  }
 }
 
 /// The per-row view the byte model sums over: group 0's initial positions by row, and the accepted counts.

@@ -48,6 +48,9 @@ struct VerifyConfig {
   TileShape tile;
   /// The KVBuffer verify kernel (delta form): automatic (the launcher's choice), cuda_cores or tensor_cores.
   VerifyKernel kernel = VerifyKernel::automatic;
+  /// Delta form: every verify launch takes the rows in the order launch_kvbuffer_order_rows writes once per step
+  /// (due rows spread over all but the last wave, kernels/row_order.h); false: batch order.
+  bool order_rows = true;
 };
 
 /// Device memory and launch parameters of one verification workload. Move-only; frees everything on destruction.
@@ -86,8 +89,11 @@ class VerifyProblem {
   void enqueue_accept_layer(int set, cudaStream_t stream) const;
   /// Moves the buffer positions of group `group` by the accepted counts, once per model step after its layers'
   /// verifies (and accepts): delta form launch_kvbuffer_commit_accepted (with PDL when configured), raw form
-  /// launch_kvbuffer_advance_accepted; nothing for recurrent verification. Throws CudaError.
+  /// launch_kvbuffer_advance_accepted, then the row order (enqueue_order_rows); nothing for recurrent verification.
+  /// Throws CudaError.
   void enqueue_advance_positions(int group, cudaStream_t stream) const;
+  /// Writes group `group`'s row order from its buffer positions (nothing without one).
+  void enqueue_order_rows(int group, cudaStream_t stream) const;
 
   /// Parameters of the launches of one set (pointers into this problem's memory).
   RecurrentVerifyParams recurrent_verify_params(int set) const;
@@ -109,6 +115,11 @@ class VerifyProblem {
   void* o(int set) const { return o_.get() + size_t(set) * o_bytes_per_set(); }
   size_t o_bytes_per_set() const;
 
+  /// The rows in the order group `group`'s verify launches take them, [N] {row, slot} (delta form with order_rows;
+  /// else null), written by restore_fill and by each step's commit.
+  const int2* row_order(int group) const {
+    return row_order_.get() ? row_order_.get() + size_t(group) * cfg_.batch : nullptr;
+  }
   /// Buffer positions of `group` [N] (device, slot-indexed; kvbuffer).
   int32_t* fill(int group) const { return positions_.fill(group); }
   /// Host copy of the positions each group started with, [groups][N] slot-indexed (kvbuffer; empty for recurrent).
@@ -145,6 +156,8 @@ class VerifyProblem {
   RawKVBufferEntrySets raw_entries_;
   DeviceBuffer<int32_t> group_arrivals_;
   BufferPositions positions_;
+  DeviceBuffer<int2> row_order_;  // [position groups][N]
+  int wave_rows_ = 0;             // kvbuffer_verify_wave_rows of the launches
   DeviceBuffer<int32_t> slot_, accepted_;
   DeviceBuffer<unsigned char> o_;
   std::vector<int32_t> host_slot_, host_accepted_;

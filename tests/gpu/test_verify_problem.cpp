@@ -13,6 +13,7 @@
 #include "harness/workloads/verify_problem.h"
 #include "byte_model/byte_model_raw.h"
 #include "core/tolerances.h"
+#include "kernels/row_order.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace kvb {
@@ -143,6 +144,58 @@ TEST(VerifyProblemGpu, RawModelBytesUseTheRawFormCounts) {
   // reads the checkpoint again to fold: at B = 4, m = 3, all accepted, the raw form moves more.
   VerifyProblem delta(small_config(VerifyVariant::kvbuffer, "all"));
   EXPECT_GT(prob.verify_accept_bytes_per_layer_step(4).total(), delta.verify_accept_bytes_per_layer_step(4).total());
+}
+
+/// Both verify kernels: outputs, checkpoints and buffer positions after verify + accept steps are the same bit for
+/// bit whether the launches take the rows in batch order or in the row order (due rows spread early), and the row
+/// order written after each commit is a permutation whose due rows sit before the last wave.
+TEST(VerifyProblemGpu, RowOrderChangesNoResultAndPlacesDueRowsBeforeTheLastWave) {
+  KVB_REQUIRE_GPU();
+  for (VerifyKernel kernel : {VerifyKernel::cuda_cores, VerifyKernel::tensor_cores}) {
+    VerifyConfig c = small_config(VerifyVariant::kvbuffer, "all");
+    c.shape = GdnShape{2, 4, 128, 128};
+    c.batch = 40;
+    c.kernel = kernel;
+    VerifyConfig batch_order = c;
+    batch_order.order_rows = false;
+    VerifyProblem ordered(c), plain(batch_order);
+    ASSERT_NE(ordered.row_order(0), nullptr);
+    ASSERT_EQ(plain.row_order(0), nullptr);
+    CudaStream stream;
+    const int N = c.batch, wave_rows = kvbuffer_verify_wave_rows(ordered.kvbuffer_verify_params(0));
+    for (int step = 0; step < 6; ++step) {
+      // The order the next step's launches take, from the positions its verifies read.
+      KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+      const std::vector<int32_t> fill = download(ordered.fill(0), size_t(N));
+      std::vector<int2> order(N);
+      KVB_CUDA_CHECK(cudaMemcpy(order.data(), ordered.row_order(0), N * sizeof(int2), cudaMemcpyDeviceToHost));
+      std::vector<int> seen(N, 0);
+      int due_rows = 0;
+      for (int r = 0; r < N; ++r) due_rows += fill[ordered.host_slots()[r]] >= c.buffer_size;
+      for (int pos = 0; pos < N; ++pos) {
+        const int row = order[pos].x;
+        ASSERT_GE(row, 0);
+        ASSERT_LT(row, N);
+        ++seen[row];
+        EXPECT_EQ(order[pos].y, ordered.host_slots()[row]);
+        if (fill[order[pos].y] >= c.buffer_size) EXPECT_LT(pos, due_span(due_rows, N, wave_rows)) << "step " << step;
+      }
+      for (int r = 0; r < N; ++r) EXPECT_EQ(seen[r], 1) << "row " << r << " step " << step;
+      if (step == 5) EXPECT_GT(due_rows, 0);
+      ordered.enqueue_verify_accept(stream.get());
+      plain.enqueue_verify_accept(stream.get());
+    }
+    KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    const size_t o_bytes = ordered.o_bytes_per_set(), states = size_t(N) * c.shape.state_elems();
+    for (int set = 0; set < ordered.sets(); ++set) {
+      EXPECT_EQ(download(static_cast<const unsigned char*>(ordered.o(set)), o_bytes),
+                download(static_cast<const unsigned char*>(plain.o(set)), o_bytes))
+          << to_string(kernel) << " set " << set;
+      EXPECT_EQ(download(ordered.state(set), states), download(plain.state(set), states))
+          << to_string(kernel) << " set " << set;
+    }
+    EXPECT_EQ(download(ordered.fill(0), size_t(N)), download(plain.fill(0), size_t(N)));
+  }
 }
 
 TEST(VerifyProblem, RawBufferBeyondTheRawLimitIsRejectedBeforeAllocating) {
