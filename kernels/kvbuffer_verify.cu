@@ -666,11 +666,10 @@ namespace {
 cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
   if (!validate(p).empty()) return cudaErrorInvalidValue;
   // automatic: the tensor-core kernel where it takes p and was measured the faster (docs/FINDINGS.md): from 15
-  // (row, value head) items an SM with 3 drafts or more (batch 64 of Qwen3-Next on an H200), from 32 with 1 or 2
-  // (batch 256; at batch 64 the CUDA-core kernel's verify + accept is faster there); the CUDA-core kernel elsewhere,
-  // smaller batches included (the tensor-core kernel's blocks take two heads each, too few to fill the GPU there).
+  // (row, value head) items an SM (batch 64 of Qwen3-Next on an H200); the CUDA-core kernel below, where the
+  // tensor-core kernel's blocks, two heads each, are too few to fill the GPU.
   const int64_t items = int64_t(p.batch) * p.shape.heads_v;
-  const bool tc_measured_faster = items >= (p.in.tokens >= 3 ? 15 : 32) * int64_t(sm_count());
+  const bool tc_measured_faster = items >= 15 * int64_t(sm_count());
   if (p.kernel == VerifyKernel::tensor_cores ||
       (p.kernel == VerifyKernel::automatic && tc_measured_faster && validate_tensor_core_verify(p).empty()))
     return launch_tensor_core_verify(p, stream, describe);
