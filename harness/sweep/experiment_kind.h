@@ -70,7 +70,7 @@ struct AxisSpec {
   /// its rows hold the axis's single default (csv_kind, RowKeyer; a sweep resuming such a file, load_resume_table),
   /// or `older_value` when set: what those rows measured when it differs from what the default means now.
   bool added_later = false;
-  std::string older_value;
+  std::string older_value = "";
 };
 
 /// A kind of experiment. `applies(variant, axis)` says whether an axis matters for a variant: axes that do not are
