@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -171,7 +172,9 @@ GoldenCase load_golden_case(const std::string& path) {
     throw std::runtime_error(path + ": is a directory (allowed: a gdn-case v1 file such as "
                              "tests/data/golden/draft4.gdn)");
   std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read golden case '" + path + "'");
+  if (!in)
+    throw std::runtime_error(path + ": cannot read it: " + std::strerror(errno) +
+                             " (allowed: a readable gdn-case v1 file such as tests/data/golden/draft4.gdn)");
 
   GoldenCase c;
   c.path = path;

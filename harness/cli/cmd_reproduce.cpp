@@ -42,6 +42,28 @@ constexpr double kModelBudgetGib = 135.0;  ///< model-only capacity budget witho
 constexpr const char* kFigureCsvs[] = {"decode_latency.csv", "spec_verify.csv", "short_context.csv", "buffer_form.csv",
                                        "capacity.csv"};
 
+/// UsageError, naming --out-dir, unless `dir` is a folder or a path where one can be made: not empty, no name or path
+/// over the file system's limits, and nothing on the way that exists and is not a folder.
+void check_out_dir(const std::string& dir) {
+  if (dir.empty()) throw UsageError("--out-dir '': allowed: a folder path");
+  fs::path p(dir);
+  for (;;) {
+    std::error_code ec;
+    const fs::file_status st = fs::status(p, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw UsageError(fmt::format("--out-dir {:.60}{}: {} (allowed: a folder path)", dir,
+                                   dir.size() > 60 ? "..." : "", ec.message()));
+    if (fs::exists(st)) {
+      if (!fs::is_directory(st))
+        throw UsageError(fmt::format("--out-dir {}: {} exists and is not a folder (allowed: a folder path)", dir,
+                                     p.string()));
+      return;
+    }
+    if (!p.has_parent_path() || p.parent_path() == p) return;
+    p = p.parent_path();
+  }
+}
+
 /// One step of the run: what it is (for the progress and the final lines) and how it runs (its exit code).
 struct Step {
   std::string what;
@@ -98,9 +120,7 @@ int run_reproduce_command(const ReproduceOptions& o) {
        {kDecodeConfig, kSpecConfig, kShortContextConfig, kBufferFormConfig, kCapacityConfig, kGoldenDir, kMakeAll})
     if (!fs::exists(needed))
       throw UsageError(fmt::format("kvb reproduce runs from the repository root: {} not found here", needed));
-  if (o.out_dir.empty()) throw UsageError("--out-dir '': allowed: a folder path");
-  if (fs::exists(o.out_dir) && !fs::is_directory(o.out_dir))
-    throw UsageError(fmt::format("--out-dir {}: exists and is not a folder", o.out_dir));
+  check_out_dir(o.out_dir);
   const bool gpu = cuda_device_present();
   if (gpu && (o.device < 0 || o.device >= cuda_device_count()))
     throw UsageError(fmt::format("--device {}: there are {} CUDA devices (allowed: 0..{})", o.device,

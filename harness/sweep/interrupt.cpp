@@ -1,9 +1,11 @@
-// SIGINT and SIGTERM handling (interrupt.h). The handler only uses async-signal-safe calls (unlink, kill, write,
-// _exit) on tables of fixed size that registration fills without allocating in the handler.
+// SIGINT and SIGTERM handling (interrupt.h). The handler only uses async-signal-safe calls (unlink, kill, waitpid,
+// nanosleep, write, _exit) on tables of fixed size that registration fills without allocating in the handler.
 #include "harness/sweep/interrupt.h"
 
 #include <limits.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +20,7 @@ namespace {
 
 constexpr int kTemporaries = 16;
 constexpr int kChildren = 64;
+constexpr int kChildWaitMs = 5000;  ///< how long a stop waits for the children it signalled
 
 // A temporary's slot: 0 free, 1 being filled, 2 registered (the handler reads only registered slots).
 struct TemporarySlot {
@@ -48,11 +51,34 @@ void say(const char* text) {
 
 const char* name_of(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
 
+/// Waits up to kChildWaitMs for the registered children, which got the signal, to exit (each removes its own
+/// temporaries as it stops), then kills and reaps what is left, so that none outlives kvb mid-write.
+void reap_children() {
+  const timespec tick{0, 10 * 1000 * 1000};
+  for (int waited = 0;; waited += 10) {
+    bool left = false;
+    for (auto& child : g_children)
+      if (const pid_t pid = child.load(); pid > 0) {
+        if (::waitpid(pid, nullptr, WNOHANG) == 0) left = true;
+        else child.store(0);
+      }
+    if (!left) return;
+    if (waited >= kChildWaitMs) break;
+    ::nanosleep(&tick, nullptr);
+  }
+  for (auto& child : g_children)
+    if (const pid_t pid = child.load(); pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+}
+
 [[noreturn]] void stop_now(int sig) {
   for (TemporarySlot& t : g_temporaries)
     if (t.state.load() == 2) ::unlink(t.path);
   for (auto& child : g_children)
     if (const pid_t pid = child.load(); pid > 0) ::kill(pid, sig);
+  reap_children();
   say("\nkvb: ");
   say(name_of(sig));
   say(": stopped; temporary files removed, every file kvb wrote before is complete\n");

@@ -10,8 +10,9 @@ namespace kvb {
 
 /// How a command answers SIGINT and SIGTERM.
 enum class InterruptMode {
-  /// Stop at once: remove the registered temporary files, pass the signal to the registered child processes and exit
-  /// with 128 + the signal (merge, capacity, compare, check-golden, info).
+  /// Stop at once: remove the registered temporary files, pass the signal to the registered child processes, wait
+  /// (up to 5 s, then SIGKILL) for them to exit and exit with 128 + the signal (merge, capacity, compare,
+  /// check-golden, info).
   immediate,
   /// Record the signal and let the command stop between steps (a sweep between points, reproduce between its steps):
   /// the step under way completes and its file is written whole. A second signal stops at once, as `immediate`.

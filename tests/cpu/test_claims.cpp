@@ -545,9 +545,14 @@ TEST(CliReproduce, NoPlotsAndBadOutDir) {
   EXPECT_FALSE(std::filesystem::exists(out + "/figures"));
 
   test::write_text(dir.file("file"), "x");
-  r = run_kvb(dir, "reproduce --no-plots --out-dir " + test::shell_quote(dir.file("file")));
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--out-dir"), std::string::npos) << r.err;
+  // A file, a path through a file, a name over the file system's limit: exit 2 naming --out-dir, nothing written.
+  for (const std::string bad : {dir.file("file"), dir.file("file") + "/sub", dir.file(std::string(300, 'a'))}) {
+    r = run_kvb(dir, "reproduce --no-plots --out-dir " + test::shell_quote(bad));
+    EXPECT_EQ(r.code, 2) << bad << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("kvb: --out-dir ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_EQ(test::read_text(dir.file("file")), "x");
 }
 
 }  // namespace

@@ -105,6 +105,12 @@ TEST(Cli, CheckGoldenMalformedFileExits2) {
   EXPECT_NE(r.err.find("broken.gdn"), std::string::npos) << r.err;
   r = run_kvb(dir, "check-golden '" + dir.file("absent.gdn") + "'");
   EXPECT_EQ(r.code, 2);
+  // A missing file after a good one: the reason and the allowed files, before anything is checked.
+  r = run_kvb(dir, "check-golden '" + std::string(KVB_TEST_DATA_DIR) + "/golden/draft4.gdn' '" + dir.file("absent.gdn") +
+                       "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("absent.gdn: cannot read it: No such file or directory (allowed:"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("PASS"), std::string::npos) << r.out;
   EXPECT_EQ(run_kvb(dir, "check-golden").code, 2);  // FILE is required
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -219,6 +220,34 @@ TEST(Interrupt, WorkersGetTheSignalPassedOn) {
       nullptr);
   EXPECT_EQ(codes, std::vector<int>{7});
   EXPECT_EQ(interrupt_signal(), SIGTERM);
+}
+
+TEST(Interrupt, AStopAtOnceWaitsForItsChildrenToTidyUp) {
+  // A process stopped at once (immediate mode, or a second signal) passes the signal to its registered child and
+  // exits only after the child has finished its own clean-up (here: half a second, then removing its file).
+  TempDir dir;
+  const std::string file = dir.file("child_temporary");
+  const pid_t stopped = ::fork();
+  ASSERT_GE(stopped, 0);
+  if (stopped == 0) {
+    const InterruptHandlers handlers(InterruptMode::immediate);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      const std::string script = "trap 'sleep 0.5; rm -f " + file + "; exit 3' INT; touch " + file +
+                                 "; while :; do sleep 0.05; done";
+      ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const RegisteredChild registered(child);
+    for (int i = 0; i < 500 && !fs::exists(file); ++i) ::usleep(10000);
+    ::raise(SIGINT);
+    ::_exit(1);  // not reached: the handler exits 130
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(stopped, &status, 0), stopped);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  EXPECT_FALSE(fs::exists(file)) << "kvb exited before its child had removed its temporary";
 }
 
 }  // namespace
