@@ -10,6 +10,8 @@ files in tests/data/csv/cases/ are checked against both implementations (tests/d
  - latencies: each NAME_us_median, NAME_us_p10, NAME_us_p90 holds, where set, a finite number > 0 with
    p10 <= median <= p90, and is set in every row whose status is ok;
  - counts: whole numbers >= 0 where set;
+ - capacity: where set, bytes_per_request > 0 and max_requests_model, max_requests_measured x bytes_per_request
+   <= budget_bytes;
  - one row per point (the kind's key columns), and one GPU (every non-empty gpu value the same).
 
 A file that breaks a rule raises CsvError with one line: "PATH:LINE: what is wrong (what is allowed)".
@@ -168,6 +170,17 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
         for c in s.counts:
             if c in col and row[col[c]] and not _COUNT.fullmatch(row[col[c]]):
                 raise CsvError(f"{origin}:{line}: {c} = '{row[col[c]]}' (allowed: a whole number >= 0)")
+        if ok and "bytes_per_request" in col and "budget_bytes" in col and row[col["bytes_per_request"]]:
+            # capacity: where set, bytes_per_request > 0 and the requests fit the budget
+            each_text, budget_text = row[col["bytes_per_request"]], row[col["budget_bytes"]]
+            each, budget = _decimal(each_text), _decimal(budget_text)
+            if each is None or not (0 < each < float("inf")):
+                raise CsvError(f"{origin}:{line}: bytes_per_request = '{each_text}' (allowed: a number of bytes > 0)")
+            for c in ("max_requests_model", "max_requests_measured"):
+                if c in col and row[col[c]] and budget is not None and float(row[col[c]]) * each > budget:
+                    raise CsvError(f"{origin}:{line}: {c} = {row[col[c]]} requests of bytes_per_request = {each_text} "
+                                   f"exceed budget_bytes = {budget_text} (allowed: requests x bytes_per_request <= "
+                                   f"budget_bytes)")
         key = tuple(row[col[c]] for c in s.key if c in col)
         if key in first_line:
             label = ",".join(f"{c}={row[col[c]]}" for c in s.key if c in col and c != "experiment" and row[col[c]])

@@ -150,6 +150,13 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
   for (const auto& c : s.key)
     if (contains(t.header, c)) key.push_back(index_of(t.header, c));
 
+  // Capacity CSVs: bytes_per_request and budget_bytes bound the request counts (npos in other kinds).
+  const bool capacity = contains(t.header, "bytes_per_request") && contains(t.header, "budget_bytes");
+  const size_t per_request = capacity ? index_of(t.header, "bytes_per_request") : std::string::npos,
+               budget_col = capacity ? index_of(t.header, "budget_bytes") : std::string::npos;
+  std::vector<size_t> request_counts;
+  for (const char* c : {"max_requests_model", "max_requests_measured"})
+    if (capacity && contains(t.header, c)) request_counts.push_back(index_of(t.header, c));
   std::map<std::string, size_t> first_line;  // point key -> line
   std::string first_gpu;
   size_t gpu_line = 0;
@@ -185,6 +192,17 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
       if (!text.empty() && !digits)
         throw UsageError(fmt::format("{}:{}: {} = '{}' (allowed: a whole number >= 0)", origin, line, t.header[c],
                                      text));
+    }
+    if (ok && per_request < row.size() && !row[per_request].empty()) {  // capacity: the requests fit the budget
+      const double each = decimal(row[per_request]), budget = decimal(row[budget_col]);
+      if (!(std::isfinite(each) && each > 0))
+        throw UsageError(fmt::format("{}:{}: bytes_per_request = '{}' (allowed: a number of bytes > 0)", origin,
+                                     line, row[per_request]));
+      for (size_t c : request_counts)
+        if (!row[c].empty() && !row[budget_col].empty() && decimal(row[c]) * each > budget)
+          throw UsageError(fmt::format("{}:{}: {} = {} requests of bytes_per_request = {} exceed budget_bytes = {} "
+                                       "(allowed: requests x bytes_per_request <= budget_bytes)",
+                                       origin, line, t.header[c], row[c], row[per_request], row[budget_col]));
     }
     std::string k, label;
     for (size_t c : key) {
