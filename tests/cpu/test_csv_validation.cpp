@@ -176,7 +176,7 @@ TEST(CsvValidation, ClaimsRefuseANegativeKvbufferOrZeroRecurrentLatency) {
 }
 
 TEST(CsvValidation, ResumeReadsAFileWithoutTheDiscardedSamplesColumn) {
-  // Every committed decode CSV predates discarded_samples: it resumes, the column read empty.
+  // A decode CSV written before discarded_samples resumes, the column read empty.
   TempDir dir;
   const ExperimentKind& kind = find_experiment_kind("decode");
   const std::string path = dir.file("old.csv");
