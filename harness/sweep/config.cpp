@@ -189,6 +189,10 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
     if (values.empty())
       throw UsageError(fmt::format("{}: axis {} has no values (give it in [axes] or with --set {}=...)", config.path,
                                    axis, axis));
+    for (size_t v = 0; v < values.size(); ++v)
+      if (std::find(values.begin(), values.begin() + v, values[v]) != values.begin() + v)
+        throw UsageError(fmt::format("{}axis {} lists '{}' twice (allowed: each value once)", from[i], axis,
+                                     values[v]));
     if (kind.axes[i].check) {
       for (const auto& value : values) {
         const std::string reason = kind.axes[i].check(value);

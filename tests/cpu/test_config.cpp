@@ -86,6 +86,9 @@ TEST(Config, OverridesReplaceAxisValues) {
   // An axis overridden twice is a slip, not a choice: refused, naming it.
   expect_usage_error([&] { resolve_axes(kind, c, {o, parse_axis_override("batch=64")}); },
                      {"--set batch", "given twice"});
+  // So is a value listed twice in one axis.
+  expect_usage_error([&] { resolve_axes(kind, c, {parse_axis_override("batch=1,8,1")}); },
+                     {"--set axis batch lists '1' twice", "allowed: each value once"});
 }
 
 TEST(Config, BadOverrideForms) {
