@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -546,7 +547,9 @@ TEST(CliReproduce, NoPlotsAndBadOutDir) {
 
   test::write_text(dir.file("file"), "x");
   // A file, a path through a file, a name over the file system's limit: exit 2 naming --out-dir, nothing written.
-  for (const std::string bad : {dir.file("file"), dir.file("file") + "/sub", dir.file(std::string(300, 'a'))}) {
+  const std::vector<std::string> bad_dirs = {dir.file("file"), dir.file("file") + "/sub",
+                                             dir.file(std::string(300, 'a'))};
+  for (const std::string& bad : bad_dirs) {
     r = run_kvb(dir, "reproduce --no-plots --out-dir " + test::shell_quote(bad));
     EXPECT_EQ(r.code, 2) << bad << ": " << r.err;
     EXPECT_EQ(r.err.rfind("kvb: --out-dir ", 0), 0u) << r.err;

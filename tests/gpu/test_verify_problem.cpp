@@ -178,10 +178,14 @@ TEST(VerifyProblemGpu, RowOrderChangesNoResultAndPlacesDueRowsBeforeTheLastWave)
         ASSERT_LT(row, N);
         ++seen[row];
         EXPECT_EQ(order[pos].y, ordered.host_slots()[row]);
-        if (fill[order[pos].y] >= c.buffer_size) EXPECT_LT(pos, due_span(due_rows, N, wave_rows)) << "step " << step;
+        if (fill[order[pos].y] >= c.buffer_size) {
+          EXPECT_LT(pos, due_span(due_rows, N, wave_rows)) << "step " << step;
+        }
       }
       for (int r = 0; r < N; ++r) EXPECT_EQ(seen[r], 1) << "row " << r << " step " << step;
-      if (step == 5) EXPECT_GT(due_rows, 0);
+      if (step == 5) {
+        EXPECT_GT(due_rows, 0);
+      }
       ordered.enqueue_verify_accept(stream.get());
       plain.enqueue_verify_accept(stream.get());
     }
