@@ -166,15 +166,20 @@ const GoldenTensor& GoldenCase::tensor(const std::string& tensor_name) const {
   return it->second;
 }
 
-GoldenCase load_golden_case(const std::string& path) {
+std::string golden_case_unreadable(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
-    throw std::runtime_error(path + ": is a directory (allowed: a gdn-case v1 file such as "
-                             "tests/data/golden/draft4.gdn)");
+    return path + ": is a directory (allowed: a gdn-case v1 file such as tests/data/golden/draft4.gdn)";
+  if (!std::ifstream(path))
+    return path + ": cannot read it: " + std::strerror(errno) +
+           " (allowed: a readable gdn-case v1 file such as tests/data/golden/draft4.gdn)";
+  return "";
+}
+
+GoldenCase load_golden_case(const std::string& path) {
+  if (const std::string why = golden_case_unreadable(path); !why.empty()) throw std::runtime_error(why);
   std::ifstream in(path);
-  if (!in)
-    throw std::runtime_error(path + ": cannot read it: " + std::strerror(errno) +
-                             " (allowed: a readable gdn-case v1 file such as tests/data/golden/draft4.gdn)");
+  if (!in) throw std::runtime_error(path + ": cannot read it: " + std::strerror(errno));
 
   GoldenCase c;
   c.path = path;

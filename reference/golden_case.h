@@ -48,10 +48,14 @@ struct GoldenCase {
   const GoldenTensor& tensor(const std::string& name) const;
 };
 
+/// "" when `path` is a file this process can open, else why not (a folder, or the system's reason), naming the path
+/// and the allowed files.
+std::string golden_case_unreadable(const std::string& path);
+
 /// Parses a gdn-case v1 file; checks the header fields, every tensor's rank, dims (against N, T, H, HV, K, V) and
 /// value count, and that the last line ends with a line end (a file cut in the middle of its last number would
-/// otherwise parse). Throws GoldenFormatError on malformed input, std::runtime_error when the file cannot be read
-/// or is a directory.
+/// otherwise parse). Throws GoldenFormatError on malformed input, std::runtime_error (golden_case_unreadable's
+/// reason) when the file cannot be read or is a directory.
 GoldenCase load_golden_case(const std::string& path);
 
 /// One tensor compared against the golden values.

@@ -2,8 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
-#include <filesystem>
-#include <fstream>
+#include <string>
 #include <utility>
 
 #include <fmt/format.h>
@@ -43,21 +42,16 @@ void error_line(fmt::format_string<Args...> format, Args&&... args) {
 }  // namespace
 
 int run_check_golden(const CheckGoldenOptions& options) {
+  // Every file readable before any is checked: a missing one stops the command (exit 2, its one line) with nothing
+  // checked.
+  for (const auto& file : options.files)
+    if (const std::string why = ref::golden_case_unreadable(file); !why.empty()) {
+      error_line("{}", why);
+      return 2;
+    }
   const bool gpu = cuda_device_present();
   if (!gpu) error_line("no CUDA device found; checking the float64 reference only");
   bool malformed = false, failed = false;
-  // Every file readable before any is checked: a missing one stops the command (exit 2) with nothing checked.
-  for (const auto& file : options.files) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(file, ec) || !std::ifstream(file)) {
-      try {
-        ref::load_golden_case(file);  // says why, naming the file
-      } catch (const std::exception& e) {
-        error_line("{}", e.what());
-        return 2;
-      }
-    }
-  }
   size_t width = 0;
   for (const auto& file : options.files) width = std::max(width, file.size());
   size_t checked = 0;

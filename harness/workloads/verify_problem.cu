@@ -44,8 +44,7 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
   host_slot_ = shuffled_slots(cfg_.batch, rng);
   slot_ = mem_.copy(host_slot_);
   if (kvbuffer())
-    positions_ = BufferPositions(mem_, cfg_.share_pools ? 1 : cfg_.groups, host_slot_, cfg_.buffer_size,
-                                 cfg_.staggered);
+    positions_ = BufferPositions(mem_, position_groups(), host_slot_, cfg_.buffer_size, cfg_.staggered);
   host_accepted_ = draw_accepted(cfg_.accepted, cfg_.batch, cfg_.draft_tokens, cfg_.seed);
   accepted_ = mem_.copy(host_accepted_);
 
@@ -67,10 +66,9 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
     scratch_ = mem_.alloc<float>(size_t(scratch_sets_) * per_set);
   }
   if (kvbuffer() && !raw() && cfg_.order_rows) {
-    const int position_groups = cfg_.share_pools ? 1 : cfg_.groups;
-    row_order_ = mem_.alloc<int2>(size_t(position_groups) * N);
+    row_order_ = mem_.alloc<int2>(size_t(position_groups()) * N);
     wave_rows_ = kvbuffer_verify_wave_rows(kvbuffer_verify_params(0));
-    for (int g = 0; g < position_groups; ++g) enqueue_order_rows(g, nullptr);
+    for (int g = 0; g < position_groups(); ++g) enqueue_order_rows(g, nullptr);
   }
   KVB_CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -88,12 +86,13 @@ float* VerifyProblem::scratch(int set) const {
 void VerifyProblem::restore_fill(cudaStream_t stream) const {
   if (!kvbuffer()) return;
   positions_.restore(stream);
-  for (int g = 0; g < (cfg_.share_pools ? 1 : cfg_.groups); ++g) enqueue_order_rows(g, stream);
+  for (int g = 0; g < position_groups(); ++g) enqueue_order_rows(g, stream);
 }
 
 void VerifyProblem::enqueue_order_rows(int group, cudaStream_t stream) const {
   if (!row_order_.get()) return;
-  KVBufferVerifyParams p = kvbuffer_verify_params(group * (cfg_.share_pools ? 0 : cfg_.layers));
+  // The group's first layer-set: its launches read that group's slots and positions (group 0 when pools are shared).
+  const KVBufferVerifyParams p = kvbuffer_verify_params(group * cfg_.layers);
   KVB_CUDA_CHECK(launch_kvbuffer_order_rows(p, wave_rows_, row_order_.get() + size_t(group) * cfg_.batch, stream));
 }
 
@@ -182,14 +181,15 @@ void VerifyProblem::enqueue_verify_accept(cudaStream_t stream) const {
 
 void VerifyProblem::enqueue_advance_positions(int group, cudaStream_t stream) const {
   if (!kvbuffer()) return;
-  int32_t* positions = fill(cfg_.share_pools ? 0 : group);
+  const int positions_group = cfg_.share_pools ? 0 : group;
+  int32_t* positions = fill(positions_group);
   if (raw()) {
     KVB_CUDA_CHECK(launch_kvbuffer_advance_accepted(positions, slot_.get(), accepted_.get(), cfg_.batch,
                                                     cfg_.buffer_size, stream));
   } else {
     KVB_CUDA_CHECK(launch_kvbuffer_commit_accepted(positions, slot_.get(), accepted_.get(), cfg_.batch,
                                                    cfg_.buffer_size, cfg_.draft_tokens, stream, cfg_.pdl));
-    enqueue_order_rows(cfg_.share_pools ? 0 : group, stream);
+    enqueue_order_rows(positions_group, stream);
   }
 }
 

@@ -92,7 +92,8 @@ class VerifyProblem {
   /// launch_kvbuffer_advance_accepted, then the row order (enqueue_order_rows); nothing for recurrent verification.
   /// Throws CudaError.
   void enqueue_advance_positions(int group, cudaStream_t stream) const;
-  /// Writes group `group`'s row order from its buffer positions (nothing without one).
+  /// Writes the row order of position group `group` (0 .. position_groups() - 1) from its buffer positions (nothing
+  /// without a row order).
   void enqueue_order_rows(int group, cudaStream_t stream) const;
 
   /// Parameters of the launches of one set (pointers into this problem's memory).
@@ -144,6 +145,8 @@ class VerifyProblem {
 
  private:
   int group_of(int set) const { return cfg_.share_pools ? 0 : set / cfg_.layers; }
+  /// Groups with their own buffer positions (and row order): one when the pools are shared.
+  int position_groups() const { return cfg_.share_pools ? 1 : cfg_.groups; }
 
   VerifyConfig cfg_;
   int sets_ = 1;
