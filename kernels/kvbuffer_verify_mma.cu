@@ -168,6 +168,22 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   pdl_wait();
   pdl_launch_dependents();
 
+  // What does not depend on the buffer is requested before its fill is known, so that the latencies overlap: this
+  // thread's gate inputs (threads 0 .. HPC M - 1: head h0 + c / M, draft c % M) and this warp's drafts' raw keys and
+  // queries (drafts warp, warp + kTcWarps, ...).
+  constexpr int kDraftsPerWarp = (M + kTcWarps - 1) / kTcWarps;
+  GateInputs gate_in;
+  if (threadIdx.x < HPC * M)
+    gate_in = load_gate_inputs(p.in, int64_t(row) * M + threadIdx.x % M, h0 + threadIdx.x / M, HV);
+  WarpVecBf16<K> draft_q[kDraftsPerWarp], draft_k[kDraftsPerWarp];
+#pragma unroll
+  for (int r = 0; r < kDraftsPerWarp; ++r)
+    if (warp + kTcWarps * r < M) {
+      const int64_t tok = int64_t(row) * M + warp + kTcWarps * r;
+      draft_q[r].load(p.in.q + (tok * H + hk) * K, lane);
+      draft_k[r].load(p.in.k + (tok * H + hk) * K, lane);
+    }
+
   // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams).
   const int n = min(max(pool.fill[slot], 0), cap);
   const bool flush = n >= pool.buffer_size;
@@ -210,9 +226,10 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
 
   // The drafts' gates, one thread each; a row that is not due writes their log-decays past its entries (no block
   // reads there).
-  for (int c = threadIdx.x; c < HPC * M; c += kTcThreads) {
-    const int hh = c / M, i = c % M;
-    const Gate gate = prepare_gate(p.in, int64_t(row) * M + i, h0 + hh, HV);
+  static_assert(HPC * M <= kTcThreads, "one thread a draft and value head");
+  if (threadIdx.x < HPC * M) {
+    const int hh = threadIdx.x / M, i = threadIdx.x % M;
+    const Gate gate = form_gate(p.in, gate_in);
     sh.g[hh][i] = gate.g;
     sh.beta[hh][i] = gate.beta;
     if (!flush) pool.log_decay[(draft_entry + i) * HV + h0 + hh] = gate.g;
@@ -220,11 +237,11 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   // The drafts (warp w: drafts w, w + 4) into x, split, and 1 / |k_i|; a row that is not due writes their raw keys
   // past its entries (the key group's first block).
   const bool write_keys = !flush && h0 % group == 0;
-  for (int i = warp; i < M; i += kTcWarps) {
-    const int64_t tok = int64_t(row) * M + i;
-    WarpVec<K> qv, kv;
-    qv.load(p.in.q + (tok * H + hk) * K, lane);
-    kv.load(p.in.k + (tok * H + hk) * K, lane);
+#pragma unroll
+  for (int r = 0; r < kDraftsPerWarp; ++r) {
+    const int i = warp + kTcWarps * r;
+    if (i >= M) break;
+    const WarpVec<K> qv = draft_q[r].widen(), kv = draft_k[r].widen();
     if (write_keys) {
       bf16* dst = pool.keys + ((draft_entry + i) * H + hk) * K + lane * WarpVec<K>::N;
 #pragma unroll
