@@ -21,6 +21,8 @@
 //                      written (no state written).
 //   kvbuffer accept    a entries read from the draft arrays and appended; or, when n + a >= B, the checkpoint read
 //                      and written with all n + a entries read.
+// Every state, checkpoint and intermediate state term counts HV*K*V elements of the state dtype (StateDtype: 4 bytes
+// fp32, the default, or 2 bf16); the buffered entries keep their fp32 deltas and log-decays either way.
 // Cycle means: over a whole flush cycle a row sees n = 0 .. B-1 once each: mean entries read (B-1)/2, one checkpoint
 // write and B-1 appends per B steps. This holds for staggered and aligned phases alike.
 #pragma once
@@ -55,23 +57,26 @@ double gate_param_bytes(const GdnShape& s);
 ByteCount decode_io_bytes(const GdnShape& s, int rows, OutputDtype o_dtype);
 
 /// Recurrent decode of `rows` rows (one layer, one step).
-ByteCount recurrent_decode_bytes(const GdnShape& s, int rows, OutputDtype o_dtype);
+ByteCount recurrent_decode_bytes(const GdnShape& s, int rows, OutputDtype o_dtype,
+                                 StateDtype state_dtype = StateDtype::fp32);
 
 /// A buffered decode step of `rows` rows holding `fill` entries of `entry_bytes` each (the delta and raw forms differ
 /// only in the entry): checkpoint and entries read, then the new entry written, or the checkpoint when the step
 /// flushes (fill + 1 = buffer_size); plus the token's inputs and outputs.
 ByteCount buffered_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, double entry_bytes,
-                                OutputDtype o_dtype);
+                                OutputDtype o_dtype, StateDtype state_dtype = StateDtype::fp32);
 
 /// buffered_decode_bytes averaged over fill = 0 .. buffer_size - 1 (one whole flush cycle, per step).
 ByteCount buffered_decode_cycle_bytes(const GdnShape& s, int rows, int buffer_size, double entry_bytes,
-                                      OutputDtype o_dtype);
+                                      OutputDtype o_dtype, StateDtype state_dtype = StateDtype::fp32);
 
 /// KVBuffer decode of `rows` rows that all hold `fill` entries before the step (one layer, one step).
-ByteCount kvbuffer_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, OutputDtype o_dtype);
+ByteCount kvbuffer_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, OutputDtype o_dtype,
+                                StateDtype state_dtype = StateDtype::fp32);
 
 /// KVBuffer decode averaged over a whole flush cycle (one layer, per step), any phase arrangement.
-ByteCount kvbuffer_decode_cycle_bytes(const GdnShape& s, int rows, int buffer_size, OutputDtype o_dtype);
+ByteCount kvbuffer_decode_cycle_bytes(const GdnShape& s, int rows, int buffer_size, OutputDtype o_dtype,
+                                      StateDtype state_dtype = StateDtype::fp32);
 
 /// The once-per-model-step advance of buffer positions for `rows` rows.
 ByteCount kvbuffer_advance_bytes(int rows);
@@ -80,23 +85,27 @@ ByteCount kvbuffer_advance_bytes(int rows);
 /// the step (one layer, one step): no checkpoint read; the fill entries, inputs, output and the per-row slot,
 /// state_slot, has_state and fill (13 bytes) read; the new entry written, or on the flush step (fill + 1 = B) the
 /// state materialised from zero written (not read).
-ByteCount kvbuffer_stateless_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, OutputDtype o_dtype);
+ByteCount kvbuffer_stateless_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, OutputDtype o_dtype,
+                                          StateDtype state_dtype = StateDtype::fp32);
 
 /// Stateless prefill of `rows` rows with `prompt_len` tokens each (one layer): the tokens' inputs and outputs, slot,
 /// state_slot and prompt_len (12 bytes) per row, gate parameters once; nothing read from the pool; the prompt_len
 /// entries written when prompt_len < B, else the state materialised from zero written.
-ByteCount kvbuffer_prefill_bytes(const GdnShape& s, int rows, int prompt_len, int buffer_size, OutputDtype o_dtype);
+ByteCount kvbuffer_prefill_bytes(const GdnShape& s, int rows, int prompt_len, int buffer_size, OutputDtype o_dtype,
+                                 StateDtype state_dtype = StateDtype::fp32);
 
 /// Recurrent verification of `rows` rows with m drafts: state read once, m intermediate states written, m tokens'
 /// inputs and outputs, slot indices, gate parameters once.
-ByteCount recurrent_verify_bytes(const GdnShape& s, int rows, int draft_tokens, OutputDtype o_dtype);
+ByteCount recurrent_verify_bytes(const GdnShape& s, int rows, int draft_tokens, OutputDtype o_dtype,
+                                 StateDtype state_dtype = StateDtype::fp32);
 /// Recurrent accept of one row that accepted a drafts: a state read and written when a >= 1, else nothing.
-ByteCount recurrent_accept_bytes(const GdnShape& s, int accepted);
+ByteCount recurrent_accept_bytes(const GdnShape& s, int accepted, StateDtype state_dtype = StateDtype::fp32);
 /// KVBuffer verification of one row holding `fill` entries, m drafts (KVBufferVerifyParams, accept folded in):
 /// checkpoint, entries, m tokens' inputs and outputs, m entries written into the buffer (kvbuffer_entry_bytes
 /// each); a due row (fill >= B) also writes its checkpoint once, the flush folded into verify, and reads and writes
 /// its H arrival counters. Add gate_param_bytes once per launch; the accept itself is the per-step position move.
-ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, int buffer_size, OutputDtype o_dtype);
+ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, int buffer_size, OutputDtype o_dtype,
+                                StateDtype state_dtype = StateDtype::fp32);
 
 /// Floor in microseconds for a kernel moving `b` bytes: each written byte is paired with one read byte at the
 /// measured copy bandwidth (which counts read + write bytes), the remaining reads go at the measured read bandwidth:

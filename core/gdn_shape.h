@@ -28,6 +28,18 @@ struct GdnShape {
   KVB_HOST_DEVICE int64_t state_bytes() const { return state_elems() * 4; }
 };
 
+/// Element type of what is stored of a state: recurrent states, KVBuffer checkpoints, recurrent verify's intermediate
+/// states. Arithmetic is fp32 in registers either way; bf16 halves the stored bytes and rounds the state (to nearest
+/// even, 8 significant bits) each time it is stored.
+enum class StateDtype : int { fp32 = 0, bf16 = 1 };
+
+/// Bytes of one stored state element: 4 (fp32) or 2 (bf16).
+KVB_HOST_DEVICE constexpr int state_elem_bytes(StateDtype d) { return d == StateDtype::bf16 ? 2 : 4; }
+/// Bytes of one request's state in one layer stored as `d` (Qwen3-Next: 2 MiB fp32, 1 MiB bf16).
+KVB_HOST_DEVICE inline int64_t state_bytes(const GdnShape& s, StateDtype d) {
+  return s.state_elems() * state_elem_bytes(d);
+}
+
 /// Memory order of each K x V state matrix. kv: [K][V], V contiguous (flash-linear-attention's default).
 /// vk: [V][K], K contiguous (SGLang's newer pools). A layout is always named, never assumed (a mismatch silently gives garbage from the second token on).
 enum class StateLayout : int { kv = 0, vk = 1 };
@@ -42,6 +54,9 @@ enum class BufferForm : int { delta = 0, raw = 1 };
 inline const char* to_string(StateLayout l) { return l == StateLayout::kv ? "kv" : "vk"; }
 inline const char* to_string(OutputDtype d) { return d == OutputDtype::bf16 ? "bf16" : "fp32"; }
 inline const char* to_string(BufferForm f) { return f == BufferForm::delta ? "delta" : "raw"; }
+inline const char* to_string(StateDtype d) { return d == StateDtype::bf16 ? "bf16" : "fp32"; }
+/// Parses "fp32" or "bf16" into `out`; false (out untouched) for anything else.
+bool parse_state_dtype(const std::string& text, StateDtype& out);
 
 /// Checks a shape against what the kernels support; returns "" when valid, else a one-line reason naming the field
 /// and the allowed values. Supported: head_dim_k in {32, 64, 128, 256}; head_dim_v a multiple of 4 in [4, 1024];

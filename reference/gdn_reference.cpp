@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "reference/bf16.h"
+
 namespace kvb::ref {
 namespace {
 
@@ -214,7 +216,13 @@ std::vector<double> l2_normalize(const double* x, int n, double eps) {
   return normalize_rows(v, 1, n, 1.0, eps);
 }
 
-void recurrent_decode(const GdnShape& s, const TokenPrepared& t, std::vector<double>& state, std::vector<double>& o) {
+void round_stored_state(std::vector<double>& state, StateDtype d) {
+  if (d == StateDtype::bf16)
+    for (double& x : state) x = round_to_bf16(x);
+}
+
+void recurrent_decode(const GdnShape& s, const TokenPrepared& t, std::vector<double>& state, std::vector<double>& o,
+                      StateDtype state_dtype) {
   check_shape(s);
   check_prepared(s, t);
   require_size(state, size_t(s.state_elems()), "state [HV][K][V]");
@@ -231,10 +239,11 @@ void recurrent_decode(const GdnShape& s, const TokenPrepared& t, std::vector<dou
     S.noalias() += k * u.transpose();
     VecMap(o.data() + size_t(h) * V, V).noalias() = S.transpose() * q;
   }
+  round_stored_state(state, state_dtype);
 }
 
 void kvbuffer_decode(const GdnShape& s, int buffer_size, const TokenPrepared& t, KVBufferSlot& slot,
-                     std::vector<double>& o) {
+                     std::vector<double>& o, StateDtype state_dtype) {
   check_shape(s);
   check_prepared(s, t);
   check_checkpoint(s, slot);
@@ -243,19 +252,20 @@ void kvbuffer_decode(const GdnShape& s, int buffer_size, const TokenPrepared& t,
   for (const BufferEntry& e : slot.entries) ptrs.push_back(&e);
   o.assign(size_t(s.heads_v) * s.head_dim_v, 0.0);
   slot.entries.push_back(delta_step(s, slot.checkpoint, ptrs, t, o.data()));
-  if (int(slot.entries.size()) >= buffer_size) kvbuffer_flush(s, slot);
+  if (int(slot.entries.size()) >= buffer_size) kvbuffer_flush(s, slot, state_dtype);
 }
 
-void kvbuffer_flush(const GdnShape& s, KVBufferSlot& slot) {
+void kvbuffer_flush(const GdnShape& s, KVBufferSlot& slot, StateDtype state_dtype) {
   check_shape(s);
   check_checkpoint(s, slot);
   if (slot.checkpoint.empty()) slot.checkpoint.assign(size_t(s.state_elems()), 0.0);
   fold_entries(s, slot.entries, slot.checkpoint);
   slot.entries.clear();
+  round_stored_state(slot.checkpoint, state_dtype);
 }
 
 void kvbuffer_prefill(const GdnShape& s, int buffer_size, const std::vector<TokenPrepared>& prompt, KVBufferSlot& slot,
-                      std::vector<double>& o) {
+                      std::vector<double>& o, StateDtype state_dtype) {
   check_shape(s);
   for (const TokenPrepared& t : prompt) check_prepared(s, t);
   const int L = int(prompt.size()), K = s.head_dim_k, V = s.head_dim_v, group = s.group();
@@ -300,7 +310,7 @@ void kvbuffer_prefill(const GdnShape& s, int buffer_size, const std::vector<Toke
     }
   }
   slot.entries = std::move(entries);
-  if (L == buffer_size) kvbuffer_flush(s, slot);
+  if (L == buffer_size) kvbuffer_flush(s, slot, state_dtype);
 }
 
 std::vector<double> kvbuffer_state(const GdnShape& s, const KVBufferSlot& slot) {
@@ -313,13 +323,14 @@ std::vector<double> kvbuffer_state(const GdnShape& s, const KVBufferSlot& slot) 
 }
 
 void kvbuffer_verify(const GdnShape& s, int buffer_size, const std::vector<TokenPrepared>& drafts, KVBufferSlot& slot,
-                     std::vector<double>& o, std::vector<BufferEntry>& draft_entries) {
+                     std::vector<double>& o, std::vector<BufferEntry>& draft_entries, StateDtype state_dtype) {
   check_shape(s);
   check_checkpoint(s, slot);
   for (const TokenPrepared& t : drafts) check_prepared(s, t);
   if (buffer_size < 1) throw std::invalid_argument("kvbuffer_verify: buffer_size must be >= 1");
   if (drafts.empty()) throw std::invalid_argument("kvbuffer_verify: at least one draft token is required");
-  if (int(slot.entries.size()) >= buffer_size) kvbuffer_flush(s, slot);  // a due slot: the flush verify folds in
+  const bool due = int(slot.entries.size()) >= buffer_size;
+  if (due) kvbuffer_flush(s, slot);  // a due slot: the flush verify folds in, its drafts reading the unrounded fold
   const size_t m = drafts.size(), head_out = size_t(s.heads_v) * s.head_dim_v;
   o.assign(m * head_out, 0.0);
   draft_entries.clear();
@@ -330,6 +341,7 @@ void kvbuffer_verify(const GdnShape& s, int buffer_size, const std::vector<Token
     draft_entries.push_back(delta_step(s, slot.checkpoint, ptrs, drafts[i], o.data() + i * head_out));
     ptrs.push_back(&draft_entries.back());
   }
+  if (due) round_stored_state(slot.checkpoint, state_dtype);
 }
 void kvbuffer_accept(const GdnShape& s, int buffer_size, const std::vector<BufferEntry>& draft_entries, int accepted,
                      KVBufferSlot& slot) {
@@ -349,7 +361,7 @@ void kvbuffer_accept(const GdnShape& s, int buffer_size, const std::vector<Buffe
 }
 
 void recurrent_verify(const GdnShape& s, const std::vector<TokenPrepared>& drafts, const std::vector<double>& state,
-                      std::vector<double>& o, std::vector<double>& intermediate_states) {
+                      std::vector<double>& o, std::vector<double>& intermediate_states, StateDtype state_dtype) {
   check_shape(s);
   require_size(state, size_t(s.state_elems()), "state [HV][K][V]");
   const size_t m = drafts.size(), head_out = size_t(s.heads_v) * s.head_dim_v, se = size_t(s.state_elems());
@@ -361,6 +373,7 @@ void recurrent_verify(const GdnShape& s, const std::vector<TokenPrepared>& draft
     std::copy(oi.begin(), oi.end(), o.begin() + i * head_out);
     std::copy(work.begin(), work.end(), intermediate_states.begin() + i * se);
   }
+  round_stored_state(intermediate_states, state_dtype);  // the chain above stepped from unrounded states
 }
 
 double max_rel_err(const double* ref, const double* got, int64_t heads, int64_t head_elems) {

@@ -56,9 +56,20 @@ TokenPrepared prepare_token_with_gates(const GdnShape& s, const TokenRaw& t, con
 /// The results are fp32 values held as double.
 std::vector<double> l2_normalize(const double* x, int n, double eps = 1e-6);
 
+/// Stored states (the `state_dtype` argument of the functions below): a state, checkpoint or intermediate state is
+/// rounded to its StateDtype where a kernel stores it, and only there: values a kernel holds in registers within one
+/// launch stay unrounded (a step's output, the drafts after a fold, the next draft of a recurrent verify). With
+/// StateDtype::fp32 the stored values are the float64 ones (the fp32 kernels are checked against them within
+/// tolerance); with bf16 each stored element is rounded to nearest even (round_to_bf16), as a bf16 kernel rounds its
+/// fp32 registers, so that a bf16 kernel is checked against the same roundings.
+/// Rounds every element of a stored state to `d` (nothing for fp32).
+void round_stored_state(std::vector<double>& state, StateDtype d);
+
 /// Recurrent decode of one request (mirrors launch_recurrent_decode): state [HV][K][V] updated in place,
-/// o [HV][V] written. S <- e^g S; u = beta (v - S^T k^); S += k^ u^T; o = S^T q^.
-void recurrent_decode(const GdnShape& s, const TokenPrepared& t, std::vector<double>& state, std::vector<double>& o);
+/// o [HV][V] written. S <- e^g S; u = beta (v - S^T k^); S += k^ u^T; o = S^T q^ (from S before it is stored);
+/// the state stored as `state_dtype`.
+void recurrent_decode(const GdnShape& s, const TokenPrepared& t, std::vector<double>& state, std::vector<double>& o,
+                      StateDtype state_dtype = StateDtype::fp32);
 
 /// One buffered entry of the delta form.
 struct BufferEntry {
@@ -79,21 +90,23 @@ struct KVBufferSlot {
 /// buffer_size entries. A stateless slot (empty checkpoint: the kernels' has_state = 0) reads no S0 and gets its
 /// checkpoint materialised (from zero) at that flush.
 /// A slot holding buffer_size - 1 entries or more (after a speculative accept) flushes all of them with the token.
-/// Requires buffer_size >= 1 (else std::invalid_argument).
+/// Requires buffer_size >= 1 (else std::invalid_argument). A flush stores the checkpoint as `state_dtype`.
 void kvbuffer_decode(const GdnShape& s, int buffer_size, const TokenPrepared& t, KVBufferSlot& slot,
-                     std::vector<double>& o);
+                     std::vector<double>& o, StateDtype state_dtype = StateDtype::fp32);
 
 /// Folds all entries into the checkpoint and empties the buffer (mirrors launch_kvbuffer_flush + clear):
-/// S0 <- e^{G_n} S0 + sum_j e^{G_n - G_j} k^_j u_j^T. Afterwards the slot always holds a checkpoint.
-void kvbuffer_flush(const GdnShape& s, KVBufferSlot& slot);
+/// S0 <- e^{G_n} S0 + sum_j e^{G_n - G_j} k^_j u_j^T, stored as `state_dtype`. Afterwards the slot always holds a
+/// checkpoint.
+void kvbuffer_flush(const GdnShape& s, KVBufferSlot& slot, StateDtype state_dtype = StateDtype::fp32);
 
 /// Stateless prefill of one request (mirrors launch_kvbuffer_prefill, DESIGN.md section 3): the prompt's L tokens
 /// (1 <= L <= buffer_size) into an empty stateless slot (no checkpoint, no entries, else std::invalid_argument), as
 /// one L x L unit-lower-triangular solve per value head: (I + A) U = diag(beta) V with A_tj = beta_t w_tj (k^_t . k^_j)
 /// for j < t, then o = (W o (Q^ K^^T), lower triangle with diagonal) U, w_tj = e^{G_t - G_j}. o is [L][HV][V]. The L
-/// entries are appended; when L = buffer_size they are folded into a checkpoint materialised from zero instead.
+/// entries are appended; when L = buffer_size they are folded into a checkpoint materialised from zero instead
+/// (stored as `state_dtype`).
 void kvbuffer_prefill(const GdnShape& s, int buffer_size, const std::vector<TokenPrepared>& prompt, KVBufferSlot& slot,
-                      std::vector<double>& o);
+                      std::vector<double>& o, StateDtype state_dtype = StateDtype::fp32);
 
 /// The current state S_n = e^{G_n} S0 + sum_j e^{G_n - G_j} k^_j u_j^T, materialised, [HV][K][V].
 std::vector<double> kvbuffer_state(const GdnShape& s, const KVBufferSlot& slot);
@@ -103,9 +116,10 @@ std::vector<double> kvbuffer_state(const GdnShape& s, const KVBufferSlot& slot);
 /// verify performs; then the outputs o [m][HV][V] and entries of the m draft tokens, nothing else written to the
 /// slot. Draft i is computed after the slot's entries and drafts 0..i-1 (the triangular dependency). The entries' u
 /// are exact for any accepted prefix. draft_entries is replaced. Throws std::invalid_argument when buffer_size < 1 or
-/// there are no drafts.
+/// there are no drafts. A due slot's folded checkpoint serves the drafts unrounded and is stored as `state_dtype`.
 void kvbuffer_verify(const GdnShape& s, int buffer_size, const std::vector<TokenPrepared>& drafts, KVBufferSlot& slot,
-                     std::vector<double>& o, std::vector<BufferEntry>& draft_entries);
+                     std::vector<double>& o, std::vector<BufferEntry>& draft_entries,
+                     StateDtype state_dtype = StateDtype::fp32);
 
 /// Appends the first `accepted` draft entries (mirrors launch_kvbuffer_commit_accepted after launch_kvbuffer_verify):
 /// the buffer may then hold buffer_size entries or more (up to buffer_size - 1 + m), and the slot's next verify or
@@ -115,9 +129,11 @@ void kvbuffer_accept(const GdnShape& s, int buffer_size, const std::vector<Buffe
                      KVBufferSlot& slot);
 
 /// Recurrent verification (the baseline): steps a copy of the state through the m drafts; o [m][HV][V] and the
-/// m intermediate states [m][HV][K][V] (state after draft i at index i). state is not modified.
+/// m intermediate states [m][HV][K][V] (state after draft i at index i, stored as `state_dtype`; draft i + 1 steps
+/// from the unrounded state). state is not modified.
 void recurrent_verify(const GdnShape& s, const std::vector<TokenPrepared>& drafts, const std::vector<double>& state,
-                      std::vector<double>& o, std::vector<double>& intermediate_states);
+                      std::vector<double>& o, std::vector<double>& intermediate_states,
+                      StateDtype state_dtype = StateDtype::fp32);
 
 /// A state [HV][K][V] (layout kv) as [HV][V][K] (layout vk, the kernels' StateLayout::vk): each value head's
 /// matrix transposed. vk_to_kv is the inverse. Throws std::invalid_argument when s.size() != state_elems().

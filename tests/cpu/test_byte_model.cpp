@@ -60,5 +60,38 @@ TEST(ByteModel, FloorPairsWritesWithReadsAtCopyBandwidth) {
   EXPECT_NEAR(floor_us(b, 4000, 5000), 500.0, 1e-9);
 }
 
+// bf16 states: every state, checkpoint and intermediate-state term halves, nothing else moves.
+TEST(ByteModel, Bf16StatesHalveEveryStateTermOnly) {
+  const GdnShape s = qwen3_next();
+  const double half = double(s.state_bytes()) / 2;  // 1 MiB
+  const auto expect_less = [&](const ByteCount& wide, const ByteCount& narrow, double read, double write,
+                               const char* what) {
+    EXPECT_DOUBLE_EQ(wide.read - narrow.read, read) << what;
+    EXPECT_DOUBLE_EQ(wide.write - narrow.write, write) << what;
+  };
+  const OutputDtype o = OutputDtype::bf16;
+  const StateDtype b16 = StateDtype::bf16;
+  expect_less(recurrent_decode_bytes(s, 64, o), recurrent_decode_bytes(s, 64, o, b16), 64 * half, 64 * half,
+              "recurrent decode");
+  expect_less(kvbuffer_decode_bytes(s, 8, 16, 3, o), kvbuffer_decode_bytes(s, 8, 16, 3, o, b16), 8 * half, 0,
+              "kvbuffer decode, appending");
+  expect_less(kvbuffer_decode_bytes(s, 8, 16, 15, o), kvbuffer_decode_bytes(s, 8, 16, 15, o, b16), 8 * half,
+              8 * half, "kvbuffer decode, flushing");
+  expect_less(kvbuffer_decode_cycle_bytes(s, 4, 8, o), kvbuffer_decode_cycle_bytes(s, 4, 8, o, b16), 4 * half,
+              4 * half / 8, "kvbuffer decode, cycle");
+  expect_less(kvbuffer_stateless_decode_bytes(s, 2, 4, 3, o), kvbuffer_stateless_decode_bytes(s, 2, 4, 3, o, b16), 0,
+              2 * half, "stateless flush");
+  expect_less(kvbuffer_prefill_bytes(s, 2, 4, 4, o), kvbuffer_prefill_bytes(s, 2, 4, 4, o, b16), 0, 2 * half,
+              "prefill to a state");
+  expect_less(recurrent_verify_bytes(s, 4, 3, o), recurrent_verify_bytes(s, 4, 3, o, b16), 4 * half, 12 * half,
+              "recurrent verify");
+  expect_less(recurrent_accept_bytes(s, 2), recurrent_accept_bytes(s, 2, b16), half, half, "recurrent accept");
+  expect_less(recurrent_accept_bytes(s, 0), recurrent_accept_bytes(s, 0, b16), 0, 0, "recurrent accept, none");
+  expect_less(kvbuffer_verify_bytes(s, 5, 4, 16, o), kvbuffer_verify_bytes(s, 5, 4, 16, o, b16), half, 0,
+              "kvbuffer verify");
+  expect_less(kvbuffer_verify_bytes(s, 16, 4, 16, o), kvbuffer_verify_bytes(s, 16, 4, 16, o, b16), half, half,
+              "kvbuffer verify, due");
+}
+
 }  // namespace
 }  // namespace kvb
