@@ -5,7 +5,7 @@
 namespace kvb {
 
 namespace {
-double stored_state_bytes(const GdnShape& s, StateDtype d) { return double(state_bytes(s, d)); }
+double state_bytes(const GdnShape& s, StateDtype d) { return double(s.state_bytes(d)); }
 double out_elem_bytes(OutputDtype d) { return d == OutputDtype::bf16 ? 2.0 : 4.0; }
 }  // namespace
 
@@ -32,16 +32,16 @@ ByteCount decode_io_bytes(const GdnShape& s, int rows, OutputDtype o_dtype) {
 
 ByteCount recurrent_decode_bytes(const GdnShape& s, int rows, OutputDtype o_dtype, StateDtype state_dtype) {
   ByteCount b = decode_io_bytes(s, rows, o_dtype);
-  b.read += rows * stored_state_bytes(s, state_dtype);
-  b.write += rows * stored_state_bytes(s, state_dtype);
+  b.read += rows * state_bytes(s, state_dtype);
+  b.write += rows * state_bytes(s, state_dtype);
   return b;
 }
 
 ByteCount buffered_decode_bytes(const GdnShape& s, int rows, int buffer_size, int fill, double entry_bytes,
                                 OutputDtype o_dtype, StateDtype state_dtype) {
   ByteCount b = decode_io_bytes(s, rows, o_dtype);
-  b.read += rows * (stored_state_bytes(s, state_dtype) + fill * entry_bytes + 4);  // checkpoint, entries, fill
-  if (fill + 1 >= buffer_size) b.write += rows * stored_state_bytes(s, state_dtype);
+  b.read += rows * (state_bytes(s, state_dtype) + fill * entry_bytes + 4);  // checkpoint, entries, fill
+  if (fill + 1 >= buffer_size) b.write += rows * state_bytes(s, state_dtype);
   else b.write += rows * entry_bytes;
   return b;
 }
@@ -78,7 +78,7 @@ ByteCount kvbuffer_stateless_decode_bytes(const GdnShape& s, int rows, int buffe
   ByteCount b = decode_io_bytes(s, rows, o_dtype);
   const double entry = kvbuffer_entry_bytes(s);
   b.read += rows * (fill * entry + 4 + 1 + 4);  // entries, state_slot, has_state, fill
-  if (fill + 1 >= buffer_size) b.write += rows * stored_state_bytes(s, state_dtype);
+  if (fill + 1 >= buffer_size) b.write += rows * state_bytes(s, state_dtype);
   else b.write += rows * entry;
   return b;
 }
@@ -88,15 +88,15 @@ ByteCount kvbuffer_prefill_bytes(const GdnShape& s, int rows, int prompt_len, in
   ByteCount b = token_io_bytes(s, rows * prompt_len, o_dtype);
   b.read += rows * 12.0 + gate_param_bytes(s);  // slot, state_slot, prompt_len
   if (prompt_len < buffer_size) b.write += double(rows) * prompt_len * kvbuffer_entry_bytes(s);
-  else b.write += rows * stored_state_bytes(s, state_dtype);
+  else b.write += rows * state_bytes(s, state_dtype);
   return b;
 }
 
 ByteCount recurrent_verify_bytes(const GdnShape& s, int rows, int draft_tokens, OutputDtype o_dtype,
                                  StateDtype state_dtype) {
   ByteCount b = token_io_bytes(s, rows * draft_tokens, o_dtype);
-  b.read += rows * (stored_state_bytes(s, state_dtype) + 4) + gate_param_bytes(s);
-  b.write += double(rows) * draft_tokens * stored_state_bytes(s, state_dtype);
+  b.read += rows * (state_bytes(s, state_dtype) + 4) + gate_param_bytes(s);
+  b.write += double(rows) * draft_tokens * state_bytes(s, state_dtype);
   return b;
 }
 
@@ -104,8 +104,8 @@ ByteCount recurrent_accept_bytes(const GdnShape& s, int accepted, StateDtype sta
   ByteCount b;
   b.read = 8;  // slot, accepted
   if (accepted > 0) {
-    b.read += stored_state_bytes(s, state_dtype);
-    b.write += stored_state_bytes(s, state_dtype);
+    b.read += state_bytes(s, state_dtype);
+    b.write += state_bytes(s, state_dtype);
   }
   return b;
 }
@@ -113,10 +113,10 @@ ByteCount recurrent_accept_bytes(const GdnShape& s, int accepted, StateDtype sta
 ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, int buffer_size, OutputDtype o_dtype,
                                 StateDtype state_dtype) {
   ByteCount b = token_io_bytes(s, draft_tokens, o_dtype);
-  b.read += stored_state_bytes(s, state_dtype) + fill * kvbuffer_entry_bytes(s) + 8;  // checkpoint, entries, slot, fill
+  b.read += state_bytes(s, state_dtype) + fill * kvbuffer_entry_bytes(s) + 8;  // checkpoint, entries, slot, fill
   b.write += draft_tokens * kvbuffer_entry_bytes(s);                // the drafts' entries, into the buffer
   if (fill >= buffer_size) {  // a due row folds its entries into the checkpoint; its key groups count arrivals
-    b.write += stored_state_bytes(s, state_dtype) + 4.0 * s.heads_qk;
+    b.write += state_bytes(s, state_dtype) + 4.0 * s.heads_qk;
     b.read += 4.0 * s.heads_qk;
   }
   return b;

@@ -17,11 +17,4 @@ std::string validate_shape(const GdnShape& s) {
   return "";
 }
 
-bool parse_state_dtype(const std::string& text, StateDtype& out) {
-  if (text == "fp32") out = StateDtype::fp32;
-  else if (text == "bf16") out = StateDtype::bf16;
-  else return false;
-  return true;
-}
-
 }  // namespace kvb

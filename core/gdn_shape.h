@@ -13,6 +13,14 @@
 
 namespace kvb {
 
+/// Element type of what is stored of a state: recurrent states, KVBuffer checkpoints, recurrent verify's intermediate
+/// states. Arithmetic is fp32 in registers either way; bf16 halves the stored bytes and rounds the state (to nearest
+/// even, 8 significant bits) each time it is stored.
+enum class StateDtype : int { fp32 = 0, bf16 = 1 };
+
+/// Bytes of one stored state element: 4 (fp32) or 2 (bf16).
+KVB_HOST_DEVICE constexpr int state_elem_bytes(StateDtype d) { return d == StateDtype::bf16 ? 2 : 4; }
+
 /// Head counts and head dims of one Gated DeltaNet layer (DESIGN.md section 2).
 /// Value head h reads key head h / (heads_v / heads_qk). Qwen3-Next at TP1: 16, 32, 128, 128.
 struct GdnShape {
@@ -22,23 +30,13 @@ struct GdnShape {
   int head_dim_v = 128;  ///< V
 
   KVB_HOST_DEVICE int group() const { return heads_v / heads_qk; }
-  /// fp32 elements of one request's state in one layer: HV * K * V.
+  /// Elements of one request's state in one layer: HV * K * V.
   KVB_HOST_DEVICE int64_t state_elems() const { return int64_t(heads_v) * head_dim_k * head_dim_v; }
-  /// Bytes of one request's fp32 state in one layer (Qwen3-Next: 2 MiB).
-  KVB_HOST_DEVICE int64_t state_bytes() const { return state_elems() * 4; }
+  /// Bytes of one request's state in one layer stored as `d` (Qwen3-Next: 2 MiB fp32, 1 MiB bf16).
+  KVB_HOST_DEVICE int64_t state_bytes(StateDtype d = StateDtype::fp32) const {
+    return state_elems() * state_elem_bytes(d);
+  }
 };
-
-/// Element type of what is stored of a state: recurrent states, KVBuffer checkpoints, recurrent verify's intermediate
-/// states. Arithmetic is fp32 in registers either way; bf16 halves the stored bytes and rounds the state (to nearest
-/// even, 8 significant bits) each time it is stored.
-enum class StateDtype : int { fp32 = 0, bf16 = 1 };
-
-/// Bytes of one stored state element: 4 (fp32) or 2 (bf16).
-KVB_HOST_DEVICE constexpr int state_elem_bytes(StateDtype d) { return d == StateDtype::bf16 ? 2 : 4; }
-/// Bytes of one request's state in one layer stored as `d` (Qwen3-Next: 2 MiB fp32, 1 MiB bf16).
-KVB_HOST_DEVICE inline int64_t state_bytes(const GdnShape& s, StateDtype d) {
-  return s.state_elems() * state_elem_bytes(d);
-}
 
 /// Memory order of each K x V state matrix. kv: [K][V], V contiguous (flash-linear-attention's default).
 /// vk: [V][K], K contiguous (SGLang's newer pools). A layout is always named, never assumed (a mismatch silently gives garbage from the second token on).
@@ -55,8 +53,6 @@ inline const char* to_string(StateLayout l) { return l == StateLayout::kv ? "kv"
 inline const char* to_string(OutputDtype d) { return d == OutputDtype::bf16 ? "bf16" : "fp32"; }
 inline const char* to_string(BufferForm f) { return f == BufferForm::delta ? "delta" : "raw"; }
 inline const char* to_string(StateDtype d) { return d == StateDtype::bf16 ? "bf16" : "fp32"; }
-/// Parses "fp32" or "bf16" into `out`; false (out untouched) for anything else.
-bool parse_state_dtype(const std::string& text, StateDtype& out);
 
 /// Checks a shape against what the kernels support; returns "" when valid, else a one-line reason naming the field
 /// and the allowed values. Supported: head_dim_k in {32, 64, 128, 256}; head_dim_v a multiple of 4 in [4, 1024];

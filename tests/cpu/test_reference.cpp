@@ -12,6 +12,7 @@
 
 #include "reference/gdn_reference.h"
 #include "reference/qwen3_next_inputs.h"
+#include "reference_test_support.h"
 
 namespace kvb::ref {
 namespace {
@@ -24,12 +25,6 @@ GdnShape test_shape() { return GdnShape{2, 4, 32, 48}; }
 GateParams strong_gates(GateParams p) {
   for (size_t h = 0; h < p.A_log.size(); ++h) p.A_log[h] = std::log(20.0 / std::log1p(std::exp(p.dt_bias[h])));
   return p;
-}
-
-std::vector<TokenPrepared> prepared_tokens(const GdnShape& s, const GateParams& p, int n, std::mt19937_64& rng) {
-  std::vector<TokenPrepared> out;
-  for (const TokenRaw& t : draw_tokens(s, n, rng)) out.push_back(prepare_token(s, t, p));
-  return out;
 }
 
 /// Largest error of o [HV][V] relative to the bound |o_j| <= |S[:, j]| |q^| of each value head (S [HV][K][V], the

@@ -8,17 +8,24 @@
 #include "reference/bf16.h"
 #include "reference/gdn_reference.h"
 #include "reference/qwen3_next_inputs.h"
+#include "reference_test_support.h"
 
 namespace kvb::ref {
 namespace {
 
 GdnShape test_shape() { return GdnShape{2, 4, 32, 48}; }
 
-std::vector<TokenPrepared> prepared_tokens(const GdnShape& s, const GateParams& p, int n, std::mt19937_64& rng) {
-  std::vector<TokenPrepared> out;
-  for (const TokenRaw& t : draw_tokens(s, n, rng)) out.push_back(prepare_token(s, t, p));
-  return out;
-}
+/// Seeded inputs at the test shape, and a start state as a bf16 pool holds it.
+struct Bf16Start {
+  GdnShape s = test_shape();
+  Qwen3NextInputs in;
+  GateParams p;
+  std::vector<double> state;
+  explicit Bf16Start(uint64_t seed) : in(s, seed), p(in.gate_params()), state(in.state()) {
+    round_stored_state(state, StateDtype::bf16);
+  }
+  std::vector<TokenPrepared> tokens(int n) { return prepared_tokens(s, p, n, in.rng()); }
+};
 
 bool all_bf16(const std::vector<double>& x) {
   for (double v : x)
@@ -26,28 +33,21 @@ bool all_bf16(const std::vector<double>& x) {
   return true;
 }
 
-TEST(StateDtype, NamesBytesAndParsing) {
+TEST(StateDtype, NamesAndBytes) {
   const GdnShape s{16, 32, 128, 128};
-  EXPECT_EQ(state_bytes(s, StateDtype::fp32), s.state_bytes());
-  EXPECT_EQ(state_bytes(s, StateDtype::bf16), s.state_bytes() / 2);
+  EXPECT_EQ(s.state_bytes(StateDtype::fp32), s.state_bytes());
+  EXPECT_EQ(s.state_bytes(StateDtype::bf16), s.state_bytes() / 2);
   EXPECT_EQ(state_elem_bytes(StateDtype::bf16), 2);
-  StateDtype d = StateDtype::fp32;
-  EXPECT_TRUE(parse_state_dtype("bf16", d));
-  EXPECT_EQ(d, StateDtype::bf16);
-  EXPECT_STREQ(to_string(d), "bf16");
-  EXPECT_FALSE(parse_state_dtype("fp16", d));
-  EXPECT_FALSE(parse_state_dtype("BF16", d));
-  EXPECT_EQ(d, StateDtype::bf16);  // untouched
+  EXPECT_STREQ(to_string(StateDtype::bf16), "bf16");
+  EXPECT_STREQ(to_string(StateDtype::fp32), "fp32");
 }
 
 // One token: the output comes from the unrounded state, the stored state is that state rounded element by element.
 TEST(StoredState, RecurrentDecodeRoundsOnlyWhatItStores) {
-  const GdnShape s = test_shape();
-  Qwen3NextInputs in(s, 71);
-  const GateParams p = in.gate_params();
-  std::vector<double> start = in.state();
-  round_stored_state(start, StateDtype::bf16);  // what a bf16 pool holds
-  const TokenPrepared t = prepared_tokens(s, p, 1, in.rng())[0];
+  Bf16Start x(71);
+  const GdnShape s = x.s;
+  const std::vector<double> start = x.state;
+  const TokenPrepared t = x.tokens(1)[0];
   std::vector<double> wide = start, narrow = start, o_wide, o_narrow;
   recurrent_decode(s, t, wide, o_wide);
   recurrent_decode(s, t, narrow, o_narrow, StateDtype::bf16);
@@ -61,12 +61,10 @@ TEST(StoredState, RecurrentDecodeRoundsOnlyWhatItStores) {
 
 // Recurrent verify chains its drafts unrounded and stores each intermediate state rounded.
 TEST(StoredState, RecurrentVerifyStoresRoundedIntermediates) {
-  const GdnShape s = test_shape();
-  Qwen3NextInputs in(s, 72);
-  const GateParams p = in.gate_params();
-  std::vector<double> start = in.state();
-  round_stored_state(start, StateDtype::bf16);
-  const std::vector<TokenPrepared> drafts = prepared_tokens(s, p, 4, in.rng());
+  Bf16Start x(72);
+  const GdnShape s = x.s;
+  const std::vector<double> start = x.state;
+  const std::vector<TokenPrepared> drafts = x.tokens(4);
   std::vector<double> o_wide, o_narrow, mid_wide, mid_narrow;
   recurrent_verify(s, drafts, start, o_wide, mid_wide);
   recurrent_verify(s, drafts, start, o_narrow, mid_narrow, StateDtype::bf16);
@@ -78,13 +76,11 @@ TEST(StoredState, RecurrentVerifyStoresRoundedIntermediates) {
 // KVBuffer rounds its checkpoint at each flush and nowhere else: between flushes the slot's checkpoint is the last
 // flush's, rounded; a due slot's verify serves its drafts from the unrounded fold and stores it rounded.
 TEST(StoredState, KVBufferRoundsTheCheckpointAtEachFlush) {
-  const GdnShape s = test_shape();
-  Qwen3NextInputs in(s, 73);
-  const GateParams p = in.gate_params();
-  std::vector<double> start = in.state();
-  round_stored_state(start, StateDtype::bf16);
+  Bf16Start x(73);
+  const GdnShape s = x.s;
+  const std::vector<double> start = x.state;
   const int B = 4;
-  const std::vector<TokenPrepared> tokens = prepared_tokens(s, p, 3 * B, in.rng());
+  const std::vector<TokenPrepared> tokens = x.tokens(3 * B);
   KVBufferSlot wide{start, {}}, narrow{start, {}};
   std::vector<double> o_wide, o_narrow;
   for (int i = 0; i < 3 * B; ++i) {
@@ -101,7 +97,7 @@ TEST(StoredState, KVBufferRoundsTheCheckpointAtEachFlush) {
 
   // Verify on a due slot (B entries after an accept of every draft).
   KVBufferSlot due_wide{narrow.checkpoint, {}}, due_narrow{narrow.checkpoint, {}};
-  const std::vector<TokenPrepared> more = prepared_tokens(s, p, B + 2, in.rng());
+  const std::vector<TokenPrepared> more = x.tokens(B + 2);
   std::vector<BufferEntry> entries;
   std::vector<double> o;
   for (KVBufferSlot* slot : {&due_wide, &due_narrow}) {
@@ -126,13 +122,11 @@ TEST(StoredState, KVBufferRoundsTheCheckpointAtEachFlush) {
 // it every token. Over 512 tokens both stay within a few bf16 roundings of the head's largest state element, and the
 // drift is reported.
 TEST(StoredState, Bf16DriftOver512Tokens) {
-  const GdnShape s = test_shape();
-  Qwen3NextInputs in(s, 74);
-  const GateParams p = in.gate_params();
-  std::vector<double> start = in.state();
-  round_stored_state(start, StateDtype::bf16);
+  Bf16Start x(74);
+  const GdnShape s = x.s;
+  const std::vector<double> start = x.state;
   const int B = 16, T = 512;
-  const std::vector<TokenPrepared> tokens = prepared_tokens(s, p, T, in.rng());
+  const std::vector<TokenPrepared> tokens = x.tokens(T);
   std::vector<double> exact = start, rec = start, o_exact, o_rec, o_kvb;
   KVBufferSlot slot{start, {}};
   double worst_rec = 0, worst_kvb = 0;
