@@ -236,6 +236,14 @@ inline const char* to_string(VerifyKernel k) {
   return k == VerifyKernel::cuda_cores ? "cuda_cores" : k == VerifyKernel::tensor_cores ? "tensor_cores" : "automatic";
 }
 
+/// One position of a verify launch's row order (KVBufferVerifyParams::row_order): the batch row, its slot and the
+/// slot's fill (pool.fill[slot] when the order was written; 0 for a padding row), copied so that a block reads one
+/// 16-byte word before its checkpoint and buffer. Valid while no kernel changes the positions between the order and
+/// the launch, as in a model step, whose order is written after the commit and read by every layer's verify.
+struct alignas(16) OrderedRow {
+  int32_t row = 0, slot = -1, fill = 0, unused = 0;
+};
+
 /// KVBuffer verification with accept folded in: the m drafts' outputs from the checkpoint and the buffer in one pass.
 /// Draft i's entry (raw key, corrected delta u_i, log-decay) is exact for any accepted prefix (causality), so verify
 /// writes it straight into the slot's buffer at position base + i, base = n = fill[slot]; accepting a drafts is then
@@ -264,11 +272,11 @@ struct KVBufferVerifyParams {
   TileShape tile;
   /// The kernel to run (VerifyKernel); a forced kernel that cannot take p is refused by validate().
   VerifyKernel kernel = VerifyKernel::automatic;
-  /// [N] or null (batch order): the rows in the order the launch's blocks take them, {row, slot[row]} (the slot
-  /// copied so that a block reads one word before its checkpoint), a permutation of 0 .. N - 1 that
-  /// launch_kvbuffer_order_rows writes from the buffer positions. A launch that is given one reads it after the PDL
-  /// wait, so that the kernel before it may write it.
-  const int2* row_order = nullptr;
+  /// [N] or null (batch order): the rows in the order the launch's blocks take them (OrderedRow), a permutation of
+  /// 0 .. N - 1 that launch_kvbuffer_order_rows writes from the buffer positions. A launch that is given one reads
+  /// it after the PDL wait, so that the kernel before it may write it, and takes each row's fill from it rather than
+  /// from pool.fill.
+  const OrderedRow* row_order = nullptr;
 };
 
 /// Largest number of draft tokens the verify kernels take.
@@ -313,7 +321,7 @@ cudaError_t describe_kvbuffer_verify_launch(const KVBufferVerifyParams& p, KVBuf
 /// the last `wave_rows` positions (kvbuffer_verify_wave_rows(p)), the others in batch order; padding rows are not
 /// due. Reads p.slot and p.pool.fill only; one block. Once per model step, after the commit (every layer's launch
 /// shares the slots and the buffer positions).
-cudaError_t launch_kvbuffer_order_rows(const KVBufferVerifyParams& p, int wave_rows, int2* row_order,
+cudaError_t launch_kvbuffer_order_rows(const KVBufferVerifyParams& p, int wave_rows, OrderedRow* row_order,
                                        cudaStream_t stream);
 /// Batch rows the launch of p holds at once on this GPU (resident blocks per SM x SMs / blocks per row), the
 /// wave_rows of launch_kvbuffer_order_rows; 0 when p is refused.

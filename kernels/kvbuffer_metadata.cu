@@ -26,7 +26,7 @@ constexpr int kOrderThreads = 1024;
 /// One block: the rows' due flags in chunks of kOrderThreads, each chunk's ranks by a block-wide scan, and every row
 /// written at its row_position.
 __global__ void __launch_bounds__(kOrderThreads) kvbuffer_order_rows_kernel(const KVBufferVerifyParams p,
-                                                                            int wave_rows, int2* row_order) {
+                                                                            int wave_rows, OrderedRow* row_order) {
   __shared__ int warp_due[kOrderThreads / 32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const auto due = [&](int i, int s) {
@@ -51,8 +51,10 @@ __global__ void __launch_bounds__(kOrderThreads) kvbuffer_order_rows_kernel(cons
       rank += w < warp ? warp_due[w] : 0;
       chunk_due += warp_due[w];
     }
-    if (i < p.batch)
-      row_order[row_position(d, d ? rank : i - rank, due_rows, p.batch, wave_rows)] = make_int2(i, s);
+    if (i < p.batch) {
+      const int fill = s >= 0 && s < p.pool.num_slots ? p.pool.fill[s] : 0;
+      row_order[row_position(d, d ? rank : i - rank, due_rows, p.batch, wave_rows)] = OrderedRow{i, s, fill, 0};
+    }
     due_before += chunk_due;
     __syncthreads();  // warp_due is read before the next chunk writes it
   }
@@ -60,7 +62,7 @@ __global__ void __launch_bounds__(kOrderThreads) kvbuffer_order_rows_kernel(cons
 
 }  // namespace
 
-cudaError_t launch_kvbuffer_order_rows(const KVBufferVerifyParams& p, int wave_rows, int2* row_order,
+cudaError_t launch_kvbuffer_order_rows(const KVBufferVerifyParams& p, int wave_rows, OrderedRow* row_order,
                                        cudaStream_t stream) {
   if (!row_order || !p.slot || !p.pool.fill || p.batch < 1) return cudaErrorInvalidValue;
   kvbuffer_order_rows_kernel<<<1, kOrderThreads, 0, stream>>>(p, wave_rows, row_order);

@@ -295,13 +295,13 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   __shared__ Drafts ds;
   // The row: from row_order (written by the kernel before this one, so read after the PDL wait) or in batch order.
   if (p.row_order) pdl_wait();
-  const int2 row_slot = p.row_order ? p.row_order[blockIdx.z] : make_int2(blockIdx.z, p.slot[blockIdx.z]);
-  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = row_slot.x;
+  const OrderedRow ordered = p.row_order ? p.row_order[blockIdx.z] : OrderedRow{int(blockIdx.z), p.slot[blockIdx.z]};
+  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = ordered.row;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const KVBufferPool& pool = p.pool;
   const int cap = pool.capacity;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int slot = row_slot.y;
+  const int slot = ordered.slot;
   if (slot < 0 || slot >= pool.num_slots) {  // padding: nothing read, outputs zeroed after the PDL wait
     pdl_wait();
     pdl_launch_dependents();
@@ -321,7 +321,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   DraftInputs<K> first_inputs;
   if (warp < M) first_inputs = load_draft_inputs<K>(p.in, int64_t(row) * M + warp, H, HV, h, hk);
   // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams).
-  const int n = min(max(pool.fill[slot], 0), cap);
+  const int n = min(max(p.row_order ? ordered.fill : pool.fill[slot], 0), cap);
   const bool flush = n >= pool.buffer_size;
   const int64_t draft_entry = int64_t(slot) * cap + (flush ? 0 : n);  // the drafts' first buffer entry
 

@@ -138,14 +138,14 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   const Lay lay(p.pool.capacity);
   // The row: from row_order (written by the kernel before this one, so read after the PDL wait) or in batch order.
   if (p.row_order) pdl_wait();
-  const int2 row_slot = p.row_order ? p.row_order[blockIdx.y] : make_int2(blockIdx.y, p.slot[blockIdx.y]);
-  const int h0 = blockIdx.x * HPC, row = row_slot.x;  // value heads h0 .. h0 + HPC - 1
+  const OrderedRow ordered = p.row_order ? p.row_order[blockIdx.y] : OrderedRow{int(blockIdx.y), p.slot[blockIdx.y]};
+  const int h0 = blockIdx.x * HPC, row = ordered.row;  // value heads h0 .. h0 + HPC - 1
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, group = p.shape.group(), hk = h0 / group;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int vb = kTcColumns * warp;  // this warp's first value column
   const KVBufferPool& pool = p.pool;
   const int cap = pool.capacity, rows = lay.rows, bbp = lay.bb_pitch;
-  const int slot = row_slot.y;
+  const int slot = ordered.slot;
   if (slot < 0 || slot >= pool.num_slots) {  // padding: nothing read, outputs zeroed after the PDL wait
     pdl_wait();
     pdl_launch_dependents();
@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     }
 
   // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams).
-  const int n = min(max(pool.fill[slot], 0), cap);
+  const int n = min(max(p.row_order ? ordered.fill : pool.fill[slot], 0), cap);
   const bool flush = n >= pool.buffer_size;
   const int64_t e0 = int64_t(slot) * cap;
   const int64_t draft_entry = e0 + (flush ? 0 : n);  // the drafts' first buffer entry

@@ -66,7 +66,7 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
     scratch_ = mem_.alloc<float>(size_t(scratch_sets_) * per_set);
   }
   if (kvbuffer() && !raw() && cfg_.order_rows) {
-    row_order_ = mem_.alloc<int2>(size_t(position_groups()) * N);
+    row_order_ = mem_.alloc<OrderedRow>(size_t(position_groups()) * N);
     wave_rows_ = kvbuffer_verify_wave_rows(kvbuffer_verify_params(0));
     for (int g = 0; g < position_groups(); ++g) enqueue_order_rows(g, nullptr);
   }

@@ -118,7 +118,7 @@ class VerifyProblem {
 
   /// The rows in the order group `group`'s verify launches take them, [N] {row, slot} (delta form with order_rows;
   /// else null), written by restore_fill and by each step's commit.
-  const int2* row_order(int group) const {
+  const OrderedRow* row_order(int group) const {
     return row_order_.get() ? row_order_.get() + size_t(group) * cfg_.batch : nullptr;
   }
   /// Buffer positions of `group` [N] (device, slot-indexed; kvbuffer).
@@ -159,7 +159,7 @@ class VerifyProblem {
   RawKVBufferEntrySets raw_entries_;
   DeviceBuffer<int32_t> group_arrivals_;
   BufferPositions positions_;
-  DeviceBuffer<int2> row_order_;  // [position groups][N]
+  DeviceBuffer<OrderedRow> row_order_;  // [position groups][N]
   int wave_rows_ = 0;             // kvbuffer_verify_wave_rows of the launches
   DeviceBuffer<int32_t> slot_, accepted_;
   DeviceBuffer<unsigned char> o_;

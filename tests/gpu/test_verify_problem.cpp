@@ -167,18 +167,19 @@ TEST(VerifyProblemGpu, RowOrderChangesNoResultAndPlacesDueRowsBeforeTheLastWave)
       // The order the next step's launches take, from the positions its verifies read.
       KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
       const std::vector<int32_t> fill = download(ordered.fill(0), size_t(N));
-      std::vector<int2> order(N);
-      KVB_CUDA_CHECK(cudaMemcpy(order.data(), ordered.row_order(0), N * sizeof(int2), cudaMemcpyDeviceToHost));
+      std::vector<OrderedRow> order(N);
+      KVB_CUDA_CHECK(cudaMemcpy(order.data(), ordered.row_order(0), N * sizeof(OrderedRow), cudaMemcpyDeviceToHost));
       std::vector<int> seen(N, 0);
       int due_rows = 0;
       for (int r = 0; r < N; ++r) due_rows += fill[ordered.host_slots()[r]] >= c.buffer_size;
       for (int pos = 0; pos < N; ++pos) {
-        const int row = order[pos].x;
+        const int row = order[pos].row;
         ASSERT_GE(row, 0);
         ASSERT_LT(row, N);
         ++seen[row];
-        EXPECT_EQ(order[pos].y, ordered.host_slots()[row]);
-        if (fill[order[pos].y] >= c.buffer_size) {
+        EXPECT_EQ(order[pos].slot, ordered.host_slots()[row]);
+        EXPECT_EQ(order[pos].fill, fill[order[pos].slot]) << "step " << step;
+        if (fill[order[pos].slot] >= c.buffer_size) {
           EXPECT_LT(pos, due_span(due_rows, N, wave_rows)) << "step " << step;
         }
       }
