@@ -14,7 +14,7 @@
 // rows 2t and 2t + 1 of its columns, which is both its A fragment of the products and its accumulator fragment of a
 // fold whose N dimension is the same eight checkpoint rows. So:
 // - the checkpoint streams from global memory straight into the registers of the A fragments (a lane reads one
-//   float4 of each of its two rows, a warp four whole 128-byte lines), kTcInFlight k-steps ahead, without any
+//   float4 of each of its two rows, a warp four whole 128-byte lines), tc_in_flight k-steps ahead, without any
 //   shared-memory staging or block barrier; the first k-steps are requested before the PDL wait (no kernel of a step
 //   writes another layer's checkpoint);
 // - a due row (n >= B) folds its entries as the slice streams, S = e^{G_n} S0 + sum_j (w_j / |k_j| u_j)^T k_j per
@@ -49,7 +49,13 @@ constexpr int kTcWarps = 4;                        ///< warps a block: 32 value 
 constexpr int kTcThreads = 32 * kTcWarps;
 constexpr int kTcColumns = kTcV / kTcWarps;        ///< value columns a warp
 constexpr int kTcSteps = kTcK / 8;                 ///< k-steps over the checkpoint rows of one value head
-constexpr int kTcInFlight = 4;                     ///< checkpoint k-steps a warp has requested ahead
+/// Checkpoint k-steps a warp has requested ahead for m = M drafts: the depth that leaves the block's 128 registers a
+/// thread (kTcMinBlocks) with the fewest spills, since a spill's local-memory round trip stalls the stream more than
+/// one k-step fewer in flight does.
+template <int M>
+constexpr int tc_in_flight() {
+  return M == 3 || M == 4 ? 2 : 3;
+}
 constexpr int kTcHeldChunks = 2;                   ///< 8-entry chunks a due row's fold keeps split in registers
 constexpr int kTcMinBlocks = 4;                    ///< blocks per SM the registers allow (128 a thread)
 
@@ -133,6 +139,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   using Lay = TcLayout<M, HPC>;
   constexpr int NT = Lay::NT, NCOL = Lay::NCOL, Q0 = Lay::Q0, TRP = Lay::TR_PITCH, KEYP = Lay::KEY_PITCH,
                 KPP = Lay::KP_PITCH, XP = Lay::X_PITCH;
+  constexpr int kInFlight = tc_in_flight<M>();
   extern __shared__ __align__(16) char smem[];
   __shared__ TcShared<M, HPC> sh;
   const Lay lay(p.pool.capacity);
@@ -159,9 +166,9 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   const int64_t slice = (int64_t(slot) * HV + h0) * K * V + 2 * t * V + vb + 4 * g;
   const float* const s0 = pool.checkpoint + slice;
   const auto slice_rows = [&](int q) { return s0 + (q / kTcSteps) * (K * V) + 8 * (q % kTcSteps) * V; };
-  float4 ring[kTcInFlight][2];
+  float4 ring[kInFlight][2];
 #pragma unroll
-  for (int q = 0; q < kTcInFlight; ++q) {
+  for (int q = 0; q < kInFlight; ++q) {
     ring[q][0] = load4_nc(slice_rows(q));
     ring[q][1] = load4_nc(slice_rows(q) + V);
   }
@@ -377,11 +384,11 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     const int chunks = (n + 7) / 8;
     const auto next_slice_step = [&](int s, float4& x0, float4& x1) {
       const int q = hh * kTcSteps + s;
-      x0 = ring[q % kTcInFlight][0];
-      x1 = ring[q % kTcInFlight][1];
-      if (q + kTcInFlight < HPC * kTcSteps) {
-        ring[q % kTcInFlight][0] = load4_nc(slice_rows(q + kTcInFlight));
-        ring[q % kTcInFlight][1] = load4_nc(slice_rows(q + kTcInFlight) + V);
+      x0 = ring[q % kInFlight][0];
+      x1 = ring[q % kInFlight][1];
+      if (q + kInFlight < HPC * kTcSteps) {
+        ring[q % kInFlight][0] = load4_nc(slice_rows(q + kInFlight));
+        ring[q % kInFlight][1] = load4_nc(slice_rows(q + kInFlight) + V);
       }
     };
     // Chunk c's deltas (loaded: x0, x1, rows 8c + 2t and + 1) as A fragments, each entry scaled by w_j / |k_j| for a
@@ -399,13 +406,13 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     };
     if (!flush) {
       // S0 over the checkpoint rows, e^{G_n} onto the totals, then the buffered deltas (the first chunk requested
-      // kTcInFlight k-steps before the end).
+      // kInFlight k-steps before the end).
       float4 c0[2];
 #pragma unroll
       for (int s = 0; s < kTcSteps; ++s) {
         float4 x0, x1;
         next_slice_step(s, x0, x1);
-        if (s == kTcSteps - kTcInFlight) load_chunk(0, c0[0], c0[1]);
+        if (s == kTcSteps - kInFlight) load_chunk(0, c0[0], c0[1]);
         product(split_a(x0.x, x0.y, x1.x, x1.y), split_a(x0.z, x0.w, x1.z, x1.w), xcol, 8 * s);
       }
 #pragma unroll
