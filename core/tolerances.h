@@ -16,7 +16,13 @@ constexpr double kVerifyOutputFp32 = 2e-4;
 constexpr double kOutputBf16 = 8e-3;   ///< bf16 outputs (8 significant bits)
 constexpr double kTensorCore = 1e-3;   ///< bf16/TF32 matrix-unit paths, states and fp32 outputs
 constexpr double kGolden = 1e-6;       ///< float64 reference against the golden files
+/// bf16 stored states and checkpoints, against a float64 run that rounds them where the kernel stores them: the
+/// kernel's fp32 value and the float64 one can round to neighbouring bf16 values, one unit in the last place, which
+/// is at most 2^-7 of the head's largest element (8 significant bits).
+constexpr double kStateBf16 = 1.0 / 128;
 
+/// State tolerance for a stored state dtype (CUDA-core kernels).
+constexpr double state(StateDtype d) { return d == StateDtype::bf16 ? kStateBf16 : kStateFp32; }
 /// Output tolerance for an output dtype.
 constexpr double output(OutputDtype d) { return d == OutputDtype::bf16 ? kOutputBf16 : kOutputFp32; }
 

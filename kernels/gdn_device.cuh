@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/gdn_params.h"
 
@@ -379,8 +380,34 @@ __device__ __forceinline__ void load_draft_values_async(const bf16* __restrict__
 //
 // kExtraOnly: the tile holds only the extra rows (a launch whose rows have no state): rows [0, K) take no shared
 // memory and must not be read.
+// S: the stored state's element type, float or bf16 (StateDtype). The state rows are held as stored (a bf16 slice
+// takes half the shared memory and is widened to fp32 where it is read); the extra rows are always fp32. Arithmetic
+// is fp32 either way; a store rounds to S (nearest even).
 
-template <int K, int VB, int THREADS = kThreads, bool kExtraOnly = false>
+/// Four consecutive stored state elements, widened to fp32 (S = float or bf16).
+template <typename S>
+__device__ __forceinline__ float4 state4_to_float(const S* p) {
+  if constexpr (std::is_same<S, float>::value) {
+    return *reinterpret_cast<const float4*>(p);
+  } else {
+    const uint2 w = *reinterpret_cast<const uint2*>(p);
+    return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u), __uint_as_float(w.y << 16),
+                       __uint_as_float(w.y & 0xffff0000u));
+  }
+}
+/// Stores four consecutive state elements as S (bf16: rounded to nearest even), streaming (evict-first).
+template <typename S>
+__device__ __forceinline__ void store_state4(S* p, const float4& x) {
+  if constexpr (std::is_same<S, float>::value) {
+    __stcs(reinterpret_cast<float4*>(p), x);
+  } else {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(x.x, x.y), hi = __floats2bfloat162_rn(x.z, x.w);
+    __stcs(reinterpret_cast<uint2*>(p), make_uint2(*reinterpret_cast<const uint32_t*>(&lo),
+                                                   *reinterpret_cast<const uint32_t*>(&hi)));
+  }
+}
+
+template <int K, int VB, int THREADS = kThreads, bool kExtraOnly = false, typename S = float>
 struct SmemTile {
   static constexpr int WARPS = THREADS / 32;
   static constexpr int CG = VB / 4;
@@ -389,10 +416,17 @@ struct SmemTile {
   static constexpr int kFirstRow = kExtraOnly ? K : 0;  ///< first row backed by shared memory
   static_assert(VB % 4 == 0 && THREADS % CG == 0 && K % RG == 0 && ROWS >= 1, "SmemTile: unsupported K x VB");
   static_assert(CG <= 32 && 32 % CG == 0, "SmemTile: column groups must tile a warp");
-  /// Shared-memory bytes for the state slice (none when kExtraOnly) plus `extra` rows.
-  static constexpr size_t bytes(int extra) { return size_t(K - kFirstRow + extra) * VB * sizeof(float); }
+  static_assert(std::is_same<S, float>::value || std::is_same<S, bf16>::value, "SmemTile: S is float or bf16");
+  using State = S;
+  static constexpr bool kFp32 = std::is_same<S, float>::value;
+  /// Shared-memory bytes of the state slice (none when kExtraOnly), a multiple of 16.
+  static constexpr size_t state_bytes() { return size_t(K - kFirstRow) * VB * sizeof(S); }
+  /// 16-byte words of the state slice: the extra rows start there.
+  static constexpr int kStateWords = int(state_bytes() / 16);
+  /// Shared-memory bytes for the state slice plus `extra` fp32 rows.
+  static constexpr size_t bytes(int extra) { return state_bytes() + size_t(extra) * VB * sizeof(float); }
 
-  float4* sm;       ///< [K + extra][CG] float4
+  float4* sm;       ///< the state rows [K][VB] as S (state_bytes()), then the extra rows [extra][CG] float4
   int cg, rg, col;  ///< col: first column of this thread inside the whole V (may be >= V: masked)
   bool active;      ///< col < V
 
@@ -404,26 +438,42 @@ struct SmemTile {
     active = col < V;
   }
   __device__ __forceinline__ int row(int i) const { return rg * ROWS + i; }
-  __device__ __forceinline__ float4& at(int r) const { return sm[(r - kFirstRow) * CG + cg]; }
+  /// Row r of an fp32 tile (state rows, then extra rows from K), in place.
+  __device__ __forceinline__ float4& at(int r) const {
+    static_assert(kFp32, "SmemTile::at: an fp32 tile only (state(), extra() read either)");
+    return sm[(r - kFirstRow) * CG + cg];
+  }
+  /// This thread's four columns of state row r, widened to fp32.
+  __device__ __forceinline__ float4 state(int r) const {
+    if constexpr (kFp32)
+      return sm[(r - kFirstRow) * CG + cg];
+    else
+      return state4_to_float(reinterpret_cast<const S*>(&state_word(r)));
+  }
+  /// This thread's four columns of extra row j.
+  __device__ __forceinline__ float4& extra(int j) const { return sm[kStateWords + j * CG + cg]; }
 
-  /// Starts copying this thread's state rows of matrix m ([K][V]) into the tile (zeros for masked columns).
-  __device__ __forceinline__ void load_state_async(const float* __restrict__ m, int V) const {
+  /// Starts copying this thread's state rows of matrix m ([K][V], S) into the tile (zeros for masked columns).
+  __device__ __forceinline__ void load_state_async(const S* __restrict__ m, int V) const {
     static_assert(!kExtraOnly, "SmemTile: a tile of extra rows only holds no state");
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
-      const float* src = m + int64_t(row(i)) * V + (active ? col : 0);
-      cp_async16(&at(row(i)), src, active);
+      const S* src = m + int64_t(row(i)) * V + (active ? col : 0);
+      if constexpr (kFp32)
+        cp_async16(&sm[(row(i) - kFirstRow) * CG + cg], src, active);
+      else
+        cp_async8(&state_word(row(i)), src, active);
     }
   }
   /// Starts copying extra rows j = rg, rg + RG, ... < n from rows of `base` spaced `stride` floats apart.
   __device__ __forceinline__ void load_extra_async(const float* __restrict__ base, int64_t stride, int n) const {
-    for (int j = rg; j < n; j += RG) cp_async16(&at(K + j), base + j * stride + (active ? col : 0), active);
+    for (int j = rg; j < n; j += RG) cp_async16(&extra(j), base + j * stride + (active ? col : 0), active);
   }
   /// acc[c] += sum_i S[row(i)][c] * w[i] over this thread's state rows.
   __device__ __forceinline__ void accumulate(const float (&w)[ROWS], float (&acc)[4]) const {
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
-      const float4 s = at(row(i));
+      const float4 s = state(row(i));
       acc[0] = fmaf(s.x, w[i], acc[0]);
       acc[1] = fmaf(s.y, w[i], acc[1]);
       acc[2] = fmaf(s.z, w[i], acc[2]);
@@ -435,7 +485,7 @@ struct SmemTile {
                                               float (&acc2)[4]) const {
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
-      const float4 s = at(row(i));
+      const float4 s = state(row(i));
       acc1[0] = fmaf(s.x, w1[i], acc1[0]);
       acc1[1] = fmaf(s.y, w1[i], acc1[1]);
       acc1[2] = fmaf(s.z, w1[i], acc1[2]);
@@ -446,16 +496,16 @@ struct SmemTile {
       acc2[3] = fmaf(s.w, w2[i], acc2[3]);
     }
   }
-  /// Writes decay * S + kcol u^T for this thread's rows to m ([K][V]), streaming (evict-first); the tile keeps S.
-  __device__ __forceinline__ void store_decay_rank1(float* __restrict__ m, int V, float decay,
-                                                    const float (&kcol)[ROWS], const float (&u)[4]) const {
+  /// Writes decay * S + kcol u^T for this thread's rows to m ([K][V], S), streaming (evict-first); the tile keeps S.
+  __device__ __forceinline__ void store_decay_rank1(S* __restrict__ m, int V, float decay, const float (&kcol)[ROWS],
+                                                    const float (&u)[4]) const {
     if (!active) return;
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
-      const float4 s = at(row(i));
+      const float4 s = state(row(i));
       const float4 y = make_float4(fmaf(kcol[i], u[0], decay * s.x), fmaf(kcol[i], u[1], decay * s.y),
                                    fmaf(kcol[i], u[2], decay * s.z), fmaf(kcol[i], u[3], decay * s.w));
-      __stcs(reinterpret_cast<float4*>(m + int64_t(row(i)) * V + col), y);
+      store_state4(m + int64_t(row(i)) * V + col, y);
     }
   }
   /// Sums two 4-column partials over all row groups of the block; every thread gets the totals for its columns.
@@ -493,6 +543,10 @@ struct SmemTile {
   }
 
  private:
+  /// This thread's four bf16 elements of state row r (8 bytes).
+  __device__ __forceinline__ uint2& state_word(int r) const {
+    return reinterpret_cast<uint2*>(sm)[(r - kFirstRow) * CG + cg];
+  }
   /// Sums a and b over the row groups of one warp (lanes CG apart).
   __device__ __forceinline__ static void reduce_rows_in_warp(float (&a)[4], float (&b)[4]) {
 #pragma unroll

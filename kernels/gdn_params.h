@@ -62,12 +62,15 @@ std::string validate_tile(const TileShape& tile, const std::vector<TileShape>& a
                           const char* family);
 
 /// Recurrent decode (today's serving path): per row, S <- e^g S; u = beta (v - S^T k^); S += k^ u^T; o = S^T q^.
-/// Reads and writes the whole fp32 state once per token: 2 * HV * K * V * 4 bytes per row.
+/// Reads and writes the whole state once per token: 2 * HV * K * V * state_elem_bytes(state_dtype) bytes per row.
+/// Arithmetic is fp32 with either state dtype; a bf16 state is rounded (nearest even) where it is stored.
 struct RecurrentDecodeParams {
   GdnShape shape;
   int batch = 0;                   ///< N rows (one token each)
   TokenInputs in;                  ///< tokens must be 1
-  float* state = nullptr;          ///< pool [num_slots, HV, K, V] (kv) or [num_slots, HV, V, K] (vk), fp32, in place
+  /// Pool [num_slots, HV, K, V] (kv) or [num_slots, HV, V, K] (vk) of `state_dtype` elements, in place.
+  void* state = nullptr;
+  StateDtype state_dtype = StateDtype::fp32;  ///< bf16 with layout kv only
   int num_slots = 0;
   StateLayout layout = StateLayout::kv;
   const int32_t* slot = nullptr;   ///< [N] pool slot of each row; -1 = padding: no state read or write, o row zeroed
@@ -92,7 +95,7 @@ constexpr int kMaxBuffer = 256;
 /// fill[slot] is request metadata shared by all layers: kernels only read it; launch_kvbuffer_advance (once per model
 /// step, after every layer) and launch_kvbuffer_clear write it.
 struct KVBufferPool {
-  float* checkpoint = nullptr;   ///< [num_slots, HV, K, V] fp32 S0
+  void* checkpoint = nullptr;    ///< [num_slots, HV, K, V] S0 of `state_dtype` elements
   bf16* keys = nullptr;          ///< [num_slots, capacity, H, K] raw keys
   float* deltas = nullptr;       ///< [num_slots, capacity, HV, V] u_j
   float* log_decay = nullptr;    ///< [num_slots, capacity, HV] g_j
@@ -103,6 +106,9 @@ struct KVBufferPool {
   /// Checkpoint rows of `checkpoint` when they differ from the buffer rows (0 = num_slots): a pool can hold many more
   /// buffers than states, since a stateless request (DESIGN.md section 3) has a buffer row and no checkpoint row.
   int num_checkpoints = 0;
+  /// The checkpoint's element type. bf16: KVBuffer decode (delta form) only; every other kernel of the pool refuses
+  /// it (validate). The buffered entries stay as above either way.
+  StateDtype state_dtype = StateDtype::fp32;
 
   /// Rows of `checkpoint`: num_checkpoints, or num_slots when it is 0.
   KVB_HOST_DEVICE int checkpoint_rows() const { return num_checkpoints > 0 ? num_checkpoints : num_slots; }

@@ -5,6 +5,8 @@
 // A stateless row (has_state 0, DESIGN.md section 3) streams no checkpoint tile: S0 = 0, only its buffer is read; its
 // flush folds the buffer into a zero tile and writes the materialised state at state_slot.
 // One pass over S0 serves both products: the buffer rows join the checkpoint rows in the same column reduction.
+// The checkpoint is fp32 or bf16 (pool.state_dtype: S, widened in shared memory, rounded where the flush stores it);
+// the buffered entries are the same in both.
 // Grid: (V slices, HV, N); block: kThreads threads owning a K x VB slice of S0.
 #include <algorithm>
 #include <string>
@@ -21,9 +23,9 @@ using namespace dev;
 
 /// Dynamic shared memory of one block: the K x VB checkpoint slice and `capacity` delta rows, then the buffer's keys
 /// and per-entry values (BufferSmem).
-template <int K, int VB, int THREADS, bool kStateless>
+template <int K, int VB, int THREADS, bool kStateless, typename S>
 constexpr size_t smem_bytes(int capacity) {
-  return SmemTile<K, VB, THREADS, kStateless>::bytes(capacity) + BufferSmem<K>::bytes(capacity);
+  return SmemTile<K, VB, THREADS, kStateless, S>::bytes(capacity) + BufferSmem<K>::bytes(capacity);
 }
 
 /// Blocks per SM the decode kernel's registers must allow: 128-thread blocks of a 64-column slice of K = 128 take
@@ -44,12 +46,13 @@ constexpr int decode_fold_rows() {
   return 65536 / (THREADS * decode_min_blocks<K, VB, THREADS>()) >= 128 ? 16 : 8;
 }
 
-/// kStateless: a stateless batch (KVBufferDecodeParams::stateless_batch): no checkpoint tile at all.
-template <int K, int VB, int THREADS, bool kStateless>
+/// kStateless: a stateless batch (KVBufferDecodeParams::stateless_batch): no checkpoint tile at all. S: the
+/// checkpoint's element type (float or bf16).
+template <int K, int VB, int THREADS, bool kStateless, typename S>
 __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
     kvbuffer_decode_kernel(const KVBufferDecodeParams p, int early_blocks) {
-  using Tile = SmemTile<K, VB, THREADS, kStateless>;
-  extern __shared__ __align__(16) char dyn_smem[];  // smem_bytes<K, VB>(capacity)
+  using Tile = SmemTile<K, VB, THREADS, kStateless, S>;
+  extern __shared__ __align__(16) char dyn_smem[];  // smem_bytes<K, VB, THREADS, kStateless, S>(capacity)
   // Blocks held to six an SM reduce their rows through half the shared memory, a's partials then b's: what lets the
   // sixth fit (decode_min_blocks).
   constexpr bool kReduceInTurn = decode_min_blocks<K, VB, THREADS>() == 6;
@@ -65,7 +68,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
   const bool has_state = !kStateless && !padding && (!p.has_state || p.has_state[row] != 0);
   const int cslot = padding ? -1 : p.state_slot ? p.state_slot[row] : slot;
   const bool cslot_ok = cslot >= 0 && cslot < pool.checkpoint_rows();
-  float* s0 = cslot_ok ? pool.checkpoint + (int64_t(cslot) * HV + h) * K * V : nullptr;
+  S* s0 = cslot_ok ? static_cast<S*>(pool.checkpoint) + (int64_t(cslot) * HV + h) * K * V : nullptr;
   Tile tile;
   tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
   // PDL (kernels/pdl.cuh): a block of the first wave (linear index < early_blocks, the blocks the GPU holds at once)
@@ -175,10 +178,10 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
 }
 
 /// Launches the decode kernel for p, or, with `describe`, fills it instead (KVBufferDecodeLaunch) and launches nothing.
-template <int K, int VB, int THREADS = kThreads, bool kStateless = false>
-cudaError_t launch_tile(const KVBufferDecodeParams& p, cudaStream_t stream, KVBufferDecodeLaunch* describe) {
-  const size_t smem = smem_bytes<K, VB, THREADS, kStateless>(p.pool.capacity);
-  const auto kernel = kvbuffer_decode_kernel<K, VB, THREADS, kStateless>;
+template <int K, int VB, int THREADS, bool kStateless, typename S>
+cudaError_t launch_typed(const KVBufferDecodeParams& p, cudaStream_t stream, KVBufferDecodeLaunch* describe) {
+  const size_t smem = smem_bytes<K, VB, THREADS, kStateless, S>(p.pool.capacity);
+  const auto kernel = kvbuffer_decode_kernel<K, VB, THREADS, kStateless, S>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   if (describe) {
     size_t static_bytes = 0;
@@ -197,6 +200,13 @@ cudaError_t launch_tile(const KVBufferDecodeParams& p, cudaStream_t stream, KVBu
   return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p, early_blocks);
 }
 
+/// launch_typed with the checkpoint's element type of p.pool.state_dtype.
+template <int K, int VB, int THREADS = kThreads, bool kStateless = false>
+cudaError_t launch_tile(const KVBufferDecodeParams& p, cudaStream_t stream, KVBufferDecodeLaunch* describe) {
+  if (p.pool.state_dtype == StateDtype::bf16) return launch_typed<K, VB, THREADS, kStateless, bf16>(p, stream, describe);
+  return launch_typed<K, VB, THREADS, kStateless, float>(p, stream, describe);
+}
+
 }  // namespace
 
 std::string validate_pool(const KVBufferPool& pool) {
@@ -212,6 +222,12 @@ std::string validate_pool(const KVBufferPool& pool) {
     return "pool.capacity = " + std::to_string(pool.capacity) + " must be in [max(buffer_size - 1, 1), " +
            std::to_string(dev::kMaxBuffer) + "]";
   return "";
+}
+
+std::string validate_fp32_checkpoint(const KVBufferPool& pool, const char* family) {
+  if (pool.state_dtype == StateDtype::fp32) return "";
+  return std::string("state_dtype = ") + to_string(pool.state_dtype) + ": " + family +
+         " takes fp32 checkpoints (allowed: fp32; bf16 with kvbuffer decode)";
 }
 
 std::string validate(const KVBufferDecodeParams& p) {

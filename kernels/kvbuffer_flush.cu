@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kThreads) kvbuffer_flush_kernel(const KVBuffer
   if (cslot < 0 || cslot >= pool.checkpoint_rows()) return;  // no checkpoint row: nothing written
   const int n = min(max(pool.fill[slot], 0), pool.capacity);
   if (n == 0 && has_state) return;
-  float* s0 = pool.checkpoint + (int64_t(cslot) * HV + h) * K * V;
+  float* s0 = static_cast<float*>(pool.checkpoint) + (int64_t(cslot) * HV + h) * K * V;
   const int64_t e0 = int64_t(slot) * pool.capacity;
   Tile tile;
   tile.setup(dyn_smem, v0, V);
@@ -65,7 +65,8 @@ std::string validate(const KVBufferFlushParams& p) {
   if (auto e = validate_shape(p.shape); !e.empty()) return e;
   if (p.count < 1) return "count = " + std::to_string(p.count) + " must be >= 1";
   if (!p.slot) return "slot must be set";
-  return validate_pool(p.pool);
+  if (auto e = validate_pool(p.pool); !e.empty()) return e;
+  return validate_fp32_checkpoint(p.pool, "kvbuffer flush");
 }
 
 cudaError_t launch_kvbuffer_flush(const KVBufferFlushParams& p, cudaStream_t stream) {

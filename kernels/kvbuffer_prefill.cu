@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(kCols) kvbuffer_prefill_kernel(const KVBufferP
   // L = B: S = sum_j wl[j] k^_j u_j^T materialised from zero, row by row of K, this thread's column.
   const int cslot = p.state_slot ? p.state_slot[row] : slot;
   if (!active || cslot < 0 || cslot >= p.pool.checkpoint_rows()) return;
-  float* s0 = p.pool.checkpoint + (int64_t(cslot) * HV + h) * K * V;
+  float* s0 = static_cast<float*>(p.pool.checkpoint) + (int64_t(cslot) * HV + h) * K * V;
   for (int i = 0; i < K; ++i) {
     float acc = 0.f;
     for (int j = 0; j < L; ++j)
@@ -180,6 +180,7 @@ std::string validate(const KVBufferPrefillParams& p) {
     return "tokens = " + std::to_string(p.in.tokens) + " is out of range (allowed: 1 to " +
            std::to_string(kMaxPrefillTokens) + " prompt tokens per row)";
   if (auto e = validate_pool(p.pool); !e.empty()) return e;
+  if (auto e = validate_fp32_checkpoint(p.pool, "kvbuffer prefill"); !e.empty()) return e;
   if (!p.slot || !p.prompt_len || !p.o) return "slot, prompt_len and o must be set";
   return "";
 }

@@ -309,7 +309,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
     return;
   }
   Tile tile{reinterpret_cast<float4*>(dyn_smem)};
-  const float* s0 = pool.checkpoint + (int64_t(slot) * HV + h) * K * V;
+  const float* s0 = static_cast<const float*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V;
   // PDL (kernels/pdl.cuh): a block of the first wave (linear index < early_blocks, the blocks the GPU holds at once)
   // may start while the previous kernel finishes and streams its checkpoint slice before the wait; everything else
   // (buffer positions, entries, drafts) is read after it. Later blocks keep the order below.
@@ -535,7 +535,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
 #pragma unroll
       for (int i = 0; i < M; ++i) reinterpret_cast<float*>(&ds.parked(i, ln.c4))[c] = u[i];
     fold_verify_tile<K, VB>(tile, bs, n, decay0, pool.deltas + (int64_t(slot) * cap * HV + h) * V, delta_stride,
-                            pool.checkpoint + (int64_t(slot) * HV + h) * K * V, v0, V);
+                            static_cast<float*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V, v0, V);
     __syncthreads();
     if (ln.sub == 0 && ln.active)
 #pragma unroll
@@ -648,6 +648,7 @@ std::string validate(const KVBufferVerifyParams& p) {
   if (auto e = validate_inputs(p.in, p.batch); !e.empty()) return e;
   if (auto e = validate_draft_tokens(p.in.tokens); !e.empty()) return e;
   if (auto e = validate_pool(p.pool); !e.empty()) return e;
+  if (auto e = validate_fp32_checkpoint(p.pool, "kvbuffer verify"); !e.empty()) return e;
   if (auto e = validate_verify_capacity(p.pool, p.in.tokens); !e.empty()) return e;
   if (p.pool.checkpoint_rows() != p.pool.num_slots)
     return "pool.num_checkpoints = " + std::to_string(p.pool.num_checkpoints) +

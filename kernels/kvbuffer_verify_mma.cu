@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
 
   // This lane's checkpoint values: at k-step q (head q / 16), rows 8 (q % 16) + 2t and + 1, columns vb + 4 g .. + 3.
   const int64_t slice = (int64_t(slot) * HV + h0) * K * V + 2 * t * V + vb + 4 * g;
-  const float* const s0 = pool.checkpoint + slice;
+  const float* const s0 = static_cast<const float*>(pool.checkpoint) + slice;
   const auto slice_rows = [&](int q) { return s0 + (q / kTcSteps) * (K * V) + 8 * (q % kTcSteps) * V; };
   float4 ring[kInFlight][2];
 #pragma unroll
@@ -442,7 +442,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
           load_chunk(c, x0, x1);
           chunk_a(c, true, x0, x1, held[c][0], held[c][1]);
         }
-      float* const ck = pool.checkpoint + slice + hh * (K * V);
+      float* const ck = static_cast<float*>(pool.checkpoint) + slice + hh * (K * V);
 #pragma unroll
       for (int s = 0; s < kTcSteps; ++s) {
         float4 x0, x1;

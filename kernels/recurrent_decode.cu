@@ -1,5 +1,6 @@
-// Recurrent decode (today's serving path, DESIGN.md section 2): one token per row, the whole fp32 state read and
-// written once. Grid: (V slices, HV, N); block: kThreads threads owning a K x VB slice of one value head's state.
+// Recurrent decode (today's serving path, DESIGN.md section 2): one token per row, the whole state read and written
+// once (fp32, or bf16 in layout kv: S, widened in shared memory, rounded where stored). Grid: (V slices, HV, N);
+// block: kThreads threads owning a K x VB slice of one value head's state.
 #include <string>
 
 #include "kernels/gdn_device.cuh"
@@ -12,16 +13,16 @@ namespace {
 
 using namespace dev;
 
-template <int K, int VB, int THREADS>
+template <int K, int VB, int THREADS, typename S>
 __global__ void __launch_bounds__(THREADS) recurrent_decode_kv_kernel(const RecurrentDecodeParams p) {
-  using Tile = SmemTile<K, VB, THREADS>;
-  extern __shared__ __align__(16) float4 tile_smem[];  // K x VB floats
+  using Tile = SmemTile<K, VB, THREADS, false, S>;
+  extern __shared__ __align__(16) float4 tile_smem[];  // K x VB elements of S
   __shared__ float red[2 * Tile::WARPS * VB];
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const int slot = p.slot[row];
   const bool padding = slot < 0 || slot >= p.num_slots;
-  float* state = p.state + (int64_t(padding ? 0 : slot) * HV + h) * K * V;
+  S* state = static_cast<S*>(p.state) + (int64_t(padding ? 0 : slot) * HV + h) * K * V;
 
   Tile tile;
   tile.setup(tile_smem, v0, V);
@@ -85,7 +86,7 @@ __global__ void __launch_bounds__(kThreads) recurrent_decode_vk_kernel(const Rec
   const int HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const int slot = p.slot[row];
   const bool padding = slot < 0 || slot >= p.num_slots;
-  float* state = p.state + (int64_t(padding ? 0 : slot) * HV + h) * V * K;
+  float* state = static_cast<float*>(p.state) + (int64_t(padding ? 0 : slot) * HV + h) * V * K;
   const int kg = threadIdx.x % KG, vr = threadIdx.x / KG;
 
   float4 s[R];
@@ -144,9 +145,14 @@ template <int K, int VB, int THREADS = kThreads>
 cudaError_t launch_tile(const RecurrentDecodeParams& p, cudaStream_t stream) {
   const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
   if (p.layout == StateLayout::kv) {
-    const size_t smem = SmemTile<K, VB, THREADS>::bytes(0);
-    if (const cudaError_t e = allow_dynamic_smem(recurrent_decode_kv_kernel<K, VB, THREADS>, smem); e != cudaSuccess) return e;
-    return launch_kernel(recurrent_decode_kv_kernel<K, VB, THREADS>, grid, THREADS, smem, stream, p.pdl, p);
+    const auto launch_kv = [&](auto state_type) {
+      using S = decltype(state_type);
+      const auto kernel = recurrent_decode_kv_kernel<K, VB, THREADS, S>;
+      const size_t smem = SmemTile<K, VB, THREADS, false, S>::bytes(0);
+      if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
+      return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p);
+    };
+    return p.state_dtype == StateDtype::bf16 ? launch_kv(bf16{}) : launch_kv(float{});
   } else if constexpr (K <= 128) {
     return launch_kernel(recurrent_decode_vk_kernel<K, VB>, grid, kThreads, 0, stream, p.pdl, p);
   } else {
@@ -162,6 +168,8 @@ std::string validate(const RecurrentDecodeParams& p) {
   if (p.in.tokens != 1) return "tokens = " + std::to_string(p.in.tokens) + ": recurrent decode takes 1 token per row";
   if (!p.state || !p.slot || !p.o) return "state, slot and o must be set";
   if (p.num_slots < 1) return "num_slots must be >= 1";
+  if (p.state_dtype != StateDtype::fp32 && p.layout != StateLayout::kv)
+    return std::string("state_dtype = ") + to_string(p.state_dtype) + " with layout vk is not supported (allowed with vk: fp32)";
   if (p.layout == StateLayout::vk && p.shape.head_dim_k > 128)
     return "head_dim_k = " + std::to_string(p.shape.head_dim_k) + " with layout vk is not supported (allowed: 32, 64, 128)";
   if (auto e = validate_tile(p.tile, recurrent_decode_tiles(), p.shape, "recurrent decode"); !e.empty()) return e;

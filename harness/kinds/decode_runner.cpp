@@ -24,6 +24,7 @@ DecodeConfig decode_config(const Point& pt) {
   c.variant = pt.get("variant") == "kvbuffer" ? DecodeVariant::kvbuffer : DecodeVariant::recurrent;
   c.form = point_buffer_form(pt);
   read_model_point(pt, c.variant == DecodeVariant::kvbuffer, c);
+  c.state_dtype = point_state_dtype(pt);
   c.pdl = pt.get("launch") == "pdl";
   return c;
 }
@@ -57,13 +58,14 @@ Row run_decode_point(const Point& pt, SweepContext& ctx) {
 
 /// Whole-point check: validate_launch_point; for a peer point (no launch or tile axis) the shape alone.
 std::string validate_decode_point(const Point& pt) {
+  if (auto e = validate_state_dtype_point(pt); !e.empty()) return e;
   return is_peer_variant(pt.get("variant")) ? validate_point_shape(pt) : validate_launch_point(pt);
 }
 
 }  // namespace
 
 std::vector<std::string> decode_result_columns() {
-  return {"state_dtype", "output_dtype", "latency_us_median", "latency_us_p10", "latency_us_p90",
+  return {"output_dtype", "latency_us_median", "latency_us_p10", "latency_us_p90",
           "samples", "noise_pct", "sample_stop", "steps_per_sample", "model_bytes", "model_read_bytes",
           "model_write_bytes", "floor_us", "latency_over_floor", "max_rel_err", "max_rel_err_o", "l2", "l2_rotation",
           "copy_gbps", "read_gbps", "device_bytes", "dram_read_bytes", "dram_write_bytes", "measured_over_model",
@@ -98,7 +100,6 @@ Row run_decode(DecodeConfig cfg, const std::string& label, SweepContext& ctx) {
 
   const ByteCount model = prob.model_bytes_per_layer_step();
   Row r;
-  r.emplace_back("state_dtype", "fp32");
   r.emplace_back("output_dtype", to_string(cfg.o_dtype));
   add_timing_columns(r, "latency", "", timing);
   add_model_columns(r, "", "latency_over_floor", model, timing.stats.median, ctx);
@@ -124,6 +125,7 @@ ExperimentKind decode_experiment_kind() {
       tile_axis({recurrent_decode_tiles(), kvbuffer_decode_tiles(), raw_tiles()}),
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
+  k.axes.push_back(state_dtype_axis());
   k.result_columns = decode_result_columns();
   k.result_columns.insert(k.result_columns.end(), peer_result_columns().begin(), peer_result_columns().end());
   k.results_added_later = peer_result_columns();

@@ -150,7 +150,6 @@ Row run_peer_decode(const PeerDecodeRequest& req, const PeerRunner& runner, cons
   for (size_t i = 0; i < result.header.size(); ++i) v[result.header[i]] = result.rows[0][i];
   const std::string status = v["status"].empty() ? "failed: peer runner gave no status" : v["status"];
 
-  r.emplace_back("state_dtype", "fp32");
   r.emplace_back("output_dtype", to_string(OutputDtype::bf16));
   for (const char* col : {"max_rel_err", "max_rel_err_o"}) r.emplace_back(col, v[col]);
   for (const auto& col : peer_result_columns()) r.emplace_back(col, v[col]);

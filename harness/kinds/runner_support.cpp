@@ -48,6 +48,28 @@ std::string validate_buffer_form_point(const Point& pt) {
   return "";
 }
 
+AxisSpec state_dtype_axis() {
+  return {"state_dtype", {"fp32"}, word_axis("state_dtype", {"fp32", "bf16"})};
+}
+
+StateDtype point_state_dtype(const Point& pt) {
+  for (const auto& [name, value] : pt.axes)
+    if (name == "state_dtype" && value == "bf16") return StateDtype::bf16;
+  return StateDtype::fp32;
+}
+
+std::string validate_state_dtype_point(const Point& pt) {
+  if (point_state_dtype(pt) == StateDtype::fp32) return "";
+  const std::string& variant = pt.get("variant");
+  if (variant != "recurrent" && variant != "kvbuffer")
+    return fmt::format("state_dtype = bf16 is not supported by variant {} (allowed with it: fp32; bf16 with "
+                       "recurrent and kvbuffer)", variant);
+  for (const auto& [name, value] : pt.axes)  // kinds without a buffer_form axis store the delta form
+    if (name == "buffer_form" && value == "raw")
+      return "state_dtype = bf16 is not supported with buffer_form = raw (allowed with raw: fp32)";
+  return "";
+}
+
 AxisSpec launch_axis() {
   return {"launch", {"plain"}, word_axis("launch", {"plain", "pdl"}), /*added_later=*/true};
 }

@@ -16,6 +16,7 @@ DecodeConfig short_context_config(const Point& pt) {
   DecodeConfig c;
   c.variant = pt.get("variant") == "kvbuffer" ? DecodeVariant::kvbuffer : DecodeVariant::recurrent;
   read_model_point(pt, c.variant == DecodeVariant::kvbuffer, c);
+  c.state_dtype = point_state_dtype(pt);
   if (c.variant == DecodeVariant::kvbuffer) {
     const long long L = pt.get_int("context_len");
     if (L < c.buffer_size) c.context_len = int(L);  // stateless; L >= B: stateful, context_len 0
@@ -29,7 +30,8 @@ Row run_short_context_point(const Point& pt, SweepContext& ctx) {
   Row r = run_decode(cfg, pt.label(), ctx);
   const bool kvb = cfg.variant == DecodeVariant::kvbuffer;
   r.emplace_back("stateless", stateless ? "true" : "false");
-  r.emplace_back("state_bytes_per_request", fmt_num(state_bytes_per_request(cfg.shape, cfg.layers, stateless)));
+  r.emplace_back("state_bytes_per_request",
+                 fmt_num(state_bytes_per_request(cfg.shape, cfg.layers, stateless, cfg.state_dtype)));
   r.emplace_back("buffer_bytes_per_request",
                  fmt_num(buffer_bytes_per_request(cfg.shape, cfg.layers, kvb ? cfg.buffer_size : 0)));
   return r;
@@ -37,8 +39,8 @@ Row run_short_context_point(const Point& pt, SweepContext& ctx) {
 
 }  // namespace
 
-double state_bytes_per_request(const GdnShape& s, int layers, bool stateless) {
-  return stateless ? 0.0 : double(layers) * double(s.state_bytes());
+double state_bytes_per_request(const GdnShape& s, int layers, bool stateless, StateDtype state_dtype) {
+  return stateless ? 0.0 : double(layers) * double(s.state_bytes(state_dtype));
 }
 
 double buffer_bytes_per_request(const GdnShape& s, int layers, int buffer_size) {
@@ -57,6 +59,7 @@ ExperimentKind short_context_experiment_kind() {
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
+  k.axes.push_back(state_dtype_axis());
   k.result_columns = decode_result_columns();
   for (const char* c : {"stateless", "state_bytes_per_request", "buffer_bytes_per_request"})
     k.result_columns.emplace_back(c);
@@ -65,7 +68,10 @@ ExperimentKind short_context_experiment_kind() {
     if (variant == "recurrent") return axis != "buffer_size" && axis != "phase" && axis != "context_len";
     return true;
   };
-  k.validate = validate_point_shape;
+  k.validate = [](const Point& pt) {
+    if (auto e = validate_state_dtype_point(pt); !e.empty()) return e;
+    return validate_point_shape(pt);
+  };
   k.run = run_short_context_point;
   return k;
 }

@@ -17,11 +17,14 @@ namespace kvb {
 ///   recurrent: a state per request; latency does not depend on L, so its points have no context_len (nor
 ///     buffer_size, phase): one row per batch, drawn as a horizontal line against the KVBuffer rows.
 /// Columns: the decode kind's, plus stateless (true, false), state_bytes_per_request and buffer_bytes_per_request
-/// (device bytes reserved per request over all `layers` GDN layers: fp32 states; buffers of max(B - 1, 1) entries).
+/// (device bytes reserved per request over all `layers` GDN layers: states of the point's state_dtype; buffers of
+/// max(B - 1, 1) entries), after the state_dtype axis (fp32 or bf16; the kind's, decode_runner.h).
 ExperimentKind short_context_experiment_kind();
 
-/// Bytes of state one request holds over `layers` layers: 0 when stateless, else layers x HV x K x V x 4.
-double state_bytes_per_request(const GdnShape& s, int layers, bool stateless);
+/// Bytes of state one request holds over `layers` layers: 0 when stateless, else layers x HV x K x V x the element
+/// bytes of `state_dtype`.
+double state_bytes_per_request(const GdnShape& s, int layers, bool stateless,
+                               StateDtype state_dtype = StateDtype::fp32);
 /// Bytes of KVBuffer one request holds over `layers` layers: layers x max(B - 1, 1) x kvbuffer_entry_bytes
 /// (0 for recurrent decoding, buffer_size 0).
 double buffer_bytes_per_request(const GdnShape& s, int layers, int buffer_size);

@@ -46,6 +46,11 @@ ref::TokenRaw download_token(const TokenInputs& in, const GdnShape& s, size_t in
   return t;
 }
 
+std::vector<double> download_state(const void* p, StateDtype d, size_t first, size_t n) {
+  if (d == StateDtype::bf16) return to_double(download(static_cast<const bf16*>(p) + first, n));
+  return download_double(static_cast<const float*>(p) + first, n);
+}
+
 ref::GateParams download_gate_params(const TokenInputs& in, const GdnShape& s) {
   ref::GateParams gp;
   gp.A_log = download_double(in.A_log, size_t(s.heads_v));
@@ -59,7 +64,7 @@ ref::KVBufferSlot download_kvbuffer_slot(const KVBufferPool& pool, const GdnShap
   const int H = s.heads_qk, K = s.head_dim_k, HV = s.heads_v;
   const size_t qk = size_t(H) * K, vv = size_t(HV) * s.head_dim_v, se = size_t(s.state_elems());
   ref::KVBufferSlot buf;
-  if (with_checkpoint) buf.checkpoint = download_double(pool.checkpoint + size_t(slot) * se, se);
+  if (with_checkpoint) buf.checkpoint = download_state(pool.checkpoint, pool.state_dtype, size_t(slot) * se, se);
   for (int j = 0; j < entries; ++j) {
     const size_t e = size_t(slot) * pool.capacity + j;
     const std::vector<double> raw = to_double(download(pool.keys + e * qk, qk));

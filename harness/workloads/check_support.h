@@ -35,6 +35,8 @@ std::vector<double> to_double(const std::vector<float>& x);
 
 /// `n` fp32 values at device pointer `p` as double (synchronous). Throws CudaError.
 std::vector<double> download_double(const float* p, size_t n);
+/// Elements [first, first + n) of a device state array of `d` elements (fp32 or bf16), widened to double.
+std::vector<double> download_state(const void* p, StateDtype d, size_t first, size_t n);
 
 /// Poisons the `bytes` bytes of outputs at device pointer `o` with NaN (0xff bytes: NaN in bf16 and fp32), runs
 /// `launch()` (which enqueues on `stream`), waits for the stream, and returns the outputs in dtype `dt` as double;

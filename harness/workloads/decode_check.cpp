@@ -50,7 +50,7 @@ DecodeCheck check_decode_step(const DecodeProblem& p, cudaStream_t stream) {
     c.slot = slots[r];
     c.tok = download_token(in, s, size_t(r));
     if (!kvb) {
-      c.state = download_double(rp.state + c.slot * se, se);
+      c.state = download_state(rp.state, rp.state_dtype, c.slot * se, se);
       if (cfg.layout == StateLayout::vk) c.state = ref::vk_to_kv(s, c.state);
     } else {
       c.n = fill[c.slot];
@@ -69,14 +69,14 @@ DecodeCheck check_decode_step(const DecodeProblem& p, cudaStream_t stream) {
     std::vector<double> o_ref;
     std::vector<double> o_got(o_all.begin() + c.row * vv, o_all.begin() + (c.row + 1) * vv);
     if (!kvb) {
-      ref::recurrent_decode(s, t, c.state, o_ref);
-      std::vector<double> got = download_double(rp.state + c.slot * se, se);
+      ref::recurrent_decode(s, t, c.state, o_ref, cfg.state_dtype);
+      std::vector<double> got = download_state(rp.state, rp.state_dtype, c.slot * se, se);
       if (cfg.layout == StateLayout::vk) got = ref::vk_to_kv(s, got);
       out.state_err = std::max(out.state_err, ref::max_rel_err(c.state, got, HV));
     } else {
-      ref::kvbuffer_decode(s, B, t, c.buf, o_ref);
+      ref::kvbuffer_decode(s, B, t, c.buf, o_ref, cfg.state_dtype);
       if (c.n + 1 == B) {
-        const std::vector<double> got = download_double(pool.checkpoint + c.slot * se, se);
+        const std::vector<double> got = download_state(pool.checkpoint, pool.state_dtype, c.slot * se, se);
         out.state_err = std::max(out.state_err, ref::max_rel_err(c.buf.checkpoint, got, HV));
       } else {
         const size_t e = size_t(c.slot) * pool.capacity + c.n;
@@ -92,7 +92,8 @@ DecodeCheck check_decode_step(const DecodeProblem& p, cudaStream_t stream) {
     out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, o_got, HV));
     ++out.rows;
   }
-  if (out.detail.empty()) out.detail = check_verdict(out.outputs_written, out.state_err, out.o_err, tol_o);
+  if (out.detail.empty())
+    out.detail = check_verdict(out.outputs_written, out.state_err, out.o_err, tol_o, tol::state(cfg.state_dtype));
   return out;
 }
 

@@ -23,11 +23,18 @@ DecodeProblem::DecodeProblem(const DecodeConfig& cfg) : cfg_(cfg) {
   FillSeeds seeds(cfg_.seed);
   std::mt19937_64 rng(cfg_.seed);
 
+  if (cfg_.state_dtype != StateDtype::fp32 && cfg_.layout != StateLayout::kv)
+    throw std::invalid_argument(std::string("state_dtype = ") + to_string(cfg_.state_dtype) +
+                                " with layout vk is not supported (allowed with vk: fp32)");
+  if (cfg_.state_dtype != StateDtype::fp32 && cfg_.variant == DecodeVariant::kvbuffer && cfg_.form == BufferForm::raw)
+    throw std::invalid_argument(std::string("state_dtype = ") + to_string(cfg_.state_dtype) +
+                                " with buffer_form raw is not supported (allowed with raw: fp32)");
   if (stateless() && cfg_.context_len >= cfg_.buffer_size)
     throw std::invalid_argument("DecodeProblem: a stateless context_len must be < buffer_size");
   inputs_ = TokenInputSets(mem_, s, sets_, cfg_.batch, 1, seeds, rng);
   state_rows_ = stateless() && !materialises() ? 0 : N;
-  state_ = random_states(mem_, s, std::max<size_t>(sets * state_rows_, 1) * size_t(s.state_elems()), seeds);
+  state_ = random_states(mem_, s, std::max<size_t>(sets * state_rows_, 1) * size_t(s.state_elems()), cfg_.state_dtype,
+                         seeds);
   if (cfg_.variant == DecodeVariant::kvbuffer && cfg_.form == BufferForm::raw)
     raw_entries_ = RawKVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), seeds);
   else if (cfg_.variant == DecodeVariant::kvbuffer)
@@ -51,7 +58,7 @@ DecodeProblem::DecodeProblem(const DecodeConfig& cfg) : cfg_(cfg) {
 double step_working_set_bytes(const DecodeConfig& c) {
   const double per_row = c.variant == DecodeVariant::kvbuffer && c.context_len > 0
                              ? kvbuffer_stateless_decode_bytes(c.shape, 1, c.buffer_size, c.context_len, c.o_dtype).total()
-                             : double(c.shape.state_bytes());
+                             : double(c.shape.state_bytes(c.state_dtype));
   return per_row * c.batch * c.layers;
 }
 
@@ -64,6 +71,7 @@ void* DecodeProblem::o(int set) const { return o_.get() + size_t(set) * o_bytes_
 RecurrentDecodeParams DecodeProblem::recurrent_params(int set) const {
   auto p = token_launch<RecurrentDecodeParams>(cfg_, inputs_.inputs(set), slot_.get(), o(set));
   p.state = state(set);
+  p.state_dtype = cfg_.state_dtype;
   p.num_slots = cfg_.batch;
   p.layout = cfg_.layout;
   p.pdl = cfg_.pdl;
@@ -72,7 +80,7 @@ RecurrentDecodeParams DecodeProblem::recurrent_params(int set) const {
 
 KVBufferDecodeParams DecodeProblem::kvbuffer_params(int set) const {
   auto p = token_launch<KVBufferDecodeParams>(cfg_, inputs_.inputs(set), slot_.get(), o(set));
-  p.pool = entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
+  p.pool = entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size, cfg_.state_dtype);
   if (stateless()) {
     p.pool.num_checkpoints = int(std::max<size_t>(state_rows_, 1));
     p.state_slot = state_slot_.get();
@@ -85,7 +93,7 @@ KVBufferDecodeParams DecodeProblem::kvbuffer_params(int set) const {
 
 RawKVBufferDecodeParams DecodeProblem::raw_params(int set) const {
   auto p = token_launch<RawKVBufferDecodeParams>(cfg_, inputs_.inputs(set), slot_.get(), o(set));
-  p.pool = raw_entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
+  p.pool = raw_entries_.pool(set, static_cast<float*>(state(set)), fill(group_of(set)), cfg_.buffer_size);
   return p;
 }
 
@@ -105,12 +113,14 @@ void DecodeProblem::enqueue_step(cudaStream_t stream) const {
 }
 
 ByteCount DecodeProblem::model_bytes_per_layer_step() const {
-  if (cfg_.variant == DecodeVariant::recurrent) return recurrent_decode_bytes(cfg_.shape, cfg_.batch, cfg_.o_dtype);
+  if (cfg_.variant == DecodeVariant::recurrent)
+    return recurrent_decode_bytes(cfg_.shape, cfg_.batch, cfg_.o_dtype, cfg_.state_dtype);
   if (stateless())
     return kvbuffer_stateless_decode_bytes(cfg_.shape, cfg_.batch, cfg_.buffer_size, cfg_.context_len, cfg_.o_dtype);
   ByteCount b = cfg_.form == BufferForm::raw
                     ? kvbuffer_raw_decode_cycle_bytes(cfg_.shape, cfg_.batch, cfg_.buffer_size, cfg_.o_dtype)
-                    : kvbuffer_decode_cycle_bytes(cfg_.shape, cfg_.batch, cfg_.buffer_size, cfg_.o_dtype);
+                    : kvbuffer_decode_cycle_bytes(cfg_.shape, cfg_.batch, cfg_.buffer_size, cfg_.o_dtype,
+                                                  cfg_.state_dtype);
   ByteCount adv = kvbuffer_advance_bytes(cfg_.batch);
   b.read += adv.read / cfg_.layers;
   b.write += adv.write / cfg_.layers;

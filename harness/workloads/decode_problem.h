@@ -45,6 +45,9 @@ struct DecodeConfig {
   bool pdl = false;
   /// Tile of every decode launch (kernels/gdn_params.h TileShape; auto: the launcher's own choice).
   TileShape tile;
+  /// Element type of the states (recurrent) or checkpoints (kvbuffer). bf16: layout kv and the delta form only
+  /// (DecodeProblem throws std::invalid_argument otherwise).
+  StateDtype state_dtype = StateDtype::fp32;
 };
 
 /// Bytes one model step of `c` touches per group (for the cold-L2 rotation): states (recurrent, stateful KVBuffer), or
@@ -105,9 +108,11 @@ class DecodeProblem {
   const float* dt_bias(int set) const { return inputs_.dt_bias(set); }
   void* o(int set) const;
   size_t o_bytes_per_set() const;
-  /// States (recurrent) or checkpoints (kvbuffer) of one set, [rows, HV, K, V] fp32, and their element count.
-  float* state(int set) const { return state_.get() + size_t(set) * state_elems_per_set(); }
+  /// States (recurrent) or checkpoints (kvbuffer) of one set, [rows, HV, K, V] of config().state_dtype elements, and
+  /// their element and byte counts.
+  void* state(int set) const { return state_.get() + size_t(set) * state_bytes_per_set(); }
   size_t state_elems_per_set() const { return state_rows_ * size_t(cfg_.shape.state_elems()); }
+  size_t state_bytes_per_set() const { return state_elems_per_set() * size_t(state_elem_bytes(cfg_.state_dtype)); }
 
  private:
   size_t tok_v() const { return size_t(cfg_.shape.heads_v) * cfg_.shape.head_dim_v; }
@@ -118,7 +123,7 @@ class DecodeProblem {
   int sets_ = 1;
   DeviceFootprint mem_;
   TokenInputSets inputs_;
-  DeviceBuffer<float> state_;  // recurrent state pool, or KVBuffer checkpoints
+  DeviceBuffer<unsigned char> state_;  // recurrent state pool, or KVBuffer checkpoints (state_dtype elements)
   size_t state_rows_ = 0;      // rows per set; 0: stateless without a flush, one placeholder row shared, never touched
   DeviceBuffer<int32_t> state_slot_;  // stateless: checkpoint row of each row (its slot when it materialises, else -1)
   DeviceBuffer<uint8_t> has_state_;   // stateless: zeros

@@ -50,6 +50,17 @@ DeviceBuffer<float> random_states(DeviceFootprint& mem, const GdnShape& s, size_
   return x;
 }
 
+DeviceBuffer<unsigned char> random_states(DeviceFootprint& mem, const GdnShape& s, size_t count, StateDtype d,
+                                          FillSeeds& seeds) {
+  DeviceBuffer<unsigned char> x = mem.alloc<unsigned char>(count * size_t(state_elem_bytes(d)));
+  const float std = 1.f / std::sqrt(float(s.head_dim_k));
+  if (d == StateDtype::bf16)
+    fill_normal(reinterpret_cast<bf16*>(x.get()), count, 0.f, std, seeds.next());
+  else
+    fill_normal(reinterpret_cast<float*>(x.get()), count, 0.f, std, seeds.next());
+  return x;
+}
+
 KVBufferEntrySets::KVBufferEntrySets(DeviceFootprint& mem, const GdnShape& s, int sets, int slots, int capacity,
                                      const TokenInputSets& gates, FillSeeds& seeds)
     : shape_(s), slots_(slots), capacity_(capacity) {
@@ -64,10 +75,12 @@ KVBufferEntrySets::KVBufferEntrySets(DeviceFootprint& mem, const GdnShape& s, in
                    gates.dt_bias(set), seeds.next());
 }
 
-KVBufferPool KVBufferEntrySets::pool(int set, float* checkpoints, int32_t* fill, int buffer_size) const {
+KVBufferPool KVBufferEntrySets::pool(int set, void* checkpoints, int32_t* fill, int buffer_size,
+                                     StateDtype state_dtype) const {
   const size_t entries = size_t(slots_) * capacity_;
   KVBufferPool p;
   set_pool_rows(p, checkpoints, fill, slots_, capacity_, buffer_size);
+  p.state_dtype = state_dtype;
   p.keys = keys_.get() + set * entries * shape_.heads_qk * shape_.head_dim_k;
   p.deltas = deltas_.get() + set * entries * shape_.heads_v * shape_.head_dim_v;
   p.log_decay = log_decay_.get() + set * entries * shape_.heads_v;

@@ -110,8 +110,8 @@ Params token_launch(const Config& c, const TokenInputs& in, const int32_t* slot,
 
 /// Sets the fields a KVBuffer pool of either form (KVBufferPool, RawKVBufferPool) has besides its entries: the
 /// checkpoints, the buffer positions, `slots` rows of `capacity` entries, and the buffer size B.
-template <typename Pool>
-void set_pool_rows(Pool& p, float* checkpoints, int32_t* fill, int slots, int capacity, int buffer_size) {
+template <typename Pool, typename Checkpoint>
+void set_pool_rows(Pool& p, Checkpoint* checkpoints, int32_t* fill, int slots, int capacity, int buffer_size) {
   p.checkpoint = checkpoints;
   p.fill = fill;
   p.num_slots = slots;
@@ -121,6 +121,9 @@ void set_pool_rows(Pool& p, float* checkpoints, int32_t* fill, int slots, int ca
 
 /// `count` fp32 state values ~ N(0, 1/sqrt(K)), so that S^T k^ has the scale of v. Throws CudaError.
 DeviceBuffer<float> random_states(DeviceFootprint& mem, const GdnShape& s, size_t count, FillSeeds& seeds);
+/// The same in StateDtype `d` (bf16: drawn as bf16), as the bytes of `count` elements. Throws CudaError.
+DeviceBuffer<unsigned char> random_states(DeviceFootprint& mem, const GdnShape& s, size_t count, StateDtype d,
+                                          FillSeeds& seeds);
 
 /// Buffered entries of KVBuffer pools (delta form, kernels/gdn_params.h KVBufferPool) for `sets` layer sets of
 /// `slots` slots with `capacity` entries each: raw keys bf16 ~ N(0, 1) [sets][slots, capacity, H, K], deltas fp32
@@ -131,8 +134,10 @@ class KVBufferEntrySets {
   /// Allocates and fills the entries (keys, deltas, then the log-decays set by set, from `seeds`). Throws CudaError.
   KVBufferEntrySets(DeviceFootprint& mem, const GdnShape& s, int sets, int slots, int capacity,
                     const TokenInputSets& gates, FillSeeds& seeds);
-  /// The pool of one set: its entries, the given checkpoints [slots, HV, K, V] and buffer positions [slots].
-  KVBufferPool pool(int set, float* checkpoints, int32_t* fill, int buffer_size) const;
+  /// The pool of one set: its entries, the given checkpoints [slots, HV, K, V] of `state_dtype` elements and buffer
+  /// positions [slots].
+  KVBufferPool pool(int set, void* checkpoints, int32_t* fill, int buffer_size,
+                    StateDtype state_dtype = StateDtype::fp32) const;
 
  private:
   GdnShape shape_;

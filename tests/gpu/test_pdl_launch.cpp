@@ -35,8 +35,8 @@ DecodeConfig pdl_config(DecodeVariant variant, int buffer_size, bool pdl) {
 /// What replays of one model step leave behind, gathered from every pool set: outputs, states (or checkpoints), and
 /// for KVBuffer verify its buffered deltas and buffer positions.
 struct StepResult {
-  std::vector<unsigned char> o;
-  std::vector<float> states, deltas;
+  std::vector<unsigned char> o, states;  // outputs and states as their bytes
+  std::vector<float> deltas;
   std::vector<int32_t> fill;
 };
 
@@ -71,12 +71,12 @@ void expect_same_bits(const StepResult& plain, const StepResult& pdl, const Step
   ASSERT_EQ(fresh.states.size(), pdl.states.size());
   ASSERT_FALSE(pdl.states.empty());
   EXPECT_TRUE(same_bytes(plain.o.data(), pdl.o.data(), plain.o.size())) << "outputs differ";
-  EXPECT_TRUE(same_bytes(plain.states.data(), pdl.states.data(), plain.states.size() * sizeof(float)))
+  EXPECT_TRUE(same_bytes(plain.states.data(), pdl.states.data(), plain.states.size()))
       << "states or checkpoints differ";
   EXPECT_TRUE(same_bytes(plain.deltas.data(), pdl.deltas.data(), plain.deltas.size() * sizeof(float)))
       << "buffered deltas differ";
   EXPECT_EQ(plain.fill, pdl.fill) << "buffer positions differ";
-  EXPECT_FALSE(same_bytes(fresh.states.data(), pdl.states.data(), pdl.states.size() * sizeof(float)))
+  EXPECT_FALSE(same_bytes(fresh.states.data(), pdl.states.data(), pdl.states.size()))
       << "the steps left the states as they started";
 }
 
@@ -87,7 +87,7 @@ StepResult run_steps(const DecodeConfig& cfg, int steps) {
       [](DecodeProblem& p, StepResult& r) {
         for (int set = 0; set < p.sets(); ++set) {
           append_download(r.o, static_cast<const unsigned char*>(p.o(set)), p.o_bytes_per_set());
-          append_download(r.states, p.state(set), p.state_elems_per_set());
+          append_download(r.states, static_cast<const unsigned char*>(p.state(set)), p.state_bytes_per_set());
         }
       });
 }
@@ -152,7 +152,7 @@ StepResult run_verify_steps(const VerifyConfig& cfg, int steps) {
         const size_t N = size_t(cfg.batch), se = size_t(cfg.shape.state_elems());
         for (int set = 0; set < p.sets(); ++set) {
           append_download(r.o, static_cast<const unsigned char*>(p.o(set)), p.o_bytes_per_set());
-          append_download(r.states, p.state(set), N * se);
+          append_download(r.states, reinterpret_cast<const unsigned char*>(p.state(set)), N * se * sizeof(float));
           if (p.kvbuffer()) {
             const KVBufferPool pool = p.kvbuffer_verify_params(set).pool;
             append_download(r.deltas, pool.deltas,

@@ -1,0 +1,241 @@
+// GPU tests of recurrent and KVBuffer decode with bf16 stored states (StateDtype::bf16) against the float64 reference
+// that rounds the stored state where the kernel stores it (DESIGN.md section 4). Each step starts the reference from
+// the state the kernel stored (so rounding differences do not accumulate): every stored element must then be the
+// reference's value rounded to bf16, or its neighbour where the fp32 and float64 values straddle a rounding boundary
+// (UlpCount);
+// outputs and buffered deltas, computed in fp32 from the same stored values, keep the fp32 tolerances. Every tile
+// and the automatic choice, padding rows, an unused slot, poisoned outputs. Skipped without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "harness/workloads/problem_setup.h"
+#include "kernels/launch_util.h"
+#include "reference/bf16.h"
+#include "reference/qwen3_next_inputs.h"
+#include "core/tolerances.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace kvb {
+namespace {
+
+using test::DeviceTokens;
+
+const GdnShape kShape{2, 4, 128, 128};
+const std::vector<int32_t> kSlots = {2, 0, -1, 1};  // row 2 is padding; slot 3 is never used
+constexpr int kNumSlots = 4, kUnused = 3;
+
+/// A state pool of bf16 elements on the device, from float64 values (rounded to bf16, nearest even).
+DeviceBuffer<uint16_t> upload_bf16(const std::vector<double>& x) {
+  std::vector<uint16_t> bits(x.size());
+  for (size_t i = 0; i < x.size(); ++i) bits[i] = ref::bf16_bits(static_cast<float>(x[i]));
+  return upload(bits);
+}
+
+/// Elements [first, first + n) of a bf16 pool, as double.
+std::vector<double> slot_values(const std::vector<uint16_t>& pool, size_t first, size_t n) {
+  std::vector<double> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = ref::bf16_to_float(pool[first + i]);
+  return out;
+}
+
+/// How a stored bf16 state compares with the rounded float64 one: elements equal, within one bf16 unit, further.
+/// The kernel's fp32 value may differ from the float64 one by the fp32 tolerance of the head (a tiny element that
+/// results from cancellation carries the rounding of its large terms), so an element within one bf16 unit of itself
+/// plus tol::kStateFp32 of its head's largest element counts as one unit off.
+struct UlpCount {
+  size_t equal = 0, one = 0, more = 0;
+  void add(const std::vector<double>& want_rounded, const std::vector<double>& got, int heads) {
+    const size_t per_head = got.size() / size_t(heads);
+    for (size_t h0 = 0; h0 < got.size(); h0 += per_head) {
+      double head_max = 0;
+      for (size_t i = h0; i < h0 + per_head; ++i) head_max = std::max(head_max, std::abs(want_rounded[i]));
+      for (size_t i = h0; i < h0 + per_head; ++i) {
+        if (got[i] == want_rounded[i]) {
+          ++equal;
+          continue;
+        }
+        // One unit in the last place of the larger magnitude: 2^(exponent - 7), 8 significant bits.
+        const double mag = std::max(std::abs(got[i]), std::abs(want_rounded[i]));
+        const double ulp = std::ldexp(1.0, std::ilogb(mag) - 7);
+        (std::abs(got[i] - want_rounded[i]) <= ulp + tol::kStateFp32 * head_max ? one : more) += 1;
+      }
+    }
+  }
+};
+
+std::vector<double> unused_slot(const std::vector<uint16_t>& pool, size_t se) {
+  return slot_values(pool, kUnused * se, se);
+}
+
+void expect_poison_gone_and_padding_zero(const std::vector<double>& o, size_t vv, int step) {
+  for (size_t r = 0; r < kSlots.size(); ++r) {
+    for (size_t i = 0; i < vv; ++i) {
+      const double x = o[r * vv + i];
+      ASSERT_TRUE(std::isfinite(x)) << "output not written, step " << step << " row " << r;
+      if (kSlots[r] < 0) {
+        ASSERT_EQ(x, 0.0) << "padding row " << r << " step " << step;
+      }
+    }
+  }
+}
+
+/// Recurrent decode with a bf16 state pool over `steps` steps with `tile`.
+void run_recurrent_bf16(int steps, TileShape tile, uint64_t seed) {
+  const GdnShape& s = kShape;
+  ref::Qwen3NextInputs gen(s, seed);
+  const ref::GateParams gp = gen.gate_params();
+  const int N = int(kSlots.size());
+  const size_t se = size_t(s.state_elems()), vv = size_t(s.heads_v) * s.head_dim_v;
+  std::vector<double> init;
+  for (int i = 0; i < kNumSlots; ++i) {
+    const std::vector<double> st = gen.state();
+    init.insert(init.end(), st.begin(), st.end());
+  }
+  DeviceBuffer<uint16_t> pool = upload_bf16(init);
+  const std::vector<double> unused_before = unused_slot(download(pool.get(), pool.size()), se);
+  const DeviceBuffer<int32_t> slot = upload(kSlots);
+  DeviceBuffer<float> o(N * vv);
+  UlpCount ulps;
+  double eo = 0;
+  for (int step = 0; step < steps; ++step) {
+    const std::vector<uint16_t> before = download(pool.get(), pool.size());
+    const std::vector<ref::TokenRaw> toks = gen.tokens(N);
+    const DeviceTokens dt(toks, gp);
+    KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
+    auto p = token_launch<RecurrentDecodeParams>(s, N, dt.inputs(), slot.get(), o.get(), OutputDtype::fp32);
+    p.state = pool.get();
+    p.state_dtype = StateDtype::bf16;
+    p.num_slots = kNumSlots;
+    p.tile = tile;
+    ASSERT_EQ(validate(p), "");
+    KVB_CUDA_CHECK(launch_recurrent_decode(p, nullptr));
+    const std::vector<double> o_got = test::outputs(o.get(), N * vv, OutputDtype::fp32);
+    expect_poison_gone_and_padding_zero(o_got, vv, step);
+    const std::vector<uint16_t> after = download(pool.get(), pool.size());
+    for (int r = 0; r < N; ++r) {
+      if (kSlots[r] < 0) continue;
+      std::vector<double> st = slot_values(before, kSlots[r] * se, se), o_ref;
+      ref::recurrent_decode(s, ref::prepare_token(s, toks[r], gp), st, o_ref, StateDtype::bf16);
+      ulps.add(st, slot_values(after, kSlots[r] * se, se), s.heads_v);
+      const std::vector<double> got(o_got.begin() + r * vv, o_got.begin() + (r + 1) * vv);
+      eo = std::max(eo, ref::max_rel_err(o_ref, got, s.heads_v));
+    }
+    ASSERT_EQ(unused_slot(after, se), unused_before) << "unused slot changed at step " << step;
+  }
+  EXPECT_EQ(ulps.more, 0u) << to_string(tile) << ": stored elements more than one bf16 unit off";
+  EXPECT_GE(double(ulps.equal), 0.999 * double(ulps.equal + ulps.one)) << to_string(tile);
+  EXPECT_LE(eo, tol::kOutputFp32) << to_string(tile);
+}
+
+TEST(Bf16StateDecodeGpu, RecurrentStoresTheRoundedStateForEveryTile) {
+  KVB_REQUIRE_GPU();
+  run_recurrent_bf16(24, TileShape{}, 71);
+  for (const TileShape& t : recurrent_decode_tiles()) run_recurrent_bf16(6, t, 72);
+}
+
+/// KVBuffer decode with a bf16 checkpoint pool, buffer size B, over `steps` steps with `tile`: every step compares
+/// the outputs, the appended delta (fp32) and, on a flush, the stored checkpoint.
+void run_kvbuffer_bf16(int B, int steps, TileShape tile, uint64_t seed) {
+  const GdnShape& s = kShape;
+  ref::Qwen3NextInputs gen(s, seed);
+  const ref::GateParams gp = gen.gate_params();
+  const int N = int(kSlots.size()), HV = s.heads_v;
+  const size_t se = size_t(s.state_elems()), qk = size_t(s.heads_qk) * s.head_dim_k, vv = size_t(HV) * s.head_dim_v;
+  std::vector<ref::KVBufferSlot> ref_slot(kNumSlots);
+  std::vector<double> init;
+  for (auto& rs : ref_slot) {
+    rs.checkpoint = gen.state();
+    ref::round_stored_state(rs.checkpoint, StateDtype::bf16);
+    init.insert(init.end(), rs.checkpoint.begin(), rs.checkpoint.end());
+  }
+  DeviceBuffer<uint16_t> ck = upload_bf16(init);
+  const std::vector<double> unused_before = unused_slot(download(ck.get(), ck.size()), se);
+  const int cap = std::max(B - 1, 1);
+  DeviceBuffer<bf16> keys(size_t(kNumSlots) * cap * qk);
+  DeviceBuffer<float> deltas(size_t(kNumSlots) * cap * vv), log_decay(size_t(kNumSlots) * cap * HV);
+  KVB_CUDA_CHECK(cudaMemset(deltas.get(), 0x7f, deltas.bytes()));
+  DeviceBuffer<int32_t> fill = upload(std::vector<int32_t>(kNumSlots, 0));
+  KVBufferPool pool{ck.get(), keys.get(), deltas.get(), log_decay.get(), fill.get(), kNumSlots, cap, B};
+  pool.state_dtype = StateDtype::bf16;
+  const DeviceBuffer<int32_t> slot = upload(kSlots);
+  DeviceBuffer<float> o(N * vv);
+  UlpCount ulps;
+  double eo = 0, eu = 0;
+  int flushes = 0;
+  for (int step = 0; step < steps; ++step) {
+    const std::vector<ref::TokenRaw> toks = gen.tokens(N);
+    const DeviceTokens dt(toks, gp);
+    KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
+    auto p = token_launch<KVBufferDecodeParams>(s, N, dt.inputs(), slot.get(), o.get(), OutputDtype::fp32);
+    p.pool = pool;
+    p.tile = tile;
+    ASSERT_EQ(validate(p), "");
+    KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
+    KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), slot.get(), N, B, nullptr));
+    const std::vector<double> o_got = test::outputs(o.get(), N * vv, OutputDtype::fp32);
+    expect_poison_gone_and_padding_zero(o_got, vv, step);
+    const std::vector<uint16_t> ck_got = download(ck.get(), ck.size());
+    const std::vector<float> d_got = download(deltas.get(), deltas.size());
+    for (int r = 0; r < N; ++r) {
+      if (kSlots[r] < 0) continue;
+      ref::KVBufferSlot& rs = ref_slot[kSlots[r]];
+      const bool flush = int(rs.entries.size()) + 1 >= B;
+      std::vector<double> o_ref;
+      ref::kvbuffer_decode(s, B, ref::prepare_token(s, toks[r], gp), rs, o_ref, StateDtype::bf16);
+      const std::vector<double> got(o_got.begin() + r * vv, o_got.begin() + (r + 1) * vv);
+      eo = std::max(eo, ref::max_rel_err(o_ref, got, HV));
+      if (flush) {
+        std::vector<double> c = slot_values(ck_got, kSlots[r] * se, se);
+        ulps.add(rs.checkpoint, c, HV);
+        rs.checkpoint = std::move(c);  // the next cycle starts from what the kernel stored
+        ++flushes;
+      } else {
+        const size_t e = size_t(kSlots[r]) * cap + rs.entries.size() - 1;
+        const std::vector<double> u(d_got.begin() + e * vv, d_got.begin() + (e + 1) * vv);
+        eu = std::max(eu, ref::max_rel_err(rs.entries.back().u, u, HV));
+      }
+    }
+    ASSERT_EQ(unused_slot(ck_got, se), unused_before) << "unused slot changed at step " << step;
+  }
+  const std::string what = "B=" + std::to_string(B) + " tile " + to_string(tile);
+  EXPECT_GT(flushes, 0) << what;
+  EXPECT_EQ(ulps.more, 0u) << what << ": stored elements more than one bf16 unit off";
+  EXPECT_GE(double(ulps.equal), 0.999 * double(ulps.equal + ulps.one)) << what;
+  EXPECT_LE(eo, tol::kOutputFp32) << what;
+  EXPECT_LE(eu, tol::kStateFp32) << what;
+}
+
+TEST(Bf16StateDecodeGpu, KVBufferFlushStoresTheRoundedCheckpointForEveryTile) {
+  KVB_REQUIRE_GPU();
+  for (int B : {1, 4, 16}) run_kvbuffer_bf16(B, 2 * B + 3, TileShape{}, 80 + B);
+  for (const TileShape& t : kvbuffer_decode_tiles()) run_kvbuffer_bf16(4, 9, t, 90);
+}
+
+TEST(Bf16StateDecodeValidation, LayoutVkAndOtherKernelsRefuseBf16NamingStateDtype) {
+  RecurrentDecodeParams p;
+  p.shape = kShape;
+  p.batch = 1;
+  p.in = test::unread_token_inputs(1);
+  int32_t slot = 0;
+  p.slot = &slot;
+  p.state = reinterpret_cast<void*>(16);
+  p.o = reinterpret_cast<void*>(16);
+  p.num_slots = 1;
+  p.state_dtype = StateDtype::bf16;
+  EXPECT_EQ(validate(p), "");
+  p.layout = StateLayout::vk;
+  EXPECT_NE(validate(p).find("state_dtype = bf16 with layout vk"), std::string::npos) << validate(p);
+  int32_t fill = 0;
+  KVBufferPool pool = test::unread_pool(&fill, 1, 15, 16);
+  pool.state_dtype = StateDtype::bf16;
+  EXPECT_EQ(validate_pool(pool), "");
+  EXPECT_NE(validate_fp32_checkpoint(pool, "kvbuffer verify").find("state_dtype = bf16: kvbuffer verify"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvb
