@@ -126,12 +126,17 @@ def read_result_rows(path, kind: str) -> list[dict[str, str]]:
         fail(str(e))
 
 
+# The state dtype whose rows the figures draw (run_figure's --state-dtype); the paper's figures are fp32.
+_state_dtype = "fp32"
+
+
 def read_csv(path, required: Iterable[str], kind: str) -> list[dict[str, str]]:
     """Rows of the result CSV of `kind` at `path` as dicts (strings), after kvb's validation (read_result_rows) and a
     check that its header has every `required` column.
 
-    Rows whose `status` is not `ok` are dropped. Exits 2 when the file is missing, malformed or breaks a rule, a
-    column is missing, or no row is left.
+    Rows whose `status` is not `ok` are dropped, and rows of another state dtype than the one chosen (run_figure's
+    --state-dtype, fp32 by default; a blank state_dtype counts as any). Exits 2 when the file is missing, malformed or
+    breaks a rule, a column is missing, or no row is left.
     """
     rows = read_result_rows(path, kind)
     if rows:
@@ -139,6 +144,11 @@ def read_csv(path, required: Iterable[str], kind: str) -> list[dict[str, str]]:
     rows = [r for r in rows if r.get("status", "ok") == "ok"]
     if not rows:
         fail(f"CSV {path} has no rows with status ok")
+    state_dtype = _state_dtype
+    rows = [r for r in rows if (r.get("state_dtype") or "").strip() in ("", state_dtype)]
+    if not rows:
+        fail(f"CSV {path} has no rows with status ok and state_dtype {state_dtype} (allowed: --state-dtype fp32 or "
+             "bf16, a value the CSV holds)")
     return rows
 
 
@@ -396,7 +406,11 @@ def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=Non
     if with_phase:
         p.add_argument("--phase", choices=("staggered", "aligned"), default="staggered",
                        help="KVBuffer buffer phases to plot (default staggered)")
+    p.add_argument("--state-dtype", choices=("fp32", "bf16"), default="fp32",
+                   help="rows of this state dtype (default fp32)")
     args = p.parse_args(argv)
+    global _state_dtype
+    _state_dtype = args.state_dtype
     if argv is None:
         stop_on_signals()
     try:

@@ -52,10 +52,12 @@ class Columns {
                                    origin_, t_.header[col], row[col]));
     return v;
   }
-  /// True when the row's status is ok (or the table has no status column).
+  /// True when the row's status is ok (or the table has no status column) and its states are fp32: the claims are
+  /// the paper's, made with fp32 states (an absent or empty state_dtype reads fp32; bf16 rows are left out).
   bool ok(const std::vector<std::string>& row) const {
     const auto st = find("status");
-    return !st || row[*st] == "ok";
+    const auto dtype = find("state_dtype");
+    return (!st || row[*st] == "ok") && (!dtype || row[*dtype].empty() || row[*dtype] == "fp32");
   }
 
  private:

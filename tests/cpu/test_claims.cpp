@@ -138,6 +138,28 @@ TEST(Claims, DecodeReductionAgainstRecurrentTakesTheBestBatchAndBufferSize) {
   EXPECT_EQ(d->phase, "staggered");
 }
 
+TEST(Claims, DecodeReductionLeavesBf16StateRowsOut) {
+  // bf16 rows (the state_dtype axis) faster than every fp32 row: the claims are made with fp32 states, so the result
+  // is the fp32 one of DecodeReductionAgainstRecurrentTakesTheBestBatchAndBufferSize.
+  CsvTable t = synthetic_decode();
+  const size_t dtype = 8;
+  ASSERT_EQ(t.header[dtype], "state_dtype");
+  for (const char* variant : {"recurrent", "kvbuffer"}) {
+    std::vector<std::string> row = t.rows[2];  // recurrent, batch 64
+    row[1] = variant;
+    row[3] = std::string(variant) == "kvbuffer" ? "2" : "";
+    row[4] = std::string(variant) == "kvbuffer" ? "staggered" : "";
+    row[dtype] = "bf16";
+    row[9] = std::string(variant) == "kvbuffer" ? "1" : "40";
+    t.rows.push_back(row);
+  }
+  const auto d = claims::best_reduction_vs_recurrent(t, "synthetic.csv");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->batch, 64);
+  EXPECT_EQ(d->buffer_size, 16);
+  EXPECT_DOUBLE_EQ(d->reduction, 1.0 - 4.0 / 80.0);
+}
+
 TEST(Claims, DecodeReductionAgainstTritonKeepsTheAnchorShape) {
   const auto d = claims::best_reduction_vs_peer(synthetic_decode(), "synthetic.csv", fla());
   ASSERT_TRUE(d.has_value());

@@ -660,6 +660,25 @@ def test_decode_figures_take_peer_rows(tmp_path):
         assert_figure(tmp_path / "figures", script)
 
 
+def test_decode_figures_draw_one_state_dtype_at_a_time(tmp_path):
+    """A decode CSV with fp32 and bf16 rows (the state_dtype axis): the figures draw the fp32 rows by default and the
+    bf16 ones with --state-dtype bf16; a dtype the CSV lacks exits 2 naming it."""
+    rows = SYNTHETIC["decode_latency.csv"]()
+    bf16 = [dict(r, state_dtype="bf16") for r in rows if r["status"] == "ok"]
+    csv_path = write_csv(tmp_path / "decode_latency.csv", rows + bf16)
+    for script in ("decode_latency", "decode_efficiency", "decode_bytes"):
+        for dtype in ("fp32", "bf16"):
+            out = tmp_path / dtype
+            r = run_script(script, "--csv", str(csv_path), "--out-dir", str(out), "--state-dtype", dtype)
+            assert r.returncode == 0, r.stderr
+            assert_figure(out, script)
+    only_fp32 = write_csv(tmp_path / "fp32_only.csv", rows)
+    r = run_script("decode_latency", "--csv", str(only_fp32), "--out-dir", str(tmp_path / "x"), "--state-dtype",
+                   "bf16")
+    assert r.returncode == 2
+    assert "state_dtype bf16" in r.stderr
+
+
 # ------------------------------------------------------------------------------------- kvb's rules, atomic figures
 
 CASES_DIR = REPO_ROOT / "tests" / "data" / "csv"
