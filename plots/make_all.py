@@ -50,6 +50,7 @@ FIGURES = (
     Figure("capacity", "capacity.csv", "kvb capacity --config experiments/capacity.toml"),
     Figure("short_context", "short_context.csv", "kvb sweep --config experiments/short_context.toml"),
     Figure("buffer_form", "buffer_form.csv", "kvb sweep --config experiments/buffer_form.toml"),
+    Figure("accuracy", "accuracy.csv", "kvb sweep --config experiments/accuracy.toml"),
 )
 
 # Modules in plots/ that are not figure scripts.

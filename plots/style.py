@@ -398,19 +398,22 @@ def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | Non
     save(fig, out_dir, name)
 
 
-def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=None, with_phase: bool = False) -> int:
-    """The command line of one figure script: parse --csv/--out-dir (and --phase when `with_phase`) and draw_figure.
+def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=None, with_phase: bool = False,
+               with_state_dtype: bool = True) -> int:
+    """The command line of one figure script: parse --csv/--out-dir (and --phase when `with_phase`, --state-dtype
+    when `with_state_dtype`: a figure that draws every state dtype has none) and draw_figure.
     Returns the exit status: 0, 2 for bad input (exits inside read_rows), 130 or 143 when SIGINT or SIGTERM stopped
     it (the figure left as it was)."""
     p = parser(doc.split("\n\n")[0], default_csv)
     if with_phase:
         p.add_argument("--phase", choices=("staggered", "aligned"), default="staggered",
                        help="KVBuffer buffer phases to plot (default staggered)")
-    p.add_argument("--state-dtype", choices=("fp32", "bf16"), default="fp32",
-                   help="rows of this state dtype (default fp32)")
+    if with_state_dtype:
+        p.add_argument("--state-dtype", choices=("fp32", "bf16"), default="fp32",
+                       help="rows of this state dtype (default fp32)")
     args = p.parse_args(argv)
     global _state_dtype
-    _state_dtype = args.state_dtype
+    _state_dtype = args.state_dtype if with_state_dtype else "fp32"
     if argv is None:
         stop_on_signals()
     try:

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/kinds/accuracy_runner.h"
 #include "harness/kinds/capacity_table.h"
 #include "harness/kinds/decode_runner.h"
 #include "harness/kinds/short_context_runner.h"
@@ -11,7 +12,7 @@ namespace kvb {
 
 const std::vector<ExperimentKind>& experiment_kinds() {
   static const std::vector<ExperimentKind> kinds = {decode_experiment_kind(), spec_verify_experiment_kind(),
-                                                     short_context_experiment_kind()};
+                                                     short_context_experiment_kind(), accuracy_experiment_kind()};
   return kinds;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "harness/measure/device_info.h"
+#include "harness/workloads/device_tokens.h"
 #include "harness/workloads/problem_setup.h"
 #include "core/cuda_check.h"
 #include "kernels/gdn_params.h"
@@ -119,44 +120,7 @@ inline KVBufferVerifyParams unread_verify_params(const GdnShape& s, int batch, i
   return p;
 }
 
-/// One decode token per row on the device ([N, H, K] etc.), from reference tokens (exact bf16 values) and gate
-/// parameters of the layer.
-struct DeviceTokens {
-  DeviceBuffer<bf16> q, k, v, a, b;
-  DeviceBuffer<float> A_log, dt_bias;
-  float scale = 0;
-
-  DeviceTokens(const std::vector<ref::TokenRaw>& rows, const ref::GateParams& gp) {
-    std::vector<double> Q, K, Vv, A, B;
-    for (const auto& t : rows) {
-      Q.insert(Q.end(), t.q.begin(), t.q.end());
-      K.insert(K.end(), t.k.begin(), t.k.end());
-      Vv.insert(Vv.end(), t.v.begin(), t.v.end());
-      A.insert(A.end(), t.a.begin(), t.a.end());
-      B.insert(B.end(), t.b.begin(), t.b.end());
-    }
-    q = upload(to_bf16(Q));
-    k = upload(to_bf16(K));
-    v = upload(to_bf16(Vv));
-    a = upload(to_bf16(A));
-    b = upload(to_bf16(B));
-    A_log = upload(to_float(gp.A_log));
-    dt_bias = upload(to_float(gp.dt_bias));
-    scale = float(gp.scale);
-  }
-  TokenInputs inputs() const {
-    TokenInputs in;
-    in.q = q.get();
-    in.k = k.get();
-    in.v = v.get();
-    in.a = a.get();
-    in.b = b.get();
-    in.A_log = A_log.get();
-    in.dt_bias = dt_bias.get();
-    in.scale = scale;
-    return in;
-  }
-};
+using kvb::DeviceTokens;  // harness/workloads/device_tokens.h
 
 /// Sets every byte of `b` to 0xff: NaN in fp32 and bf16, so that an element read before it is written, or left
 /// unwritten, shows up in a comparison (ref::max_rel_err gives +inf for NaN).

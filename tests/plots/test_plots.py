@@ -245,7 +245,42 @@ def synthetic_buffer_form_rows() -> list[dict[str, str]]:
     return rows
 
 
+ACCURACY_CHECKPOINTS = (1, 64, 512, 4096, 16384)
+ACCURACY_HEADER = (
+    ("experiment", "variant", "batch", "buffer_size", "tokens", "heads_qk", "heads_v", "head_dim_k", "head_dim_v",
+     "seed", "state_dtype", "output_dtype")
+    + tuple(f"{q}_err_at_{t}" for t in ACCURACY_CHECKPOINTS for q in ("state", "o"))
+    + ("tokens_run", "state_err_last", "o_err_last", "status", "gpu", "driver", "cuda", "git_sha", "timestamp")
+)
+
+
+def synthetic_accuracy_rows() -> list[dict[str, str]]:
+    """A small accuracy sweep on a made-up GPU: recurrent and KVBuffer (B = 16) with fp32 and bf16 states over 4096
+    tokens; bf16 errors growing as the square root of the tokens, recurrent's 4x KVBuffer's; one failed point."""
+    rows = []
+
+    def add(variant, b, dtype, scale, status="ok"):
+        row = dict.fromkeys(ACCURACY_HEADER, "")
+        row.update(experiment="synthetic", variant=variant, batch="2", buffer_size=b, tokens="4096", heads_qk="2",
+                   heads_v="4", head_dim_k="16", head_dim_v="16", seed="0", state_dtype=dtype, output_dtype="fp32",
+                   tokens_run="4096", status=status, gpu="Synthetic GPU X1", driver="1.0", cuda="12.9",
+                   git_sha="0123456789ab", timestamp="2026-01-01T00:00:00Z")
+        for t in ACCURACY_CHECKPOINTS[:4]:
+            row[f"state_err_at_{t}"] = f"{scale * t ** 0.5:.3g}"
+            row[f"o_err_at_{t}"] = f"{0.5 * scale * t ** 0.5:.3g}"
+        row["state_err_last"], row["o_err_last"] = row["state_err_at_4096"], row["o_err_at_4096"]
+        rows.append(row)
+
+    add("recurrent", "", "fp32", 1e-8)
+    add("recurrent", "", "bf16", 4e-4)
+    add("kvbuffer", "16", "fp32", 1e-8)
+    add("kvbuffer", "16", "bf16", 1e-4)
+    add("kvbuffer", "64", "bf16", 1e-4, status="failed: synthetic")
+    return rows
+
+
 SYNTHETIC = {
+    "accuracy.csv": synthetic_accuracy_rows,
     "decode_latency.csv": synthetic_decode_rows,
     "spec_verify.csv": synthetic_spec_verify_rows,
     "capacity.csv": synthetic_capacity_rows,
@@ -604,8 +639,9 @@ def test_make_all_skip_names_the_command(tmp_path):
         write_csv(results / name, SYNTHETIC[name]())
     r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(tmp_path / "figures"))
     assert r.returncode == 0, r.stderr
-    assert "skipped 2:" in r.stdout
+    assert "skipped 3:" in r.stdout
     assert "short_context.csv not found; kvb sweep --config experiments/short_context.toml writes it" in r.stdout
+    assert "accuracy.csv not found; kvb sweep --config experiments/accuracy.toml writes it" in r.stdout
     assert "buffer_form.csv not found; kvb sweep --config experiments/buffer_form.toml writes it" in r.stdout
 
 
@@ -744,7 +780,7 @@ def test_scripts_refuse_what_kvb_refuses(fig, spoil, needle, tmp_path):
 @pytest.mark.parametrize("value", ["nan", "-300", "0", "inf"])
 def test_latency_scripts_refuse_impossible_latencies(value, tmp_path):
     for fig in make_all.FIGURES:
-        if fig.csv == "capacity.csv":
+        if fig.csv in ("capacity.csv", "accuracy.csv"):  # no latency columns
             continue
         csv_path = write_csv(tmp_path / fig.csv, SYNTHETIC[fig.csv]())
         column = "verify_accept_us_median" if fig.csv == "spec_verify.csv" else "latency_us_median"

@@ -1,0 +1,96 @@
+"""Accuracy over a long decode: error against the float64 reference against tokens decoded, per variant and state dtype.
+
+Top panel (log x, log y): the state's error after T tokens (per head, relative to the head's largest element; KVBuffer:
+its checkpoint with the buffered entries folded in), one line per variant, buffer size and state dtype (fp32 solid,
+bf16 dashed). Bottom panel: the largest output error over the first T tokens, the same lines. Read from the
+state_err_at_T and o_err_at_T columns of an accuracy CSV (kvb sweep --config experiments/accuracy.toml).
+
+Usage: python3 plots/accuracy.py [--csv results/accuracy.csv] [--out-dir results/figures]
+Writes OUT_DIR/accuracy.png and .pdf. Exit 2 on bad input (a missing column is named).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import decode_data as dd
+import style
+
+NAME = "accuracy"
+DEFAULT_CSV = "accuracy.csv"
+KIND = "accuracy"  # the result CSV kind it reads (result_csv.py)
+CHECKPOINTS = (1, 64, 512, 4096, 16384)  # harness/workloads/accuracy_run.h accuracy_checkpoints()
+REQUIRED_COLUMNS = (("variant", "buffer_size", "state_dtype", "tokens_run") + dd.FOOTNOTE_COLUMNS
+                    + tuple(f"{q}_err_at_{t}" for t in CHECKPOINTS for q in ("state", "o")))
+DTYPE_STYLES = {"fp32": "-", "bf16": "--"}
+VARIANT_COLOURS = {"recurrent": style.RECURRENT_COLOUR}
+KVBUFFER_COLOURS = ("#31688e", "#35b779", "#e8741c", "#9467bd")
+
+
+def read_rows(path):
+    """The ok rows of the accuracy CSV at `path`, every state dtype (kvb's validation first); exits 2 when none."""
+    rows = [r for r in style.read_result_rows(path, KIND) if r.get("status", "ok") == "ok"]
+    if not rows:
+        style.fail(f"CSV {path} has no rows with status ok")
+    style.require_columns(rows, REQUIRED_COLUMNS, path)
+    return rows
+
+
+def series(rows, path):
+    """[(label, variant, B, dtype, [(T, state_err, o_err)])] in a stable order; exits 2 on an unknown variant or
+    dtype or a bad number."""
+    out = []
+    for r in rows:
+        variant, dtype = r["variant"].strip(), r["state_dtype"].strip()
+        if variant not in ("recurrent", "kvbuffer"):
+            style.fail(f"CSV {path} column variant: '{variant}' is not recurrent or kvbuffer")
+        if dtype not in DTYPE_STYLES:
+            style.fail(f"CSV {path} column state_dtype: '{dtype}' is not fp32 or bf16")
+        b = "" if variant == "recurrent" else r["buffer_size"].strip()
+        points = [(t, style.num(r, f"state_err_at_{t}", path), style.num(r, f"o_err_at_{t}", path))
+                  for t in CHECKPOINTS if not style.is_empty(r, f"state_err_at_{t}")]
+        label = ("recurrent" if variant == "recurrent" else f"KVBuffer B = {b}") + f", {dtype} states"
+        out.append((label, variant, int(b) if b else 0, dtype, points))
+    out.sort(key=lambda s: (s[1] != "recurrent", s[2], s[3] != "fp32"))
+    return out
+
+
+def build(rows, path):
+    """The figure for accuracy `rows` read from `path`."""
+    style.require_single(rows, dd.SHAPE_COLUMNS, path)
+    lines = series(rows, path)
+    fig, (ax, out_ax) = style.figure(style.TALL_WIDE, nrows=2, sharex=True)
+    sizes = sorted({b for _, v, b, _, _ in lines if v == "kvbuffer"})
+    ticks: set[float] = set()
+    for label, variant, b, dtype, points in lines:
+        if not points:
+            continue
+        colour = VARIANT_COLOURS.get(variant) or KVBUFFER_COLOURS[sizes.index(b) % len(KVBUFFER_COLOURS)]
+        ts = [p[0] for p in points]
+        ticks.update(ts)
+        # A zero error (nothing rounded yet) cannot sit on a log axis: drawn at the axis floor.
+        ax.plot(ts, [max(p[1], 1e-12) for p in points], color=colour, ls=DTYPE_STYLES[dtype], marker="o", lw=1.6,
+                label=label)
+        out_ax.plot(ts, [max(p[2], 1e-12) for p in points], color=colour, ls=DTYPE_STYLES[dtype], marker="o", lw=1.6,
+                    label=label)
+    for a in (ax, out_ax):
+        a.set_yscale("log")
+        a.grid(True, which="major", alpha=0.3)
+    ax.set_ylabel("state error after T tokens\n(of the head's largest element)")
+    out_ax.set_ylabel("largest output error\nover the first T tokens")
+    ax.set_title("Drift from the float64 reference over a long decode, one layer")
+    style.legend_outside(ax)
+    style.log2_axis(out_ax, ticks, "tokens decoded T")
+    ax.set_xlabel("")
+    style.footnote(fig, rows, path, extra="float64 reference with nothing rounded, from the states as stored; fp32 "
+                   "outputs; KVBuffer state: checkpoint with the buffered entries folded in")
+    return fig
+
+
+def main(argv=None) -> int:
+    """Command line entry: parse arguments, read and check the CSV, write the figure; returns the exit status."""
+    return style.run_figure(__doc__, DEFAULT_CSV, NAME, read_rows, build, argv, with_state_dtype=False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
