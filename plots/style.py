@@ -188,7 +188,8 @@ def require_single(rows: Sequence[Mapping[str, str]], columns: Iterable[str], pa
 
 
 def footnote_text(rows: Sequence[Mapping[str, str]], source) -> str:
-    """One line naming the GPU, driver, CUDA runtime, measurement date(s) (UTC), git revision(s) and the source CSV.
+    """One line naming the GPU, the state dtype where it is not fp32, driver, CUDA runtime, measurement date(s) (UTC),
+    git revision(s) and the source CSV.
 
     Read from the `gpu`, `driver`, `cuda`, `timestamp` (ISO 8601) and `git_sha` columns; several values are joined
     with " + ", dates as a range.
@@ -199,7 +200,8 @@ def footnote_text(rows: Sequence[Mapping[str, str]], source) -> str:
     dates = sorted({t[:10] for t in distinct(rows, "timestamp")})
     date = (dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}") if dates else "date unknown"
     sha = " + ".join(distinct(rows, "git_sha")) or "unknown"
-    parts = [gpu]
+    dtypes = distinct(rows, "state_dtype")
+    parts = [gpu] + ([f"{' + '.join(dtypes)} states"] if dtypes and dtypes != ["fp32"] else [])
     if driver:
         parts.append(f"driver {driver}")
     if cuda:

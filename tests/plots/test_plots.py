@@ -450,6 +450,8 @@ def test_footnote_names_gpu_dates_and_revision():
     assert "measured 2026-01-01 to 2026-01-02 UTC" in text
     assert "git 0123456789ab" in text
     assert "data results/x.csv" in text
+    bf16 = [dict(r, state_dtype="bf16") for r in rows]
+    assert style.footnote_text(bf16, "x.csv").startswith("Synthetic GPU X1 | bf16 states | driver 1.0")
 
 
 def test_make_all_runs_present_and_lists_skipped(tmp_path):
