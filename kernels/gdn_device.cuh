@@ -384,16 +384,10 @@ __device__ __forceinline__ void load_draft_values_async(const bf16* __restrict__
 // takes half the shared memory and is widened to fp32 where it is read); the extra rows are always fp32. Arithmetic
 // is fp32 either way; a store rounds to S (nearest even).
 
-/// Four consecutive stored state elements, widened to fp32 (S = float or bf16).
-template <typename S>
-__device__ __forceinline__ float4 state4_to_float(const S* p) {
-  if constexpr (std::is_same<S, float>::value) {
-    return *reinterpret_cast<const float4*>(p);
-  } else {
-    const uint2 w = *reinterpret_cast<const uint2*>(p);
-    return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u), __uint_as_float(w.y << 16),
-                       __uint_as_float(w.y & 0xffff0000u));
-  }
+/// Four consecutive bf16 elements (8 bytes, the first in the low half of w.x), widened to fp32 (exact).
+__device__ __forceinline__ float4 widen_bf16x4(const uint2& w) {
+  return make_float4(__uint_as_float(w.x << 16), __uint_as_float(w.x & 0xffff0000u), __uint_as_float(w.y << 16),
+                     __uint_as_float(w.y & 0xffff0000u));
 }
 /// Stores four consecutive state elements as S (bf16: rounded to nearest even), streaming (evict-first).
 template <typename S>
@@ -448,7 +442,7 @@ struct SmemTile {
     if constexpr (kFp32)
       return sm[(r - kFirstRow) * CG + cg];
     else
-      return state4_to_float(reinterpret_cast<const S*>(&state_word(r)));
+      return widen_bf16x4(state_word(r));
   }
   /// This thread's four columns of extra row j.
   __device__ __forceinline__ float4& extra(int j) const { return sm[kStateWords + j * CG + cg]; }

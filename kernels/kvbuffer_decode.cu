@@ -203,7 +203,8 @@ cudaError_t launch_typed(const KVBufferDecodeParams& p, cudaStream_t stream, KVB
 /// launch_typed with the checkpoint's element type of p.pool.state_dtype.
 template <int K, int VB, int THREADS = kThreads, bool kStateless = false>
 cudaError_t launch_tile(const KVBufferDecodeParams& p, cudaStream_t stream, KVBufferDecodeLaunch* describe) {
-  if (p.pool.state_dtype == StateDtype::bf16) return launch_typed<K, VB, THREADS, kStateless, bf16>(p, stream, describe);
+  if (p.pool.state_dtype == StateDtype::bf16)
+    return launch_typed<K, VB, THREADS, kStateless, bf16>(p, stream, describe);
   return launch_typed<K, VB, THREADS, kStateless, float>(p, stream, describe);
 }
 

@@ -168,7 +168,8 @@ __device__ __forceinline__ void fold_entries(float4 (&s)[CH], int r0, int n, con
 
 /// The flush, written straight to the checkpoint m ([K][V], this thread's rows and columns):
 ///   m <- decay S + kcol u^T + sum_{j<n} w_j k^_j[rows] u_j[cols]
-/// with S the tile's state rows, m stored as the tile's state type (from_zero: S = 0, a stateless request's first state, the tile's rows not read).
+/// with S the tile's state rows and m stored as the tile's state type (from_zero: S = 0, a stateless request's first
+/// state, the tile's rows not read).
 /// Rows are taken kFoldRows at a time into registers and every entry folded there, so the tile is read once and the
 /// state written once (streaming); keys, weights and deltas u_j (the tile's extra rows) come from shared memory, once
 /// per pass of kFoldRows rows. 8 rows fit kernels held to 80 registers (decode's six 64-column blocks per SM); 16

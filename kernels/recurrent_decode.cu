@@ -169,7 +169,8 @@ std::string validate(const RecurrentDecodeParams& p) {
   if (!p.state || !p.slot || !p.o) return "state, slot and o must be set";
   if (p.num_slots < 1) return "num_slots must be >= 1";
   if (p.state_dtype != StateDtype::fp32 && p.layout != StateLayout::kv)
-    return std::string("state_dtype = ") + to_string(p.state_dtype) + " with layout vk is not supported (allowed with vk: fp32)";
+    return std::string("state_dtype = ") + to_string(p.state_dtype) +
+           " with layout vk is not supported (allowed with vk: fp32)";
   if (p.layout == StateLayout::vk && p.shape.head_dim_k > 128)
     return "head_dim_k = " + std::to_string(p.shape.head_dim_k) + " with layout vk is not supported (allowed: 32, 64, 128)";
   if (auto e = validate_tile(p.tile, recurrent_decode_tiles(), p.shape, "recurrent decode"); !e.empty()) return e;

@@ -126,17 +126,12 @@ def read_result_rows(path, kind: str) -> list[dict[str, str]]:
         fail(str(e))
 
 
-# The state dtype whose rows the figures draw (run_figure's --state-dtype); the paper's figures are fp32.
-_state_dtype = "fp32"
-
-
 def read_csv(path, required: Iterable[str], kind: str) -> list[dict[str, str]]:
     """Rows of the result CSV of `kind` at `path` as dicts (strings), after kvb's validation (read_result_rows) and a
     check that its header has every `required` column.
 
-    Rows whose `status` is not `ok` are dropped, and rows of another state dtype than the one chosen (run_figure's
-    --state-dtype, fp32 by default; a blank state_dtype counts as any). Exits 2 when the file is missing, malformed or
-    breaks a rule, a column is missing, or no row is left.
+    Rows whose `status` is not `ok` are dropped. Exits 2 when the file is missing, malformed or breaks a rule, a
+    column is missing, or no row is left.
     """
     rows = read_result_rows(path, kind)
     if rows:
@@ -144,12 +139,17 @@ def read_csv(path, required: Iterable[str], kind: str) -> list[dict[str, str]]:
     rows = [r for r in rows if r.get("status", "ok") == "ok"]
     if not rows:
         fail(f"CSV {path} has no rows with status ok")
-    state_dtype = _state_dtype
-    rows = [r for r in rows if (r.get("state_dtype") or "").strip() in ("", state_dtype)]
-    if not rows:
+    return rows
+
+
+def rows_of_state_dtype(rows: Sequence[Mapping[str, str]], state_dtype: str, path) -> list:
+    """The rows whose state_dtype is `state_dtype` (a blank or absent state_dtype counts as any); exits 2 when none
+    is."""
+    kept = [r for r in rows if (r.get("state_dtype") or "").strip() in ("", state_dtype)]
+    if not kept:
         fail(f"CSV {path} has no rows with status ok and state_dtype {state_dtype} (allowed: --state-dtype fp32 or "
              "bf16, a value the CSV holds)")
-    return rows
+    return kept
 
 
 def num(row: Mapping[str, str], column: str, path) -> float:
@@ -390,12 +390,16 @@ def parser(description: str, default_csv: str) -> argparse.ArgumentParser:
     return p
 
 
-def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | None = None) -> None:
-    """Read the rows with `read_rows(csv_path)`, draw `build(rows, csv_path[, phase])` and save it as OUT_DIR/NAME.png
-    and .pdf. Bad input exits 2 (SystemExit) before anything is written."""
+def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | None = None,
+                state_dtype: str | None = None) -> None:
+    """Read the rows with `read_rows(csv_path)` (those of `state_dtype` only, when given), draw `build(rows,
+    csv_path[, phase])` and save it as OUT_DIR/NAME.png and .pdf. Bad input exits 2 (SystemExit) before anything is
+    written."""
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         fail(f"--out-dir {out_dir}: exists and is not a folder")
     rows = read_rows(csv_path)
+    if state_dtype is not None:
+        rows = rows_of_state_dtype(rows, state_dtype, csv_path)
     fig = build(rows, csv_path) if phase is None else build(rows, csv_path, phase)
     save(fig, out_dir, name)
 
@@ -414,12 +418,11 @@ def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=Non
         p.add_argument("--state-dtype", choices=("fp32", "bf16"), default="fp32",
                        help="rows of this state dtype (default fp32)")
     args = p.parse_args(argv)
-    global _state_dtype
-    _state_dtype = args.state_dtype if with_state_dtype else "fp32"
     if argv is None:
         stop_on_signals()
     try:
-        draw_figure(name, read_rows, build, args.csv, args.out_dir, args.phase if with_phase else None)
+        draw_figure(name, read_rows, build, args.csv, args.out_dir, args.phase if with_phase else None,
+                    args.state_dtype if with_state_dtype else None)
     except Interrupted as e:
         print(f"{name}: stopped by {e}; the figure is as it was", file=sys.stderr)
         return e.code

@@ -1,7 +1,6 @@
 #include "harness/workloads/accuracy_run.h"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -10,37 +9,12 @@
 #include "harness/workloads/problem_setup.h"
 #include "core/cuda_check.h"
 #include "kernels/gdn_params.h"
-#include "reference/bf16.h"
 #include "reference/gdn_reference.h"
 #include "reference/qwen3_next_inputs.h"
 
 namespace kvb {
-namespace {
 
-/// `x` as `d` elements on the device (bf16: rounded to nearest even), as bytes.
-DeviceBuffer<unsigned char> upload_state(const std::vector<double>& x, StateDtype d) {
-  std::vector<unsigned char> bytes(x.size() * size_t(state_elem_bytes(d)));
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (d == StateDtype::bf16) {
-      const uint16_t b = ref::bf16_bits(static_cast<float>(x[i]));
-      std::memcpy(bytes.data() + 2 * i, &b, 2);
-    } else {
-      const float f = static_cast<float>(x[i]);
-      std::memcpy(bytes.data() + 4 * i, &f, 4);
-    }
-  }
-  return upload(bytes);
-}
-
-/// A KVBuffer slot with its entries folded into its checkpoint (the state it stands for), in float64.
-std::vector<double> materialised(const GdnShape& s, ref::KVBufferSlot slot) {
-  ref::kvbuffer_flush(s, slot);
-  return std::move(slot.checkpoint);
-}
-
-}  // namespace
-
-std::vector<AccuracyPoint> run_accuracy(const AccuracyConfig& cfg, const std::function<void(int)>& progress) {
+std::vector<AccuracyPoint> run_accuracy(const AccuracyConfig& cfg) {
   const GdnShape& s = cfg.shape;
   if (auto e = validate_shape(s); !e.empty()) throw std::invalid_argument(e);
   if (cfg.batch < 1 || cfg.tokens < 1 || cfg.buffer_size < 1)
@@ -124,7 +98,7 @@ std::vector<AccuracyPoint> run_accuracy(const AccuracyConfig& cfg, const std::fu
                                      std::to_string(got.entries.size()) + " entries, the reference " +
                                      std::to_string(ref_slot[r].entries.size()));
           pt.state_err = std::max(pt.state_err,
-                                  ref::max_rel_err(materialised(s, ref_slot[r]), materialised(s, got), HV));
+                                  ref::max_rel_err(ref::kvbuffer_state(s, ref_slot[r]), ref::kvbuffer_state(s, got), HV));
         } else {
           const std::vector<double> got = download_state(states.get(), cfg.state_dtype, size_t(r) * se, se);
           pt.state_err = std::max(pt.state_err, ref::max_rel_err(ref_state[r], got, HV));
@@ -132,7 +106,6 @@ std::vector<AccuracyPoint> run_accuracy(const AccuracyConfig& cfg, const std::fu
       }
       out.push_back(pt);
     }
-    if (progress) progress(t);
   }
   return out;
 }

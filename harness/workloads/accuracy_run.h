@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "core/gdn_shape.h"
@@ -40,8 +39,7 @@ struct AccuracyPoint {
 
 /// Runs `cfg` on the current CUDA device, the float64 reference (exact: nothing rounded) beside it, starting both from
 /// the states as stored. Returns one AccuracyPoint per accuracy_checkpoints() entry up to cfg.tokens, and the last
-/// token when it is not one of them. `progress(t)` (optional) is called after each token. Throws std::invalid_argument
-/// for a bad config, CudaError on a CUDA failure.
-std::vector<AccuracyPoint> run_accuracy(const AccuracyConfig& cfg, const std::function<void(int)>& progress = {});
+/// token when it is not one of them. Throws std::invalid_argument for a bad config, CudaError on a CUDA failure.
+std::vector<AccuracyPoint> run_accuracy(const AccuracyConfig& cfg);
 
 }  // namespace kvb

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 
 #include "harness/workloads/device_random.h"
 #include "core/cuda_check.h"
 #include "core/tolerances.h"
+#include "reference/bf16.h"
 
 namespace kvb {
 
@@ -49,6 +51,20 @@ ref::TokenRaw download_token(const TokenInputs& in, const GdnShape& s, size_t in
 std::vector<double> download_state(const void* p, StateDtype d, size_t first, size_t n) {
   if (d == StateDtype::bf16) return to_double(download(static_cast<const bf16*>(p) + first, n));
   return download_double(static_cast<const float*>(p) + first, n);
+}
+
+DeviceBuffer<unsigned char> upload_state(const std::vector<double>& x, StateDtype d) {
+  std::vector<unsigned char> bytes(x.size() * size_t(state_elem_bytes(d)));
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (d == StateDtype::bf16) {
+      const uint16_t b = ref::bf16_bits(static_cast<float>(x[i]));
+      std::memcpy(bytes.data() + 2 * i, &b, 2);
+    } else {
+      const float f = static_cast<float>(x[i]);
+      std::memcpy(bytes.data() + 4 * i, &f, 4);
+    }
+  }
+  return upload(bytes);
 }
 
 ref::GateParams download_gate_params(const TokenInputs& in, const GdnShape& s) {

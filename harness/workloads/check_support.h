@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cuda_check.h"
 #include "kernels/gdn_params.h"
 #include "reference/gdn_reference.h"
 #include "core/tolerances.h"
@@ -37,6 +38,8 @@ std::vector<double> to_double(const std::vector<float>& x);
 std::vector<double> download_double(const float* p, size_t n);
 /// Elements [first, first + n) of a device state array of `d` elements (fp32 or bf16), widened to double.
 std::vector<double> download_state(const void* p, StateDtype d, size_t first, size_t n);
+/// `x` on the device as `d` elements (rounded to nearest even), as their bytes (synchronous). Throws CudaError.
+DeviceBuffer<unsigned char> upload_state(const std::vector<double>& x, StateDtype d);
 
 /// Poisons the `bytes` bytes of outputs at device pointer `o` with NaN (0xff bytes: NaN in bf16 and fp32), runs
 /// `launch()` (which enqueues on `stream`), waits for the stream, and returns the outputs in dtype `dt` as double;

@@ -1,17 +1,12 @@
 #include "harness/workloads/device_tokens.h"
 
 namespace kvb {
-namespace {
 
 std::vector<bf16> to_bf16(const std::vector<double>& x) {
   std::vector<bf16> r(x.size());
   for (size_t i = 0; i < x.size(); ++i) r[i] = __float2bfloat16_rn(float(x[i]));
   return r;
 }
-
-std::vector<float> to_float(const std::vector<double>& x) { return {x.begin(), x.end()}; }
-
-}  // namespace
 
 DeviceTokens::DeviceTokens(const std::vector<ref::TokenRaw>& rows, const ref::GateParams& gp) {
   std::vector<double> Q, K, Vv, A, B;
@@ -27,8 +22,8 @@ DeviceTokens::DeviceTokens(const std::vector<ref::TokenRaw>& rows, const ref::Ga
   v = upload(to_bf16(Vv));
   a = upload(to_bf16(A));
   b = upload(to_bf16(B));
-  A_log = upload(to_float(gp.A_log));
-  dt_bias = upload(to_float(gp.dt_bias));
+  A_log = upload(std::vector<float>(gp.A_log.begin(), gp.A_log.end()));
+  dt_bias = upload(std::vector<float>(gp.dt_bias.begin(), gp.dt_bias.end()));
   scale = float(gp.scale);
 }
 

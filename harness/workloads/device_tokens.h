@@ -10,6 +10,9 @@
 
 namespace kvb {
 
+/// `x` rounded to bf16 (nearest even): exact for values drawn as bf16.
+std::vector<bf16> to_bf16(const std::vector<double>& x);
+
 /// The tokens of `rows` (one each, [N] of ref::TokenRaw, exact in bf16 as drawn) and the layer's gate parameters on
 /// the device; inputs() gives the TokenInputs of a launch (tokens = 1, raw gates). Throws CudaError.
 struct DeviceTokens {

@@ -66,11 +66,7 @@ inline double verify_output_tol(VerifyKernel, OutputDtype d) {
 }
 
 inline std::vector<double> to_double(const std::vector<float>& x) { return {x.begin(), x.end()}; }
-inline std::vector<bf16> to_bf16(const std::vector<double>& x) {
-  std::vector<bf16> r(x.size());
-  for (size_t i = 0; i < x.size(); ++i) r[i] = __float2bfloat16_rn(float(x[i]));
-  return r;
-}
+using kvb::to_bf16;  // harness/workloads/device_tokens.h
 inline std::vector<float> to_float(const std::vector<double>& x) { return {x.begin(), x.end()}; }
 
 /// Per-step errors of a run of decode steps or verify rounds (o and states, checkpoints or entries, relative to the

@@ -9,12 +9,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
+#include "harness/workloads/check_support.h"
 #include "harness/workloads/problem_setup.h"
 #include "kernels/launch_util.h"
-#include "reference/bf16.h"
 #include "reference/qwen3_next_inputs.h"
 #include "core/tolerances.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -28,18 +27,14 @@ const GdnShape kShape{2, 4, 128, 128};
 const std::vector<int32_t> kSlots = {2, 0, -1, 1};  // row 2 is padding; slot 3 is never used
 constexpr int kNumSlots = 4, kUnused = 3;
 
-/// A state pool of bf16 elements on the device, from float64 values (rounded to bf16, nearest even).
-DeviceBuffer<uint16_t> upload_bf16(const std::vector<double>& x) {
-  std::vector<uint16_t> bits(x.size());
-  for (size_t i = 0; i < x.size(); ++i) bits[i] = ref::bf16_bits(static_cast<float>(x[i]));
-  return upload(bits);
+/// Every element of a bf16 state pool on the device, as double.
+std::vector<double> download_pool(const DeviceBuffer<unsigned char>& pool) {
+  return download_state(pool.get(), StateDtype::bf16, 0, pool.size() / 2);
 }
 
-/// Elements [first, first + n) of a bf16 pool, as double.
-std::vector<double> slot_values(const std::vector<uint16_t>& pool, size_t first, size_t n) {
-  std::vector<double> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = ref::bf16_to_float(pool[first + i]);
-  return out;
+/// Elements [first, first + n) of a downloaded pool.
+std::vector<double> slot_values(const std::vector<double>& pool, size_t first, size_t n) {
+  return std::vector<double>(pool.begin() + first, pool.begin() + first + n);
 }
 
 /// How a stored bf16 state compares with the rounded float64 one: elements equal, within one bf16 unit, further.
@@ -67,7 +62,7 @@ struct UlpCount {
   }
 };
 
-std::vector<double> unused_slot(const std::vector<uint16_t>& pool, size_t se) {
+std::vector<double> unused_slot(const std::vector<double>& pool, size_t se) {
   return slot_values(pool, kUnused * se, se);
 }
 
@@ -95,14 +90,14 @@ void run_recurrent_bf16(int steps, TileShape tile, uint64_t seed) {
     const std::vector<double> st = gen.state();
     init.insert(init.end(), st.begin(), st.end());
   }
-  DeviceBuffer<uint16_t> pool = upload_bf16(init);
-  const std::vector<double> unused_before = unused_slot(download(pool.get(), pool.size()), se);
+  DeviceBuffer<unsigned char> pool = upload_state(init, StateDtype::bf16);
+  const std::vector<double> unused_before = unused_slot(download_pool(pool), se);
   const DeviceBuffer<int32_t> slot = upload(kSlots);
   DeviceBuffer<float> o(N * vv);
   UlpCount ulps;
   double eo = 0;
   for (int step = 0; step < steps; ++step) {
-    const std::vector<uint16_t> before = download(pool.get(), pool.size());
+    const std::vector<double> before = download_pool(pool);
     const std::vector<ref::TokenRaw> toks = gen.tokens(N);
     const DeviceTokens dt(toks, gp);
     KVB_CUDA_CHECK(cudaMemset(o.get(), 0xff, o.bytes()));
@@ -115,7 +110,7 @@ void run_recurrent_bf16(int steps, TileShape tile, uint64_t seed) {
     KVB_CUDA_CHECK(launch_recurrent_decode(p, nullptr));
     const std::vector<double> o_got = test::outputs(o.get(), N * vv, OutputDtype::fp32);
     expect_poison_gone_and_padding_zero(o_got, vv, step);
-    const std::vector<uint16_t> after = download(pool.get(), pool.size());
+    const std::vector<double> after = download_pool(pool);
     for (int r = 0; r < N; ++r) {
       if (kSlots[r] < 0) continue;
       std::vector<double> st = slot_values(before, kSlots[r] * se, se), o_ref;
@@ -152,8 +147,8 @@ void run_kvbuffer_bf16(int B, int steps, TileShape tile, uint64_t seed) {
     ref::round_stored_state(rs.checkpoint, StateDtype::bf16);
     init.insert(init.end(), rs.checkpoint.begin(), rs.checkpoint.end());
   }
-  DeviceBuffer<uint16_t> ck = upload_bf16(init);
-  const std::vector<double> unused_before = unused_slot(download(ck.get(), ck.size()), se);
+  DeviceBuffer<unsigned char> ck = upload_state(init, StateDtype::bf16);
+  const std::vector<double> unused_before = unused_slot(download_pool(ck), se);
   const int cap = std::max(B - 1, 1);
   DeviceBuffer<bf16> keys(size_t(kNumSlots) * cap * qk);
   DeviceBuffer<float> deltas(size_t(kNumSlots) * cap * vv), log_decay(size_t(kNumSlots) * cap * HV);
@@ -178,7 +173,7 @@ void run_kvbuffer_bf16(int B, int steps, TileShape tile, uint64_t seed) {
     KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), slot.get(), N, B, nullptr));
     const std::vector<double> o_got = test::outputs(o.get(), N * vv, OutputDtype::fp32);
     expect_poison_gone_and_padding_zero(o_got, vv, step);
-    const std::vector<uint16_t> ck_got = download(ck.get(), ck.size());
+    const std::vector<double> ck_got = download_pool(ck);
     const std::vector<float> d_got = download(deltas.get(), deltas.size());
     for (int r = 0; r < N; ++r) {
       if (kSlots[r] < 0) continue;
