@@ -106,8 +106,9 @@ struct KVBufferPool {
   /// Checkpoint rows of `checkpoint` when they differ from the buffer rows (0 = num_slots): a pool can hold many more
   /// buffers than states, since a stateless request (DESIGN.md section 3) has a buffer row and no checkpoint row.
   int num_checkpoints = 0;
-  /// The checkpoint's element type. bf16: KVBuffer decode (delta form) only; every other kernel of the pool refuses
-  /// it (validate). The buffered entries stay as above either way.
+  /// The checkpoint's element type. bf16: KVBuffer decode (delta form) and verify on the tensor-core kernel
+  /// (VerifyKernel::automatic or tensor_cores) only; every other kernel of the pool refuses it (validate). The
+  /// buffered entries stay as above either way.
   StateDtype state_dtype = StateDtype::fp32;
 
   /// Rows of `checkpoint`: num_checkpoints, or num_slots when it is 0.

@@ -228,7 +228,7 @@ std::string validate_pool(const KVBufferPool& pool) {
 std::string validate_fp32_checkpoint(const KVBufferPool& pool, const char* family) {
   if (pool.state_dtype == StateDtype::fp32) return "";
   return std::string("state_dtype = ") + to_string(pool.state_dtype) + ": " + family +
-         " takes fp32 checkpoints (allowed: fp32; bf16 with kvbuffer decode)";
+         " takes fp32 checkpoints (allowed: fp32; bf16 with kvbuffer decode and verify)";
 }
 
 std::string validate(const KVBufferDecodeParams& p) {

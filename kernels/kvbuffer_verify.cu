@@ -648,7 +648,6 @@ std::string validate(const KVBufferVerifyParams& p) {
   if (auto e = validate_inputs(p.in, p.batch); !e.empty()) return e;
   if (auto e = validate_draft_tokens(p.in.tokens); !e.empty()) return e;
   if (auto e = validate_pool(p.pool); !e.empty()) return e;
-  if (auto e = validate_fp32_checkpoint(p.pool, "kvbuffer verify"); !e.empty()) return e;
   if (auto e = validate_verify_capacity(p.pool, p.in.tokens); !e.empty()) return e;
   if (p.pool.checkpoint_rows() != p.pool.num_slots)
     return "pool.num_checkpoints = " + std::to_string(p.pool.num_checkpoints) +
@@ -658,6 +657,13 @@ std::string validate(const KVBufferVerifyParams& p) {
   if (p.kernel != VerifyKernel::automatic && p.kernel != VerifyKernel::cuda_cores &&
       p.kernel != VerifyKernel::tensor_cores)
     return "kernel = " + std::to_string(int(p.kernel)) + " (allowed: automatic, cuda_cores, tensor_cores)";
+  if (p.pool.state_dtype != StateDtype::fp32) {  // bf16 checkpoints: the tensor-core kernel only
+    if (p.kernel == VerifyKernel::cuda_cores)
+      return std::string("state_dtype = ") + to_string(p.pool.state_dtype) +
+             ": kernel = cuda_cores takes fp32 checkpoints (allowed with bf16: kernel = automatic or tensor_cores)";
+    if (auto e = validate_tensor_core_verify(p); !e.empty())
+      return std::string("state_dtype = ") + to_string(p.pool.state_dtype) + " takes the tensor-core kernel: " + e;
+  }
   if (p.kernel == VerifyKernel::tensor_cores) return validate_tensor_core_verify(p);
   return "";
 }
@@ -671,7 +677,8 @@ cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, 
   // tensor-core kernel's blocks, two heads each, are too few to fill the GPU.
   const int64_t items = int64_t(p.batch) * p.shape.heads_v;
   const bool tc_measured_faster = items >= 15 * int64_t(sm_count());
-  if (p.kernel == VerifyKernel::tensor_cores ||
+  // bf16 checkpoints: only the tensor-core kernel takes them (validate).
+  if (p.kernel == VerifyKernel::tensor_cores || p.pool.state_dtype != StateDtype::fp32 ||
       (p.kernel == VerifyKernel::automatic && tc_measured_faster && validate_tensor_core_verify(p).empty()))
     return launch_tensor_core_verify(p, stream, describe);
   if (describe) describe->kernel = VerifyKernel::cuda_cores;

@@ -27,8 +27,14 @@
 // those same B columns, also shared by the heads: only the gates and the entries' log-decays are per head.
 // Every product is split 3xTF32 (kernels/mma_tf32.cuh), the queries' too: an output sums terms many times its own
 // size, and one TF32 product (about 2^-11 of each term) can then reach 1e-2 of the head's largest output.
+//
+// The checkpoint is fp32 or bf16 (pool.state_dtype: S). A bf16 slice streams at half the bytes (a lane reads 8 bytes
+// of each of its rows), and bf16 values are exact in TF32: their products over the checkpoint rows take two TF32
+// products (with x's hi and lo) instead of three. A due row's fold is formed in fp32, rounded to bf16 (nearest even)
+// where it is stored, and the drafts' products take the rounded values, which are what the next step reads.
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "kernels/gdn_params.h"
 #include "kernels/kvbuffer_device.cuh"
@@ -49,12 +55,13 @@ constexpr int kTcWarps = 4;                        ///< warps a block: 32 value 
 constexpr int kTcThreads = 32 * kTcWarps;
 constexpr int kTcColumns = kTcV / kTcWarps;        ///< value columns a warp
 constexpr int kTcSteps = kTcK / 8;                 ///< k-steps over the checkpoint rows of one value head
-/// Checkpoint k-steps a warp has requested ahead for m = M drafts: the depth that leaves the block's 128 registers a
-/// thread (kTcMinBlocks) with the fewest spills, since a spill's local-memory round trip stalls the stream more than
-/// one k-step fewer in flight does.
-template <int M>
+/// Checkpoint k-steps a warp has requested ahead for m = M drafts and checkpoint elements S: for fp32 the depth that
+/// leaves the block's 128 registers a thread (kTcMinBlocks) with the fewest spills, since a spill's local-memory round
+/// trip stalls the stream more than one k-step fewer in flight does; for bf16 twice that, the same registers and the
+/// same bytes in flight.
+template <int M, typename S>
 constexpr int tc_in_flight() {
-  return M == 3 || M == 4 ? 2 : 3;
+  return (M == 3 || M == 4 ? 2 : 3) * (std::is_same<S, float>::value ? 1 : 2);
 }
 constexpr int kTcHeldChunks = 2;                   ///< 8-entry chunks a due row's fold keeps split in registers
 constexpr int kTcMinBlocks = 4;                    ///< blocks per SM the registers allow (128 a thread)
@@ -123,6 +130,20 @@ struct TcShared {
 
 __device__ __forceinline__ float4 load4_nc(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
 
+/// Four consecutive checkpoint elements of one row as stored: float4 (fp32) or uint2 (bf16, two to a word, the first
+/// in the low half).
+template <typename S>
+using Stored4 = std::conditional_t<std::is_same<S, float>::value, float4, uint2>;
+template <typename S>
+__device__ __forceinline__ Stored4<S> load_stored4(const S* p) {
+  return __ldg(reinterpret_cast<const Stored4<S>*>(p));
+}
+/// Two fp32 values rounded to bf16 (nearest even) in one word, `lo` in the low half.
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+
 /// Puts x, split, at row r of column c of a B operand (pitch in 8-byte elements; layout: TcLayout).
 __device__ __forceinline__ void put_b(uint32_t* b, int pitch, int c, int r, float x) {
   const Tf32Pair s = split_tf32(x);
@@ -132,14 +153,15 @@ __device__ __forceinline__ void put_b(uint32_t* b, int pitch, int c, int r, floa
 }
 
 /// HPC: value heads a block (1, or 2 when the key group's heads pair up), which share the drafts' keys and queries,
-/// the buffer's keys and their products.
-template <int M, int HPC>
+/// the buffer's keys and their products. S: the checkpoint's element type (float or bf16).
+template <int M, int HPC, typename S>
 __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_kernel(const KVBufferVerifyParams p) {
+  constexpr bool kFp32 = std::is_same<S, float>::value;
   constexpr int K = kTcK, V = kTcV;
   using Lay = TcLayout<M, HPC>;
   constexpr int NT = Lay::NT, NCOL = Lay::NCOL, Q0 = Lay::Q0, TRP = Lay::TR_PITCH, KEYP = Lay::KEY_PITCH,
                 KPP = Lay::KP_PITCH, XP = Lay::X_PITCH;
-  constexpr int kInFlight = tc_in_flight<M>();
+  constexpr int kInFlight = tc_in_flight<M, S>();
   extern __shared__ __align__(16) char smem[];
   __shared__ TcShared<M, HPC> sh;
   const Lay lay(p.pool.capacity);
@@ -164,13 +186,13 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
 
   // This lane's checkpoint values: at k-step q (head q / 16), rows 8 (q % 16) + 2t and + 1, columns vb + 4 g .. + 3.
   const int64_t slice = (int64_t(slot) * HV + h0) * K * V + 2 * t * V + vb + 4 * g;
-  const float* const s0 = static_cast<const float*>(pool.checkpoint) + slice;
+  const S* const s0 = static_cast<const S*>(pool.checkpoint) + slice;
   const auto slice_rows = [&](int q) { return s0 + (q / kTcSteps) * (K * V) + 8 * (q % kTcSteps) * V; };
-  float4 ring[kInFlight][2];
+  Stored4<S> ring[kInFlight][2];
 #pragma unroll
   for (int q = 0; q < kInFlight; ++q) {
-    ring[q][0] = load4_nc(slice_rows(q));
-    ring[q][1] = load4_nc(slice_rows(q) + V);
+    ring[q][0] = load_stored4(slice_rows(q));
+    ring[q][1] = load_stored4(slice_rows(q) + V);
   }
   pdl_wait();
   pdl_launch_dependents();
@@ -379,16 +401,37 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
         mma_3xtf32(acc[nt][1], a1, {b.x, b.z}, {b.y, b.w});
       }
     };
+    // The same with A exact in TF32 (bf16 checkpoint values).
+    const auto product_exact = [&](const uint32_t(&a0)[4], const uint32_t(&a1)[4], const uint4* const(&cols)[NT],
+                                   int r) {
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const uint4 b = cols[nt][r / 2];
+        mma_2xtf32(acc[nt][0], a0, {b.x, b.z}, {b.y, b.w});
+        mma_2xtf32(acc[nt][1], a1, {b.x, b.z}, {b.y, b.w});
+      }
+    };
+    // The products over the checkpoint's rows 8 s + 2t and + 1 (this lane's x0, x1 as stored).
+    const auto slice_product = [&](const Stored4<S>& x0, const Stored4<S>& x1, int s) {
+      if constexpr (kFp32) {
+        product(split_a(x0.x, x0.y, x1.x, x1.y), split_a(x0.z, x0.w, x1.z, x1.w), xcol, 8 * s);
+      } else {
+        uint32_t a0[4], a1[4];
+        bf16_a(x0.x, x1.x, a0);
+        bf16_a(x0.y, x1.y, a1);
+        product_exact(a0, a1, xcol, 8 * s);
+      }
+    };
     const float decay0 = decay0s[hh];
     const float* const wh = lw + hh * rows;
     const int chunks = (n + 7) / 8;
-    const auto next_slice_step = [&](int s, float4& x0, float4& x1) {
+    const auto next_slice_step = [&](int s, Stored4<S>& x0, Stored4<S>& x1) {
       const int q = hh * kTcSteps + s;
       x0 = ring[q % kInFlight][0];
       x1 = ring[q % kInFlight][1];
       if (q + kInFlight < HPC * kTcSteps) {
-        ring[q % kInFlight][0] = load4_nc(slice_rows(q + kInFlight));
-        ring[q % kInFlight][1] = load4_nc(slice_rows(q + kInFlight) + V);
+        ring[q % kInFlight][0] = load_stored4(slice_rows(q + kInFlight));
+        ring[q % kInFlight][1] = load_stored4(slice_rows(q + kInFlight) + V);
       }
     };
     // Chunk c's deltas (loaded: x0, x1, rows 8c + 2t and + 1) as A fragments, each entry scaled by w_j / |k_j| for a
@@ -410,10 +453,10 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
       float4 c0[2];
 #pragma unroll
       for (int s = 0; s < kTcSteps; ++s) {
-        float4 x0, x1;
+        Stored4<S> x0, x1;
         next_slice_step(s, x0, x1);
         if (s == kTcSteps - kInFlight) load_chunk(0, c0[0], c0[1]);
-        product(split_a(x0.x, x0.y, x1.x, x1.y), split_a(x0.z, x0.w, x1.z, x1.w), xcol, 8 * s);
+        slice_product(x0, x1, s);
       }
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
@@ -442,11 +485,19 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
           load_chunk(c, x0, x1);
           chunk_a(c, true, x0, x1, held[c][0], held[c][1]);
         }
-      float* const ck = static_cast<float*>(pool.checkpoint) + slice + hh * (K * V);
+      S* const ck = static_cast<S*>(pool.checkpoint) + slice + hh * (K * V);
 #pragma unroll
       for (int s = 0; s < kTcSteps; ++s) {
+        Stored4<S> stored0, stored1;
+        next_slice_step(s, stored0, stored1);
         float4 x0, x1;
-        next_slice_step(s, x0, x1);
+        if constexpr (kFp32) {
+          x0 = stored0;
+          x1 = stored1;
+        } else {
+          x0 = widen_bf16x4(stored0);
+          x1 = widen_bf16x4(stored1);
+        }
         float d0[4] = {decay0 * x0.x, decay0 * x1.x, decay0 * x0.y, decay0 * x1.y};
         float d1[4] = {decay0 * x0.z, decay0 * x1.z, decay0 * x0.w, decay0 * x1.w};
         const auto fold = [&](const Tf32A& a0, const Tf32A& a1, int c) {
@@ -469,9 +520,17 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
           chunk_a(c, true, x0, x1, a0, a1);
           fold(a0, a1, c);
         }
-        __stcs(reinterpret_cast<float4*>(ck + 8 * s * V), make_float4(d0[0], d0[2], d1[0], d1[2]));
-        __stcs(reinterpret_cast<float4*>(ck + (8 * s + 1) * V), make_float4(d0[1], d0[3], d1[1], d1[3]));
-        product(split_a(d0[0], d0[2], d0[1], d0[3]), split_a(d1[0], d1[2], d1[1], d1[3]), xcol, 8 * s);
+        if constexpr (kFp32) {
+          __stcs(reinterpret_cast<float4*>(ck + 8 * s * V), make_float4(d0[0], d0[2], d1[0], d1[2]));
+          __stcs(reinterpret_cast<float4*>(ck + (8 * s + 1) * V), make_float4(d0[1], d0[3], d1[1], d1[3]));
+          product(split_a(d0[0], d0[2], d0[1], d0[3]), split_a(d1[0], d1[2], d1[1], d1[3]), xcol, 8 * s);
+        } else {  // rounded where stored; the drafts take the stored values
+          const uint2 r0 = make_uint2(pack_bf16x2(d0[0], d0[2]), pack_bf16x2(d1[0], d1[2]));
+          const uint2 r1 = make_uint2(pack_bf16x2(d0[1], d0[3]), pack_bf16x2(d1[1], d1[3]));
+          __stcs(reinterpret_cast<uint2*>(ck + 8 * s * V), r0);
+          __stcs(reinterpret_cast<uint2*>(ck + (8 * s + 1) * V), r1);
+          slice_product(r0, r1, s);
+        }
       }
     }
 
@@ -512,9 +571,9 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   }
 }
 
-template <int M, int HPC>
+template <int M, int HPC, typename S>
 cudaError_t launch_tc(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
-  const auto kernel = kvbuffer_verify_tc_kernel<M, HPC>;
+  const auto kernel = kvbuffer_verify_tc_kernel<M, HPC, S>;
   const size_t smem = TcLayout<M, HPC>(p.pool.capacity).bytes;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   if (describe) {
@@ -528,11 +587,13 @@ cudaError_t launch_tc(const KVBufferVerifyParams& p, cudaStream_t stream, KVBuff
   return launch_kernel(kernel, dim3(p.shape.heads_v / HPC, p.batch), dim3(kTcThreads), smem, stream, p.pdl, p);
 }
 
-/// Two value heads a block where the key group's heads pair up, one otherwise.
+/// Two value heads a block where the key group's heads pair up, one otherwise; the checkpoint's element type.
 template <int M>
 cudaError_t launch_tc_drafts(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
-  if (p.shape.group() % 2 == 0) return launch_tc<M, 2>(p, stream, describe);
-  return launch_tc<M, 1>(p, stream, describe);
+  const bool pairs = p.shape.group() % 2 == 0;
+  if (p.pool.state_dtype == StateDtype::bf16)
+    return pairs ? launch_tc<M, 2, bf16>(p, stream, describe) : launch_tc<M, 1, bf16>(p, stream, describe);
+  return pairs ? launch_tc<M, 2, float>(p, stream, describe) : launch_tc<M, 1, float>(p, stream, describe);
 }
 
 }  // namespace

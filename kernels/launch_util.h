@@ -34,7 +34,7 @@ std::string validate_draft_tokens(int m);
 /// kMaxBuffer, num_checkpoints >= 0), else the reason.
 std::string validate_pool(const KVBufferPool& pool);
 /// "" when the pool's checkpoints are fp32, else the reason naming state_dtype and `family` (the kernels other than
-/// KVBuffer decode take fp32 checkpoints only).
+/// KVBuffer decode and the tensor-core verify take fp32 checkpoints only).
 std::string validate_fp32_checkpoint(const KVBufferPool& pool, const char* family);
 
 /// The static shared memory of `kernel` in `bytes`, read with cudaFuncGetAttributes on the first call per kernel and

@@ -56,4 +56,20 @@ __device__ __forceinline__ void mma_3xtf32(float (&d)[4], const Tf32A& a, Tf32Pa
   mma_tf32(d, a.hi, b0.hi, b1.hi);
 }
 
+/// d += A B to about fp32 accuracy where A is exact in TF32 (bf16 values widened): A b_lo, then A b_hi; only the
+/// tensor cores' truncation of b_lo to TF32 is lost.
+__device__ __forceinline__ void mma_2xtf32(float (&d)[4], const uint32_t (&a)[4], Tf32Pair b0, Tf32Pair b1) {
+  mma_tf32(d, a, b0.lo, b1.lo);
+  mma_tf32(d, a, b0.hi, b1.hi);
+}
+
+/// The A fragment of four bf16 values, exact in TF32: w0 = (a[0], a[1]) and w1 = (a[2], a[3]), each pair as two bf16
+/// halves of one word, the first in the low half.
+__device__ __forceinline__ void bf16_a(uint32_t w0, uint32_t w1, uint32_t (&a)[4]) {
+  a[0] = w0 << 16;
+  a[1] = w0 & 0xffff0000u;
+  a[2] = w1 << 16;
+  a[3] = w1 & 0xffff0000u;
+}
+
 }  // namespace kvb::dev
