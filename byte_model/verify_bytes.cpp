@@ -11,6 +11,9 @@ namespace {
 
 void check_rows(const VerifyBatch& b) {
   if (!b.kvbuffer) return;
+  if (b.form == BufferForm::raw && b.state_dtype != StateDtype::fp32)  // the raw kernels take fp32 checkpoints only
+    throw std::invalid_argument(std::string("VerifyBatch: state_dtype = ") + to_string(b.state_dtype) +
+                                " with form raw (allowed with raw: fp32)");
   if (b.fill.size() != b.accepted.size())
     throw std::invalid_argument("VerifyBatch: fill and accepted must hold one value per row");
   const int max_fill = b.form == BufferForm::raw ? b.buffer_size - 1 : b.buffer_size - 1 + b.draft_tokens;
@@ -31,7 +34,8 @@ ByteCount kvbuffer_verify_sum(const VerifyBatch& b, const std::vector<int32_t>& 
   sum.read += gate_param_bytes(b.shape);
   for (int32_t f : fill)
     sum += b.form == BufferForm::raw ? kvbuffer_raw_verify_bytes(b.shape, f, b.draft_tokens, b.o_dtype)
-                                     : kvbuffer_verify_bytes(b.shape, f, b.draft_tokens, b.buffer_size, b.o_dtype);
+                                     : kvbuffer_verify_bytes(b.shape, f, b.draft_tokens, b.buffer_size, b.o_dtype,
+                                                             b.state_dtype);
   return sum;
 }
 
@@ -65,7 +69,8 @@ ByteCount kvbuffer_advance_accepted_bytes(int rows) {
 
 ByteCount verify_layer_step_bytes(const VerifyBatch& b) {
   check_rows(b);
-  if (!b.kvbuffer) return recurrent_verify_bytes(b.shape, int(b.accepted.size()), b.draft_tokens, b.o_dtype);
+  if (!b.kvbuffer)
+    return recurrent_verify_bytes(b.shape, int(b.accepted.size()), b.draft_tokens, b.o_dtype, b.state_dtype);
   return kvbuffer_verify_sum(b, b.fill);
 }
 
@@ -74,7 +79,7 @@ ByteCount verify_accept_layer_step_bytes(const VerifyBatch& b, int steps) {
   if (steps < 1) throw std::invalid_argument("verify_accept_layer_step_bytes: steps must be >= 1");
   if (!b.kvbuffer) {
     ByteCount sum = verify_layer_step_bytes(b);
-    for (int32_t a : b.accepted) sum += recurrent_accept_bytes(b.shape, a);
+    for (int32_t a : b.accepted) sum += recurrent_accept_bytes(b.shape, a, b.state_dtype);
     return sum;
   }
   const int rows = int(b.fill.size());

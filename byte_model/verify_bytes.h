@@ -33,15 +33,20 @@ struct VerifyBatch {
   int buffer_size = 1;          ///< B (kvbuffer)
   int layers = 1;               ///< layers per model step (the advance's share is divided among them)
   OutputDtype o_dtype = OutputDtype::bf16;
+  /// Element type of the states (recurrent) or checkpoints (KVBuffer): every state and checkpoint term counts 4
+  /// bytes an element for fp32, 2 for bf16 (a due row's checkpoint read and written); the buffered entries do not
+  /// change with it.
+  StateDtype state_dtype = StateDtype::fp32;
   std::vector<int32_t> fill;      ///< [rows] buffer position of each row before the first step (kvbuffer)
   std::vector<int32_t> accepted;  ///< [rows] accepted drafts of each row, 0 .. m
 };
 
 /// Rows: accepted in [0, draft_tokens], fill in [0, B - 1 + m] (delta form) or [0, B - 1] (raw form); else the sums
-/// throw std::invalid_argument naming the row.
+/// throw std::invalid_argument naming the row (and so they do for the raw form with state_dtype bf16).
 ///
 /// Model bytes of one layer's verify launch. Recurrent: recurrent_verify_bytes; KVBuffer: the sum over rows of
-/// kvbuffer_verify_bytes (raw form: kvbuffer_raw_verify_bytes) at each row's position, plus gate_param_bytes once.
+/// kvbuffer_verify_bytes (raw form: kvbuffer_raw_verify_bytes) at each row's position, plus gate_param_bytes once;
+/// state terms in b.state_dtype.
 /// Verify moves no buffer position, so every verify-only step costs the same. Throws std::invalid_argument when fill
 /// and accepted differ in length.
 ByteCount verify_layer_step_bytes(const VerifyBatch& b);

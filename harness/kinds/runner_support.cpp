@@ -70,6 +70,32 @@ std::string validate_state_dtype_point(const Point& pt) {
   return "";
 }
 
+std::string validate_verify_state_dtype_point(const Point& pt) {
+  if (point_state_dtype(pt) == StateDtype::fp32) return "";
+  const std::string& variant = pt.get("variant");
+  if (variant != "kvbuffer_verify")
+    return fmt::format("state_dtype = bf16 is not supported by variant {} (allowed with it: fp32; bf16 with "
+                       "kvbuffer_verify)", variant);
+  if (point_buffer_form(pt) == BufferForm::raw)
+    return "state_dtype = bf16 is not supported with buffer_form = raw (allowed with raw: fp32)";
+  if (pt.get("verify_kernel") == "cuda_cores")
+    return "state_dtype = bf16 is not supported with verify_kernel = cuda_cores (allowed with cuda_cores: fp32; bf16 "
+           "with automatic and tensor_cores)";
+  // bf16 checkpoints run on the tensor-core kernel only, whatever verify_kernel says: its limits apply.
+  KVBufferVerifyParams p;
+  p.shape = point_shape(pt);
+  p.tile = point_tile(pt);
+  if (!p.tile.is_auto())
+    return fmt::format("state_dtype = bf16 is not supported with tile = {}: the tensor-core verify kernel, the one "
+                       "that takes bf16 checkpoints, has one block shape (allowed with bf16: tile = auto)",
+                       to_string(p.tile));
+  if (!validate_tensor_core_verify(p).empty())
+    return fmt::format("state_dtype = bf16 is not supported with head_dim_k x head_dim_v = {} x {}: the tensor-core "
+                       "verify kernel, the one that takes bf16 checkpoints, refuses them (allowed with bf16: 128 x "
+                       "128; other head dims: fp32)", p.shape.head_dim_k, p.shape.head_dim_v);
+  return "";
+}
+
 AxisSpec launch_axis() {
   return {"launch", {"plain"}, word_axis("launch", {"plain", "pdl"}), /*added_later=*/true};
 }

@@ -41,15 +41,19 @@ std::string validate_buffer_form_point(const Point& pt);
 /// (delta form: B - 1 + kMaxDraftTokens entries <= kMaxBuffer; raw form: B <= kMaxRawBuffer).
 constexpr int kMaxVerifyBufferSize = std::min(kMaxRawBuffer, kMaxBuffer + 1 - kMaxDraftTokens);
 
-/// The state_dtype axis of the decode and short_context kinds: fp32 (default) or bf16, the element type of the states
-/// and checkpoints (arithmetic fp32 either way). Placed after the model axes, where older CSVs of these kinds held a
-/// result column of the same name (always fp32), so that they resume unchanged.
+/// The state_dtype axis of the decode, short_context and spec_verify kinds: fp32 (default) or bf16, the element type
+/// of the states and checkpoints (arithmetic fp32 either way). Placed after the model axes, where older CSVs of these
+/// kinds held a result column of the same name (always fp32), so that they resume unchanged.
 AxisSpec state_dtype_axis();
 /// A point's state dtype: bf16 when its state_dtype axis says so, else fp32 (also when it has no such axis).
 StateDtype point_state_dtype(const Point& pt);
 /// "" when the point's variant stores states in its state_dtype: fp32 everywhere; bf16 with recurrent and kvbuffer
 /// (delta form) only, the kernels of this project that take bf16 states. Else a one-line reason.
 std::string validate_state_dtype_point(const Point& pt);
+/// The same for a spec_verify point: "" for fp32; bf16 only with variant kvbuffer_verify in the delta form on the
+/// tensor-core verify kernel, the one verify kernel that takes bf16 checkpoints (verify_kernel automatic or
+/// tensor_cores, tile auto, head dims it takes: validate_tensor_core_verify). Else a one-line reason.
+std::string validate_verify_state_dtype_point(const Point& pt);
 
 /// The launch axis of the decode and spec_verify kinds: plain (default; one launch after another) or pdl
 /// (programmatic dependent launch, kernels/pdl.cuh). Read as plain in a CSV written before the column existed.

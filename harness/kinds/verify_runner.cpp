@@ -25,6 +25,7 @@ VerifyConfig verify_config(const Point& pt) {
   read_model_point(pt, c.variant == VerifyVariant::kvbuffer, c);
   c.draft_tokens = int(pt.get_int("draft_tokens"));
   c.accepted = parse_accepted(pt.get("accepted"));
+  c.state_dtype = point_state_dtype(pt);
   c.pdl = pt.get("launch") == "pdl";
   const std::string k = pt.get("verify_kernel");
   c.kernel = k == "cuda_cores" ? VerifyKernel::cuda_cores : k == "tensor_cores" ? VerifyKernel::tensor_cores
@@ -46,9 +47,11 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
   ScopedRange point_range(pt.label());
   CudaStream stream;
   VerifyProblem prob(cfg);
-  if (prob.kvbuffer() && cfg.kernel == VerifyKernel::tensor_cores)
+  // A forced kernel, or bf16 checkpoints, that the launcher refuses: its one-line reason, before anything runs.
+  if (prob.kvbuffer() && !prob.raw() &&
+      (cfg.kernel == VerifyKernel::tensor_cores || cfg.state_dtype != StateDtype::fp32))
     if (const std::string e = validate(prob.kvbuffer_verify_params(0)); !e.empty()) throw std::invalid_argument(e);
-  const VerifyCheck chk = run_check([&] { return check_verify_step(prob, stream.get()); });
+  const LaunchCheck chk = run_check([&] { return check_verify_step(prob, stream.get()); });
 
   const CudaGraph verify = CudaGraph::capture(stream.get(), [&](cudaStream_t s) { prob.enqueue_verify(s); });
   const CudaGraph verify_accept =
@@ -84,7 +87,6 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
   const ByteCount model_va = prob.verify_accept_bytes_per_layer_step(steps);
 
   Row r;
-  r.emplace_back("state_dtype", "fp32");
   r.emplace_back("output_dtype", to_string(cfg.o_dtype));
   r.emplace_back("kernel", kernel_that_runs(prob));
   r.emplace_back("capacity", prob.kvbuffer() ? std::to_string(prob.capacity()) : "");
@@ -122,8 +124,9 @@ ExperimentKind spec_verify_experiment_kind() {
        /*added_later=*/true, /*older_value=*/"cuda_cores"},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
+  k.axes.push_back(state_dtype_axis());  // where older CSVs held a result column of the name, always fp32
   k.result_columns = {
-      "state_dtype", "output_dtype", "kernel", "capacity", "mean_accepted",
+      "output_dtype", "kernel", "capacity", "mean_accepted",
       "verify_us_median", "verify_us_p10", "verify_us_p90", "verify_samples", "verify_noise_pct",
       "verify_sample_stop", "verify_steps_per_sample",
       "verify_accept_us_median", "verify_accept_us_p10", "verify_accept_us_p90", "verify_accept_samples",
@@ -143,6 +146,7 @@ ExperimentKind spec_verify_experiment_kind() {
   k.results_added_later = {"kernel", "verify_discarded_samples", "verify_accept_discarded_samples"};
   k.validate = [](const Point& pt) {
     if (auto e = validate_launch_point(pt); !e.empty()) return e;
+    if (auto e = validate_verify_state_dtype_point(pt); !e.empty()) return e;
     const std::string kernel = pt.get("verify_kernel");
     if (!kernel.empty() && kernel != "automatic" && point_buffer_form(pt) == BufferForm::raw)
       return fmt::format("verify_kernel = {} needs buffer_form = delta (the raw form has one verify kernel; allowed "

@@ -105,6 +105,31 @@ std::string log_decay_mismatch(const std::vector<double>& want, const std::vecto
   return "";
 }
 
+void Bf16StateUnits::add(const std::vector<double>& want_rounded, const std::vector<double>& got, int64_t heads) {
+  if (want_rounded.size() != got.size() || heads < 1 || got.size() % size_t(heads) != 0)
+    throw std::invalid_argument(fmt::format("Bf16StateUnits: {} values against {} reference values in {} heads",
+                                            got.size(), want_rounded.size(), heads));
+  const size_t per_head = got.size() / size_t(heads);
+  for (size_t h0 = 0; h0 < got.size(); h0 += per_head) {
+    double head_max = 0;
+    for (size_t i = h0; i < h0 + per_head; ++i) head_max = std::max(head_max, std::abs(want_rounded[i]));
+    for (size_t i = h0; i < h0 + per_head; ++i) {
+      if (got[i] == want_rounded[i]) {
+        ++equal;
+        continue;
+      }
+      if (!std::isfinite(got[i])) {
+        ++more;
+        continue;
+      }
+      // One unit in the last place of the larger magnitude: 2^(exponent - 7), 8 significant bits (0 for zero).
+      const double mag = std::max(std::abs(got[i]), std::abs(want_rounded[i]));
+      const double ulp = mag > 0 ? std::ldexp(1.0, std::ilogb(mag) - 7) : 0.0;
+      (std::abs(got[i] - want_rounded[i]) <= ulp + tol::kStateFp32 * head_max ? one : more) += 1;
+    }
+  }
+}
+
 std::string check_verdict(bool outputs_written, double state_err, double o_err, double tol_o, double tol_state) {
   if (!outputs_written) return "some output elements were not written (NaN poison left)";
   if (!(state_err <= tol_state)) return fmt::format("state error {:.3g} above {:.1g}", state_err, tol_state);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,19 @@ ref::KVBufferSlot download_kvbuffer_slot(const KVBufferPool& pool, const GdnShap
 /// else a one-line message naming `what` and the first element that differs. Sizes must match (else a message).
 std::string log_decay_mismatch(const std::vector<double>& want, const std::vector<double>& got,
                                const std::string& what);
+
+/// How stored bf16 state elements compare with the float64 reference's, rounded to bf16 where the kernel stores them
+/// (DESIGN.md section 4): `equal`, `one` bf16 unit off, or `more`. The kernel's fp32 value and the float64 one round
+/// to neighbouring bf16 values where they straddle a rounding boundary; and an element left tiny by cancellation
+/// carries the fp32 rounding of its large terms, so an element within one bf16 unit (of the larger magnitude) plus
+/// tol::kStateFp32 of its head's largest reference element counts as one unit off.
+struct Bf16StateUnits {
+  size_t equal = 0, one = 0, more = 0;
+  /// Counts the elements of `got` against `want_rounded`, both [heads][elements of a head] as double. Throws
+  /// std::invalid_argument when their sizes differ or do not split into `heads` heads.
+  void add(const std::vector<double>& want_rounded, const std::vector<double>& got, int64_t heads);
+  size_t compared() const { return equal + one + more; }
+};
 
 /// "" when every output was written and both errors are within tolerance (states: tol_state, outputs: tol_o), else
 /// the first reason, one line.

@@ -15,8 +15,13 @@ namespace kvb {
 
 /// Result of a verify check. state_err covers, recurrent: the intermediate states in scratch and the state after
 /// accept; KVBuffer: the draft deltas and the state after accept, materialised (ref::kvbuffer_state) from the
-/// device's checkpoint and buffer. o_err covers the outputs of every draft of the checked rows.
-using VerifyCheck = LaunchCheck;
+/// device's checkpoint and buffer, and a folded row's stored checkpoint. o_err covers the outputs of every draft of
+/// the checked rows.
+struct VerifyCheck : LaunchCheck {
+  /// bf16 checkpoints: the stored checkpoints of the rows that folded, element by element against the reference's
+  /// fold rounded the same way (empty with fp32 checkpoints).
+  Bf16StateUnits folded_checkpoints;
+};
 
 /// The row a check compares besides the first and the last, or -1: kvbuffer, the first whose accept from its position
 /// `fill[slot]` overflows the buffer, else the first it fills (either leaves the row due, holding B entries or more);
@@ -34,7 +39,15 @@ int verify_check_row(const VerifyProblem& p, const std::vector<int32_t>& fill);
 /// fill_after_commit(fill, a, B). KVBuffer then runs the step's commit (launch_kvbuffer_commit_accepted: positions
 /// compared with fill_after_commit) and verifies the same drafts again: rows left due (B entries or more) fold their
 /// buffer into the checkpoint there; outputs and the materialised state are compared once more (folded_rows counts
-/// them). States 2e-5. A raw-form problem is checked by check_raw_verify_step (raw_verify_check.h).
+/// them), and the second verify's draft deltas and log-decays too. States 2e-5.
+/// bf16 checkpoints (VerifyConfig::state_dtype; DESIGN.md section 4): the reference starts from the bf16 values the
+/// device holds, folds a due row's checkpoint and rounds it to bf16 before its drafts read it (as the kernel does),
+/// and starts the second verify from what the device then holds (so that one rounding difference is not carried
+/// into the next). Values both sides compute from the same stored checkpoint (a row that did not fold: its drafts'
+/// deltas, its state after accept) keep the fp32 bar, 2e-5; a folded row's stored checkpoint, drafts' deltas and
+/// state after accept are within tol::state(bf16) = 2^-7, and every element of its stored checkpoint within one
+/// bf16 unit of the reference's (Bf16StateUnits; folded_checkpoints counts them); outputs as with fp32.
+/// A raw-form problem is checked by check_raw_verify_step (raw_verify_check.h).
 /// Leaves set 0 with its pools changed and, for kvbuffer, its positions one commit further (timing restores them
 /// with restore_fill). Throws CudaError.
 VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream);

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <random>
 #include <stdexcept>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -24,6 +25,12 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
     cfg_.buffer_size = 1;
     cfg_.form = BufferForm::delta;
   }
+  if (cfg_.state_dtype != StateDtype::fp32 && !kvbuffer())
+    throw std::invalid_argument(std::string("state_dtype = ") + to_string(cfg_.state_dtype) +
+                                " is not supported by recurrent verification (allowed with it: fp32)");
+  if (cfg_.state_dtype != StateDtype::fp32 && raw())
+    throw std::invalid_argument(std::string("state_dtype = ") + to_string(cfg_.state_dtype) +
+                                " with buffer_form raw is not supported (allowed with raw: fp32)");
   if (raw() && cfg_.buffer_size > kMaxRawBuffer)
     throw std::invalid_argument(fmt::format("VerifyProblem: buffer_size = {} is out of range for the raw form "
                                             "(allowed: 1 to {})", cfg_.buffer_size, kMaxRawBuffer));
@@ -38,7 +45,7 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
   std::mt19937_64 rng(cfg_.seed);
 
   inputs_ = TokenInputSets(mem_, s, sets_, cfg_.batch, cfg_.draft_tokens, seeds, rng);
-  state_ = random_states(mem_, s, sets * N * size_t(s.state_elems()), seeds);
+  state_ = random_states(mem_, s, sets * N * size_t(s.state_elems()), cfg_.state_dtype, seeds);
   if (raw()) raw_entries_ = RawKVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), seeds);
   else if (kvbuffer()) entries_ = KVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), inputs_, seeds);
   host_slot_ = shuffled_slots(cfg_.batch, rng);
@@ -102,7 +109,7 @@ double VerifyProblem::mean_accepted() const {
 
 RecurrentVerifyParams VerifyProblem::recurrent_verify_params(int set) const {
   auto p = token_launch<RecurrentVerifyParams>(cfg_, inputs_.inputs(set), slot_.get(), o(set));
-  p.state = state(set);
+  p.state = static_cast<const float*>(state(set));  // recurrent states are fp32 (the constructor's check)
   p.num_slots = cfg_.batch;
   p.scratch = scratch(set);
   p.pdl = cfg_.pdl;
@@ -114,7 +121,7 @@ RecurrentAcceptParams VerifyProblem::recurrent_accept_params(int set) const {
   p.shape = cfg_.shape;
   p.batch = cfg_.batch;
   p.draft_tokens = cfg_.draft_tokens;
-  p.state = state(set);
+  p.state = static_cast<float*>(state(set));
   p.scratch = scratch(set);
   p.num_slots = cfg_.batch;
   p.slot = slot_.get();
@@ -125,7 +132,7 @@ RecurrentAcceptParams VerifyProblem::recurrent_accept_params(int set) const {
 
 KVBufferVerifyParams VerifyProblem::kvbuffer_verify_params(int set) const {
   auto p = token_launch<KVBufferVerifyParams>(cfg_, inputs_.inputs(set), slot_.get(), o(set));
-  p.pool = entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
+  p.pool = entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size, cfg_.state_dtype);
   p.group_arrivals = group_arrivals();
   p.pdl = cfg_.pdl;
   p.kernel = cfg_.kernel;
@@ -135,7 +142,7 @@ KVBufferVerifyParams VerifyProblem::kvbuffer_verify_params(int set) const {
 
 RawKVBufferVerifyParams VerifyProblem::raw_verify_params(int set) const {
   auto p = token_launch<RawKVBufferVerifyParams>(cfg_, inputs_.inputs(set), slot_.get(), o(set));
-  p.pool = raw_entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
+  p.pool = raw_entries_.pool(set, static_cast<float*>(state(set)), fill(group_of(set)), cfg_.buffer_size);
   return p;
 }
 
@@ -144,7 +151,7 @@ RawKVBufferAcceptParams VerifyProblem::raw_accept_params(int set) const {
   p.shape = cfg_.shape;
   p.batch = cfg_.batch;
   p.in = inputs_.inputs(set);
-  p.pool = raw_entries_.pool(set, state(set), fill(group_of(set)), cfg_.buffer_size);
+  p.pool = raw_entries_.pool(set, static_cast<float*>(state(set)), fill(group_of(set)), cfg_.buffer_size);
   p.slot = slot_.get();
   p.accepted = accepted_.get();
   p.tile = cfg_.tile;
@@ -204,6 +211,7 @@ static VerifyBatch byte_batch(const VerifyProblem& p) {
   b.buffer_size = c.buffer_size;
   b.layers = c.layers;
   b.o_dtype = c.o_dtype;
+  b.state_dtype = c.state_dtype;
   b.accepted = p.accepted();
   if (b.kvbuffer)
     for (int32_t slot : p.host_slots()) b.fill.push_back(p.initial_fill()[size_t(slot)]);

@@ -51,6 +51,10 @@ struct VerifyConfig {
   /// Delta form: every verify launch takes the rows in the order launch_kvbuffer_order_rows writes once per step
   /// (due rows spread over all but the last wave, kernels/row_order.h); false: batch order.
   bool order_rows = true;
+  /// Element type of the KVBuffer checkpoints (KVBufferPool::state_dtype). bf16: kvbuffer in the delta form only
+  /// (VerifyProblem throws std::invalid_argument for recurrent verification and the raw form, whose kernels keep fp32
+  /// states); the verify kernel itself refuses what it cannot take (validate: kernel = cuda_cores, for one).
+  StateDtype state_dtype = StateDtype::fp32;
 };
 
 /// Device memory and launch parameters of one verification workload. Move-only; frees everything on destruction.
@@ -105,8 +109,11 @@ class VerifyProblem {
 
   /// Token inputs [sets][N, m, ...] and gate parameters of every set.
   const TokenInputSets& inputs() const { return inputs_; }
-  /// Recurrent state pool or KVBuffer checkpoints of a set, [N, HV, K, V] fp32 (slot-indexed).
-  float* state(int set) const { return state_.get() + size_t(set) * cfg_.batch * cfg_.shape.state_elems(); }
+  /// Recurrent state pool or KVBuffer checkpoints of a set, [N, HV, K, V] of config().state_dtype elements
+  /// (slot-indexed; always fp32 for recurrent and the raw form), and their element and byte counts.
+  void* state(int set) const { return state_.get() + size_t(set) * state_bytes_per_set(); }
+  size_t state_elems_per_set() const { return size_t(cfg_.batch) * size_t(cfg_.shape.state_elems()); }
+  size_t state_bytes_per_set() const { return state_elems_per_set() * size_t(state_elem_bytes(cfg_.state_dtype)); }
   /// Recurrent scratch pool used by a set, [N, m, HV, K, V] fp32.
   float* scratch(int set) const;
   /// KVBuffer verify's arrival counters [N, H] (delta form; else null), zero between launches; one array serves every
@@ -153,7 +160,7 @@ class VerifyProblem {
   int scratch_sets_ = 0;
   DeviceFootprint mem_;
   TokenInputSets inputs_;
-  DeviceBuffer<float> state_;  // recurrent state pools, or KVBuffer checkpoints
+  DeviceBuffer<unsigned char> state_;  // recurrent state pools, or KVBuffer checkpoints (state_dtype elements)
   DeviceBuffer<float> scratch_;
   KVBufferEntrySets entries_;
   RawKVBufferEntrySets raw_entries_;

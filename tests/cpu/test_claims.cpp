@@ -469,6 +469,49 @@ TEST(Claims, VerifyRatioAgainstReplaySsmTakesTheWorstPointOfItsAnchor) {
   }
 }
 
+TEST(Claims, VerifyClaimsLeaveBf16StateRowsOut) {
+  // The spec_verify CSV with its state_dtype column (the axis): every row above fp32, plus bf16 rows (a sweep with
+  // --set state_dtype=bf16 into the same file) faster than every fp32 row and a recurrent one slower. The claims are
+  // made with fp32 states, so every result is the fp32 one of the tests above.
+  const CsvTable fp32 = synthetic_spec_verify();
+  CsvTable t = fp32;
+  t.header.push_back("state_dtype");
+  for (auto& row : t.rows) row.push_back("fp32");
+  const size_t lat = 7, verify = 11;
+  ASSERT_EQ(t.header[lat], "verify_accept_us_median");
+  ASSERT_EQ(t.header[verify], "verify_us_median");
+  for (const auto& row : fp32.rows) {
+    if (row[1] == "recurrent_verify") continue;
+    std::vector<std::string> fast = row;
+    fast[lat] = "1";
+    fast[verify] = "0.8";
+    fast[10] = "ok";
+    fast.push_back("bf16");
+    t.rows.push_back(fast);
+  }
+  std::vector<std::string> slow_recurrent = fp32.rows[0];  // recurrent_verify, batch 64, m = 4, all, plain
+  slow_recurrent[lat] = "5000";
+  slow_recurrent.push_back("bf16");
+  t.rows.push_back(slow_recurrent);
+
+  const auto rec = claims::worst_verify_speedup(t, "spec.csv", 4, "all", false, 4.0);
+  ASSERT_TRUE(rec.has_value());
+  EXPECT_EQ(rec->batch, 64);
+  EXPECT_EQ(rec->buffer_size, 16);
+  EXPECT_DOUBLE_EQ(rec->speedup, 200.0 / 55.0);
+  const auto sg = claims::worst_verify_speedup(t, "spec.csv", 4, "all", true, 4.5);
+  ASSERT_TRUE(sg.has_value());
+  EXPECT_EQ(sg->batch, 256);
+  EXPECT_DOUBLE_EQ(sg->kvbuffer_us, 250.0);
+  const auto& anchor = claims::replayssm_verify_commit_anchor_us();
+  const auto r = claims::worst_verify_ratio(t, "spec.csv", "verify_accept_us_median", anchor);
+  const auto r32 = claims::worst_verify_ratio(fp32, "spec.csv", "verify_accept_us_median", anchor);
+  ASSERT_TRUE(r.has_value() && r32.has_value());
+  EXPECT_EQ(r->points, 3);
+  EXPECT_DOUBLE_EQ(r->ratio, r32->ratio);
+  EXPECT_DOUBLE_EQ(r->kvbuffer_us, r32->kvbuffer_us);
+}
+
 TEST(Claims, StatelessTargetIsMissedAboveHalfOrWithStateBytes) {
   TempDir dir;
   const std::string decode = dir.file("decode.csv"), cap = dir.file("cap.csv"), shortc = dir.file("short.csv");

@@ -2,9 +2,9 @@
 // that rounds the stored state where the kernel stores it (DESIGN.md section 4). Each step starts the reference from
 // the state the kernel stored (so rounding differences do not accumulate): every stored element must then be the
 // reference's value rounded to bf16, or its neighbour where the fp32 and float64 values straddle a rounding boundary
-// (UlpCount);
-// outputs and buffered deltas, computed in fp32 from the same stored values, keep the fp32 tolerances. Every tile
-// and the automatic choice, padding rows, an unused slot, poisoned outputs. Skipped without a CUDA device.
+// (Bf16StateUnits, harness/workloads/check_support.h); outputs and buffered deltas, computed in fp32 from the same
+// stored values, keep the fp32 tolerances. Every tile and the automatic choice, padding rows, an unused slot,
+// poisoned outputs. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -36,31 +36,6 @@ std::vector<double> download_pool(const DeviceBuffer<unsigned char>& pool) {
 std::vector<double> slot_values(const std::vector<double>& pool, size_t first, size_t n) {
   return std::vector<double>(pool.begin() + first, pool.begin() + first + n);
 }
-
-/// How a stored bf16 state compares with the rounded float64 one: elements equal, within one bf16 unit, further.
-/// The kernel's fp32 value may differ from the float64 one by the fp32 tolerance of the head (a tiny element that
-/// results from cancellation carries the rounding of its large terms), so an element within one bf16 unit of itself
-/// plus tol::kStateFp32 of its head's largest element counts as one unit off.
-struct UlpCount {
-  size_t equal = 0, one = 0, more = 0;
-  void add(const std::vector<double>& want_rounded, const std::vector<double>& got, int heads) {
-    const size_t per_head = got.size() / size_t(heads);
-    for (size_t h0 = 0; h0 < got.size(); h0 += per_head) {
-      double head_max = 0;
-      for (size_t i = h0; i < h0 + per_head; ++i) head_max = std::max(head_max, std::abs(want_rounded[i]));
-      for (size_t i = h0; i < h0 + per_head; ++i) {
-        if (got[i] == want_rounded[i]) {
-          ++equal;
-          continue;
-        }
-        // One unit in the last place of the larger magnitude: 2^(exponent - 7), 8 significant bits.
-        const double mag = std::max(std::abs(got[i]), std::abs(want_rounded[i]));
-        const double ulp = std::ldexp(1.0, std::ilogb(mag) - 7);
-        (std::abs(got[i] - want_rounded[i]) <= ulp + tol::kStateFp32 * head_max ? one : more) += 1;
-      }
-    }
-  }
-};
 
 std::vector<double> unused_slot(const std::vector<double>& pool, size_t se) {
   return slot_values(pool, kUnused * se, se);
@@ -94,7 +69,7 @@ void run_recurrent_bf16(int steps, TileShape tile, uint64_t seed) {
   const std::vector<double> unused_before = unused_slot(download_pool(pool), se);
   const DeviceBuffer<int32_t> slot = upload(kSlots);
   DeviceBuffer<float> o(N * vv);
-  UlpCount ulps;
+  Bf16StateUnits ulps;
   double eo = 0;
   for (int step = 0; step < steps; ++step) {
     const std::vector<double> before = download_pool(pool);
@@ -158,7 +133,7 @@ void run_kvbuffer_bf16(int B, int steps, TileShape tile, uint64_t seed) {
   pool.state_dtype = StateDtype::bf16;
   const DeviceBuffer<int32_t> slot = upload(kSlots);
   DeviceBuffer<float> o(N * vv);
-  UlpCount ulps;
+  Bf16StateUnits ulps;
   double eo = 0, eu = 0;
   int flushes = 0;
   for (int step = 0; step < steps; ++step) {

@@ -149,10 +149,10 @@ StepResult run_verify_steps(const VerifyConfig& cfg, int steps) {
   return replay_steps(
       prob, steps, [](VerifyProblem& p, cudaStream_t s) { p.enqueue_verify_accept(s); },
       [&cfg](VerifyProblem& p, StepResult& r) {
-        const size_t N = size_t(cfg.batch), se = size_t(cfg.shape.state_elems());
+        const size_t N = size_t(cfg.batch);
         for (int set = 0; set < p.sets(); ++set) {
           append_download(r.o, static_cast<const unsigned char*>(p.o(set)), p.o_bytes_per_set());
-          append_download(r.states, reinterpret_cast<const unsigned char*>(p.state(set)), N * se * sizeof(float));
+          append_download(r.states, static_cast<const unsigned char*>(p.state(set)), p.state_bytes_per_set());
           if (p.kvbuffer()) {
             const KVBufferPool pool = p.kvbuffer_verify_params(set).pool;
             append_download(r.deltas, pool.deltas,

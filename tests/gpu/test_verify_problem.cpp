@@ -69,7 +69,7 @@ TEST(VerifyProblemGpu, RecurrentCheckPassesAndAcceptCopiesTheAcceptedState) {
   for (int r = 0; r < prob.config().batch; ++r) {
     const int slot = prob.host_slots()[r], a = prob.accepted()[r];
     if (a == 0) continue;
-    const std::vector<float> state = download(prob.state(1) + slot * se, se);
+    const std::vector<float> state = download(static_cast<const float*>(prob.state(1)) + slot * se, se);
     const std::vector<float> scratch = download(prob.scratch(1) + (slot * m + a - 1) * se, se);
     EXPECT_EQ(state, scratch) << "row " << r << " accepted " << a;
   }
@@ -125,7 +125,7 @@ TEST(VerifyProblemGpu, RawCheckPassesAndPositionsFollowTheAcceptedCounts) {
 
     expect_positions_follow_accepted(prob, stream.get(), accepted);
     // After the timed-style steps the check still passes from the positions reached (another phase of the cycle).
-    const VerifyCheck again = check_raw_verify_step(prob, stream.get());
+    const LaunchCheck again = check_raw_verify_step(prob, stream.get());
     EXPECT_TRUE(again.pass()) << accepted << ": " << again.detail;
   }
 }
@@ -191,12 +191,13 @@ TEST(VerifyProblemGpu, RowOrderChangesNoResultAndPlacesDueRowsBeforeTheLastWave)
       plain.enqueue_verify_accept(stream.get());
     }
     KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    const size_t o_bytes = ordered.o_bytes_per_set(), states = size_t(N) * c.shape.state_elems();
+    const size_t o_bytes = ordered.o_bytes_per_set(), states = ordered.state_bytes_per_set();
     for (int set = 0; set < ordered.sets(); ++set) {
       EXPECT_EQ(download(static_cast<const unsigned char*>(ordered.o(set)), o_bytes),
                 download(static_cast<const unsigned char*>(plain.o(set)), o_bytes))
           << to_string(kernel) << " set " << set;
-      EXPECT_EQ(download(ordered.state(set), states), download(plain.state(set), states))
+      EXPECT_EQ(download(static_cast<const unsigned char*>(ordered.state(set)), states),
+                download(static_cast<const unsigned char*>(plain.state(set)), states))
           << to_string(kernel) << " set " << set;
     }
     EXPECT_EQ(download(ordered.fill(0), size_t(N)), download(plain.fill(0), size_t(N)));

@@ -717,6 +717,29 @@ def test_decode_figures_draw_one_state_dtype_at_a_time(tmp_path):
     assert "state_dtype bf16" in r.stderr
 
 
+def test_spec_verify_figure_draws_one_state_dtype_at_a_time(tmp_path):
+    """A spec_verify CSV with fp32 and bf16 rows (the state_dtype axis; bf16 for kvbuffer_verify only): the figure
+    draws the fp32 rows by default, the same figure as from the fp32 rows alone, and the bf16 ones with --state-dtype
+    bf16; both dtypes at once are refused rather than drawn as one series."""
+    rows = synthetic_spec_verify_rows()
+    bf16 = [dict(r, state_dtype="bf16") for r in rows if r["status"] == "ok" and r["variant"] == "kvbuffer_verify"]
+    mixed = write_csv(tmp_path / "spec_verify.csv", rows + bf16)
+    for dtype in ("fp32", "bf16"):
+        out = tmp_path / dtype
+        r = run_script("spec_verify", "--csv", str(mixed), "--out-dir", str(out), "--state-dtype", dtype)
+        assert r.returncode == 0, r.stderr
+        assert_figure(out, "spec_verify")
+    module = importlib.import_module("spec_verify")
+    ok = [r for r in rows + bf16 if r["status"] == "ok"]
+    with pytest.raises(SystemExit) as e:  # both dtypes at once: refused, never drawn as one series
+        module.build(ok, mixed)
+    assert e.value.code == 2
+    drawn = module.build(style.rows_of_state_dtype(ok, "fp32", mixed), mixed)
+    alone = module.build([r for r in rows if r["status"] == "ok"], mixed)
+    for got, want in zip(drawn.axes, alone.axes):
+        assert [list(line.get_ydata()) for line in got.lines] == [list(line.get_ydata()) for line in want.lines]
+
+
 # ------------------------------------------------------------------------------------- kvb's rules, atomic figures
 
 CASES_DIR = REPO_ROOT / "tests" / "data" / "csv"

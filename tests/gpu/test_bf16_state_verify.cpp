@@ -1,0 +1,133 @@
+// GPU tests of KVBuffer verify with bf16 checkpoints (VerifyConfig::state_dtype, KVBufferPool::state_dtype) through
+// the spec_verify workload (VerifyProblem) and its pre-timing check against the float64 reference (verify_check.h,
+// DESIGN.md section 4): at the Qwen3-Next shape, B = 8 and 16, m = 1 .. 8, staggered positions (due and not-due rows),
+// a few rounds of verify, commit and verify again, outputs poisoned before every launch. A due row's folded
+// checkpoint is stored rounded to bf16 once and its drafts read that rounded value, so every stored element must be
+// the reference's fold rounded the same way or one bf16 unit from it (Bf16StateUnits), nearly all equal; the values
+// computed from a checkpoint both sides hold keep the fp32 bar. The CUDA-core kernel refuses bf16 checkpoints naming
+// state_dtype. The workload tests skip without a CUDA device; the refusal needs none.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "harness/workloads/verify_check.h"
+#include "harness/workloads/verify_problem.h"
+#include "core/tolerances.h"
+#include "tests/gpu/gpu_test_util.h"
+
+namespace kvb {
+namespace {
+
+const GdnShape kQwen3Next{16, 32, 128, 128};
+
+/// Verify of kvbuffer_verify with bf16 checkpoints: 32 rows, so that staggered positions cover 0 .. B - 1 twice and
+/// some rows fill or overflow their buffer with each commit; two layers (two pool sets, set 0 checked).
+VerifyConfig bf16_config(int buffer_size, int draft_tokens, VerifyKernel kernel, const char* accepted) {
+  VerifyConfig c;
+  c.variant = VerifyVariant::kvbuffer;
+  c.shape = kQwen3Next;
+  c.batch = 32;
+  c.draft_tokens = draft_tokens;
+  c.accepted = parse_accepted(accepted);
+  c.buffer_size = buffer_size;
+  c.layers = 2;
+  c.seed = uint64_t(100 + 10 * buffer_size + draft_tokens);
+  c.kernel = kernel;
+  c.state_dtype = StateDtype::bf16;
+  return c;
+}
+
+/// True when `x` holds a finite non-zero value and no NaN or infinity.
+bool real_and_nonzero(const std::vector<double>& x) {
+  bool nonzero = false;
+  for (double v : x) {
+    if (!std::isfinite(v)) return false;
+    nonzero = nonzero || v != 0.0;
+  }
+  return nonzero;
+}
+
+/// `rounds` rounds of the pre-timing check on a bf16 problem, each followed by the commit of its second verify (so
+/// that the next round starts from positions a model step would leave): every round passes with real values; over
+/// the rounds some rows fold, and their stored checkpoints are the reference's rounded fold or one bf16 unit off.
+void run_bf16_rounds(const VerifyConfig& cfg, int rounds) {
+  const std::string what = "B=" + std::to_string(cfg.buffer_size) + " m=" + std::to_string(cfg.draft_tokens) + " " +
+                           to_string(cfg.kernel);
+  SCOPED_TRACE(what);
+  VerifyProblem prob(cfg);
+  ASSERT_EQ(validate(prob.kvbuffer_verify_params(0)), "");
+  KVBufferVerifyLaunch launch;
+  ASSERT_EQ(describe_kvbuffer_verify_launch(prob.kvbuffer_verify_params(0), launch), cudaSuccess);
+  EXPECT_EQ(launch.kernel, VerifyKernel::tensor_cores);  // the one verify kernel that takes bf16 checkpoints
+  CudaStream stream;
+  Bf16StateUnits units;
+  int folded = 0;
+  for (int round = 0; round < rounds; ++round) {
+    const VerifyCheck chk = check_verify_step(prob, stream.get());
+    ASSERT_TRUE(chk.pass()) << "round " << round << ": " << chk.detail;
+    EXPECT_TRUE(chk.outputs_written) << "round " << round;
+    EXPECT_GE(chk.rows, 2) << "round " << round;
+    EXPECT_GT(chk.state_err, 0.0) << "round " << round;  // compared against float64: never exactly equal
+    EXPECT_GT(chk.o_err, 0.0) << "round " << round;
+    EXPECT_LE(chk.state_err, tol::state(StateDtype::bf16)) << "round " << round;
+    EXPECT_LE(chk.o_err, tol::output(cfg.o_dtype)) << "round " << round;
+    folded += chk.folded_rows;
+    units.equal += chk.folded_checkpoints.equal;
+    units.one += chk.folded_checkpoints.one;
+    units.more += chk.folded_checkpoints.more;
+    // The second verify's outputs and the checked rows' checkpoints hold real values, not zeros.
+    const size_t o_elems = prob.o_bytes_per_set() / (cfg.o_dtype == OutputDtype::bf16 ? 2 : 4);
+    const std::vector<double> o = test::outputs(prob.o(0), o_elems, cfg.o_dtype);
+    EXPECT_TRUE(real_and_nonzero(o)) << "round " << round;
+    const size_t se = size_t(cfg.shape.state_elems());
+    const int slot = prob.host_slots()[0];
+    EXPECT_TRUE(real_and_nonzero(download_state(prob.state(0), StateDtype::bf16, size_t(slot) * se, se)))
+        << "round " << round;
+    // Commit the check's second verify: its folds and drafts become the next round's starting state.
+    prob.enqueue_advance_positions(0, stream.get());
+    KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  }
+  EXPECT_GT(folded, 0) << "no checked row folded";
+  EXPECT_GT(units.compared(), 0u);
+  EXPECT_EQ(units.more, 0u) << "stored checkpoint elements more than one bf16 unit off";
+  EXPECT_GE(double(units.equal), 0.999 * double(units.compared()));
+}
+
+TEST(Bf16StateVerifyGpu, KVBufferVerifyStoresTheRoundedFoldAtB8) {
+  KVB_REQUIRE_GPU();
+  for (int m = 1; m <= kMaxDraftTokens; ++m)
+    run_bf16_rounds(bf16_config(8, m, m % 2 ? VerifyKernel::automatic : VerifyKernel::tensor_cores, "all"), 3);
+}
+
+TEST(Bf16StateVerifyGpu, KVBufferVerifyStoresTheRoundedFoldAtB16) {
+  KVB_REQUIRE_GPU();
+  for (int m = 1; m <= kMaxDraftTokens; ++m)
+    run_bf16_rounds(bf16_config(16, m, m % 2 ? VerifyKernel::tensor_cores : VerifyKernel::automatic,
+                                m <= 4 ? "all" : "0.7"),
+                    3);
+}
+
+TEST(Bf16StateVerifyGpu, CudaCoreKernelRefusesTheProblemsBf16Checkpoints) {
+  KVB_REQUIRE_GPU();
+  VerifyProblem prob(bf16_config(8, 4, VerifyKernel::cuda_cores, "all"));
+  const std::string e = validate(prob.kvbuffer_verify_params(0));
+  EXPECT_NE(e.find("state_dtype"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  EXPECT_EQ(launch_kvbuffer_verify(prob.kvbuffer_verify_params(0), nullptr), cudaErrorInvalidValue);
+}
+
+TEST(Bf16StateVerifyValidation, CudaCoreKernelRefusesBf16CheckpointsNamingStateDtype) {
+  for (int m : {1, 4, 8}) {
+    KVBufferVerifyParams p = test::unread_verify_params(kQwen3Next, 64, m, 16, OutputDtype::bf16);
+    p.pool.state_dtype = StateDtype::bf16;
+    p.kernel = VerifyKernel::cuda_cores;
+    const std::string e = validate(p);
+    EXPECT_NE(e.find("state_dtype"), std::string::npos) << "m=" << m << ": " << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
+
+}  // namespace
+}  // namespace kvb
