@@ -33,8 +33,10 @@ std::vector<double> concat(const std::vector<ref::BufferEntry>& entries, std::ve
 /// (from fp32) and the reference (from float64) may round to neighbouring bf16 values.
 struct KVBufferErrors {
   double shared = 0, folded = 0;
-  void add(bool from_fold, double err) {
+  std::string shared_at;  ///< which value holds the largest shared error (row, quantity)
+  void add(bool from_fold, double err, const std::string& what) {
     double& e = from_fold ? folded : shared;
+    if (!from_fold && err > shared) shared_at = what;
     e = std::max(e, err);
   }
 };
@@ -55,8 +57,8 @@ bool reference_verify(const GdnShape& s, int B, StateDtype d, const std::vector<
 /// checkpoint more than one bf16 unit off. "" or one line.
 std::string bf16_verdict(const KVBufferErrors& e, const Bf16StateUnits& units) {
   if (!(e.shared <= tol::kStateFp32))
-    return fmt::format("state error {:.3g} above {:.1g} in values computed from the stored bf16 checkpoint", e.shared,
-                       tol::kStateFp32);
+    return fmt::format("state error {:.3g} above {:.1g} in values computed from the stored bf16 checkpoint ({})",
+                       e.shared, tol::kStateFp32, e.shared_at);
   if (units.more > 0)
     return fmt::format("{} of {} stored checkpoint elements more than one bf16 unit from the reference's fold",
                        units.more, units.compared());
@@ -157,7 +159,8 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     const bool due = reference_verify(s, B, cfg.state_dtype, c.drafts, slot, o_ref, entries);
     const size_t at = draft_entry(c.slot, n);
     const std::vector<double> u = download_double(kp.pool.deltas + at * vv, m * vv);
-    errs.add(due, ref::max_rel_err(concat(entries, &ref::BufferEntry::u), u, int64_t(m) * HV));
+    errs.add(due, ref::max_rel_err(concat(entries, &ref::BufferEntry::u), u, int64_t(m) * HV),
+             fmt::format("row {} at {} entries: its drafts' deltas", c.row, n));
     const std::string g_bad =
         log_decay_mismatch(concat(entries, &ref::BufferEntry::g),
                            download_double(kp.pool.log_decay + at * HV, size_t(m) * HV),
@@ -165,7 +168,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     if (!g_bad.empty() && out.detail.empty()) out.detail = g_bad;
     if (due) {
       const std::vector<double> stored = download_state(kp.pool.checkpoint, cfg.state_dtype, c.slot * se, se);
-      errs.add(true, ref::max_rel_err(slot.checkpoint, stored, HV));
+      errs.add(true, ref::max_rel_err(slot.checkpoint, stored, HV), "");
       if (bf16_states) out.folded_checkpoints.add(slot.checkpoint, stored, HV);
     }
     return due;
@@ -186,7 +189,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
       std::vector<double> inter;
       ref::recurrent_verify(s, c.drafts, c.state, o_ref, inter);
       const std::vector<double> got = download_double(p.scratch(0) + size_t(c.slot) * m * se, m * se);
-      errs.add(false, ref::max_rel_err(inter, got, int64_t(m) * HV));
+      errs.add(false, ref::max_rel_err(inter, got, int64_t(m) * HV), "");
       expected.push_back(c.a == 0 ? c.state
                                   : std::vector<double>(inter.begin() + (c.a - 1) * se, inter.begin() + c.a * se));
     } else {
@@ -207,7 +210,8 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     const RowCase& c = cases[i];
     const std::vector<double> got = kvb ? device_state(c, fill_after_commit(c.n, c.a, B))
                                         : download_state(p.state(0), StateDtype::fp32, c.slot * se, se);
-    errs.add(kvb && folded[i], ref::max_rel_err(expected[i], got, HV));
+    errs.add(kvb && folded[i], ref::max_rel_err(expected[i], got, HV),
+             fmt::format("row {} at {} entries: its state after accepting {}", c.row, c.n, c.a));
   }
   if (kvb) {
     // The step's commit, then the next verify of the same drafts: a row the commit took to B entries or more is
@@ -237,7 +241,8 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
       std::vector<ref::BufferEntry> entries;
       const bool due = verify_row(c, n, slot, o_ref, entries);  // folds a due slot, as the kernel does
       out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, row_outputs(o_next, c), int64_t(m) * HV));
-      errs.add(due, ref::max_rel_err(ref::kvbuffer_state(s, slot), device_state(c, due ? 0 : n), HV));
+      errs.add(due, ref::max_rel_err(ref::kvbuffer_state(s, slot), device_state(c, due ? 0 : n), HV),
+               fmt::format("row {} at {} entries: its state after the next verify", c.row, n));
       if (due) ++out.folded_rows;
     }
   }

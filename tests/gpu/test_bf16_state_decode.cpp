@@ -203,7 +203,7 @@ TEST(Bf16StateDecodeValidation, LayoutVkAndOtherKernelsRefuseBf16NamingStateDtyp
   KVBufferPool pool = test::unread_pool(&fill, 1, 15, 16);
   pool.state_dtype = StateDtype::bf16;
   EXPECT_EQ(validate_pool(pool), "");
-  EXPECT_NE(validate_fp32_checkpoint(pool, "kvbuffer verify").find("state_dtype = bf16: kvbuffer verify"),
+  EXPECT_NE(validate_fp32_checkpoint(pool, "kvbuffer flush").find("state_dtype = bf16: kvbuffer flush"),
             std::string::npos);
 }
 

@@ -109,6 +109,23 @@ TEST(Bf16StateVerifyGpu, KVBufferVerifyStoresTheRoundedFoldAtB16) {
                     3);
 }
 
+TEST(Bf16StateVerifyGpu, TheSameRoundsWithFp32CheckpointsPass) {
+  KVB_REQUIRE_GPU();
+  for (int m : {1, 4, 8}) {
+    VerifyConfig cfg = bf16_config(16, m, VerifyKernel::tensor_cores, "all");
+    cfg.state_dtype = StateDtype::fp32;
+    SCOPED_TRACE("fp32 B=16 m=" + std::to_string(m));
+    VerifyProblem prob(cfg);
+    CudaStream stream;
+    for (int round = 0; round < 3; ++round) {
+      const VerifyCheck chk = check_verify_step(prob, stream.get());
+      ASSERT_TRUE(chk.pass()) << "round " << round << ": " << chk.detail;
+      prob.enqueue_advance_positions(0, stream.get());
+      KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    }
+  }
+}
+
 TEST(Bf16StateVerifyGpu, CudaCoreKernelRefusesTheProblemsBf16Checkpoints) {
   KVB_REQUIRE_GPU();
   VerifyProblem prob(bf16_config(8, 4, VerifyKernel::cuda_cores, "all"));
