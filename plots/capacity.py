@@ -5,7 +5,12 @@ kvbuffer_verify (one series per B), against m. Bottom panel: KVBuffer requests o
 with the paper's 5x as a horizontal line. Request counts are max_requests_measured (proved by allocation on a GPU)
 when every plotted row has one, else max_requests_model; the footnote says which.
 
-Usage: python3 plots/capacity.py [--csv results/capacity.csv] [--out-dir results/figures]
+One state dtype at a time (the CSV's state_dtype column; a CSV without it holds fp32 states): fp32 by default, bf16
+with --state-dtype bf16, each ratio over recurrent verification with states of the same dtype. The title names the
+dtype. Rows of status "kernel not available..." are drawn too: their pools were allocated (a bf16 verify row, whose
+kernel stores fp32 states only, runs no step), so their counts are proved.
+
+Usage: python3 plots/capacity.py [--csv results/capacity.csv] [--out-dir results/figures] [--state-dtype fp32|bf16]
 Writes OUT_DIR/capacity.png and .pdf. Exit 2 on bad input (a missing column is named).
 """
 
@@ -24,21 +29,24 @@ PAPER_RATIO = 5.0  # the paper: 5x the requests with 4 draft tokens
 
 
 def capacity_rows(path):
-    """Rows of the capacity CSV at `path` whose status is ok or "model only (...)"; exits 2 when the file is missing
-    or breaks a rule of kvb's validation (style.read_result_rows), a column is missing, or no row is left."""
+    """Rows of the capacity CSV at `path` whose status is ok, "model only (...)" or "kernel not available..." (pools
+    allocated, no step run); exits 2 when the file is missing or breaks a rule of kvb's validation
+    (style.read_result_rows), a column is missing, or no row is left."""
     rows = style.read_result_rows(path, KIND)
     if rows:
         style.require_columns(rows, REQUIRED_COLUMNS, path)
     rows = [r for r in rows if (r.get("status") or "").strip() == "ok"
-            or (r.get("status") or "").strip().startswith("model only")]
+            or (r.get("status") or "").strip().startswith(("model only", "kernel not available"))]
     if not rows:
-        style.fail(f"CSV {path} has no rows with status ok or model only")
+        style.fail(f"CSV {path} has no rows with status ok, model only or kernel not available")
     return rows
 
 
 def build(rows, path):
-    """The figure for capacity `rows` read from `path`."""
-    style.require_single(rows, ("layers", "heads_v", "head_dim_k", "head_dim_v", "budget_bytes"), path)
+    """The figure for capacity `rows` read from `path`, all of one state dtype (a blank or absent state_dtype reads
+    fp32)."""
+    style.require_single(rows, ("layers", "heads_v", "head_dim_k", "head_dim_v", "budget_bytes", "state_dtype"), path)
+    dtype = (style.distinct(rows, "state_dtype") or ["fp32"])[0]
     verify = [r for r in rows if r["variant"].strip() in ("recurrent_verify", "kvbuffer_verify")]
     if not verify:
         style.fail(f"CSV {path} has no recurrent_verify or kvbuffer_verify rows")
@@ -75,7 +83,7 @@ def build(rows, path):
     top.set_ylabel("concurrent requests")
     top.set_ylim(bottom=0)
     top.set_title(f"Serving capacity, {budget_gib:.1f} GiB budget"
-                  + (f", {layers[0]} layers" if layers else ""))
+                  + (f", {layers[0]} layers" if layers else "") + f", {dtype} states")
     style.legend_outside(top)
     bottom.set_ylabel("KVBuffer / recurrent")
     bottom.set_ylim(bottom=0)

@@ -29,7 +29,7 @@ constexpr double kGiB = double(int64_t(1) << 30);
 
 bool row_passed(const std::string& status) {
   return status == "ok" || status == capacity::kStatusNoGpu || status == capacity::kStatusNoProbe ||
-         status == "kernel not available";
+         status.rfind(capacity::kStatusNoKernel, 0) == 0;
 }
 
 /// The settings: defaults, then the config, then the flags given. Throws UsageError naming the flag or field.
@@ -48,6 +48,7 @@ capacity::CapacitySettings resolve_settings(const CapacityCommandOptions& o) {
     s.buffer_sizes = capacity::parse_int_list(*o.buffer_sizes, "--buffer-sizes", 1, capacity::kMaxBufferEntries);
   if (o.draft_tokens)
     s.draft_tokens = capacity::parse_int_list(*o.draft_tokens, "--draft-tokens", 1, capacity::kMaxDrafts);
+  if (o.state_dtypes) s.state_dtypes = capacity::parse_state_dtype_list(*o.state_dtypes, "--state-dtypes");
   capacity::validate_settings(s);
   return s;
 }
@@ -81,6 +82,9 @@ CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& o) {
                                         "KVBuffer sizes B, comma-separated (default 1,2,4,8,16)");
   cmd->add_option_function<std::string>("--draft-tokens", [&o](const std::string& v) { o.draft_tokens = v; },
                                         "draft tokens m, comma-separated, 1 to 8 (default 1,2,4,8)");
+  cmd->add_option_function<std::string>("--state-dtypes", [&o](const std::string& v) { o.state_dtypes = v; },
+                                        "element types of the stored states (recurrent states, intermediate states, "
+                                        "checkpoints), comma-separated: fp32, bf16 (default fp32,bf16)");
   cmd->add_option("--config", o.config, "capacity config, experiments/capacity.toml (flags override it)")
       ->check(non_empty("a TOML file such as experiments/capacity.toml"));
   cmd->add_option("--out", o.out,
@@ -150,7 +154,11 @@ int run_capacity_command(const CapacityCommandOptions& o) {
     if (probe) {
       std::vector<capacity::CapacityPlan> plans;
       for (const auto& r : rows) plans.push_back(r.plan);
-      capacity::warm_up(plans, 1);
+      // The budget the probes will hold (without --budget-gib: the free memory less the reserve, read again after
+      // the warm-up, which loads kernels and so takes a few MiB).
+      const int64_t probe_budget =
+          s.budget_gib ? budget : capacity::device_free_bytes() - int64_t(std::llround(s.reserve_gib * kGiB));
+      capacity::warm_up(plans, 1, probe_budget);
     }
     if (!s.budget_gib) {
       const int64_t free_now = capacity::device_free_bytes();
@@ -176,9 +184,9 @@ int run_capacity_command(const CapacityCommandOptions& o) {
       row.status = gpu ? capacity::kStatusNoProbe : capacity::kStatusNoGpu;
       continue;
     }
-    fmt::print(stderr, "probe {}/{}: {} B={} m={}: {} requests\n", i + 1, rows.size(),
+    fmt::print(stderr, "probe {}/{}: {} B={} m={} {}: {} requests\n", i + 1, rows.size(),
                capacity::to_string(row.plan.c.variant), row.plan.c.buffer_size, row.plan.c.draft_tokens,
-               row.max_requests_model);
+               to_string(row.plan.c.state_dtype), row.max_requests_model);
     try {
       const capacity::ProbeResult r =
           capacity::probe_capacity(row.plan, budget, row.max_requests_model, 1000 + uint64_t(i));
@@ -197,7 +205,7 @@ int run_capacity_command(const CapacityCommandOptions& o) {
              m.shape.heads_qk, m.shape.heads_v, m.shape.head_dim_k, m.shape.head_dim_v, budget_note,
              m.conv_state ? "counted" : "not counted (own column)");
   fmt::print("{}", capacity::format_capacity_table(rows));
-  fmt::print("{}\n", capacity::claim_check_line(rows));
+  for (const StateDtype d : s.state_dtypes) fmt::print("{}\n", capacity::claim_check_line(rows, d));
   fmt::print("{}\n", capacity::target_check_line(rows));
   if (!probe) fmt::print("model only ({}): no allocation was made\n", gpu ? "--no-probe" : "no GPU");
 

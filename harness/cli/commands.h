@@ -105,6 +105,7 @@ struct CapacityCommandOptions {
   std::optional<int> layers, heads_qk, heads_v, head_dim_k, head_dim_v;
   std::optional<std::string> buffer_sizes;  ///< "1,2,4,8,16"
   std::optional<std::string> draft_tokens;  ///< "1,2,4,8"
+  std::optional<std::string> state_dtypes;  ///< "fp32,bf16": element types of the stored states, one block of rows each
   bool force = false;                       ///< replace an existing out (otherwise it is refused)
   bool no_probe = false;                    ///< model only, even on a GPU
   bool conv_state = false;                  ///< count the short-convolution state in the per-request bytes
@@ -118,11 +119,11 @@ CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& options);
 /// written: the UsageError it would throw.
 void check_capacity_command(const CapacityCommandOptions& options);
 
-/// Tabulates the capacity of every case (harness/kinds/capacity_config.h capacity_cases) for the budget, proves
-/// each on the GPU unless there is none or no_probe is set, prints the table and the claim check, and writes the CSV
-/// atomically. Exit 0 when every row is ok, model only or "kernel not available"; 1 when a probe disagreed with the
-/// model or failed. UsageError (exit 2, nothing written): a bad flag or config field, no GPU and no --budget-gib, a
-/// budget above the free memory, an output that exists without force or is the --config.
+/// Tabulates the capacity of every case (harness/kinds/capacity_config.h capacity_cases) for the budget, proves each on
+/// the GPU unless there is none or no_probe is set, prints the table and the claim check, and writes the CSV
+/// atomically. Exit 0 when every row is ok, model only or "kernel not available[: reason]"; 1 when a probe disagreed
+/// with the model or failed. UsageError (exit 2, nothing written): a bad flag or config field, no GPU and no
+/// --budget-gib, a budget above the free memory, an output that exists without force or is the --config.
 int run_capacity_command(const CapacityCommandOptions& options);
 
 /// `kvb reproduce` options.

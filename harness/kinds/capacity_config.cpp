@@ -49,6 +49,22 @@ double toml_number(const toml::node& node, const std::string& where) {
   throw UsageError(fmt::format("{} must be a number", where));
 }
 
+constexpr const char* kAllowedDtypes = "allowed: comma-separated distinct values of fp32, bf16";
+
+/// The dtype named `text` (fp32 or bf16); UsageError naming `where` and the allowed values otherwise.
+StateDtype state_dtype_of(const std::string& text, const std::string& where) {
+  if (text == "fp32") return StateDtype::fp32;
+  if (text == "bf16") return StateDtype::bf16;
+  throw UsageError(fmt::format("{}: '{}' is not a state dtype ({})", where, text, kAllowedDtypes));
+}
+
+void check_dtype_list(const std::vector<StateDtype>& values, const std::string& where) {
+  if (values.empty()) throw UsageError(fmt::format("{}: empty list ({})", where, kAllowedDtypes));
+  for (size_t i = 0; i < values.size(); ++i)
+    if (std::find(values.begin(), values.begin() + long(i), values[i]) != values.begin() + long(i))
+      throw UsageError(fmt::format("{}: {} is listed twice ({})", where, to_string(values[i]), kAllowedDtypes));
+}
+
 std::vector<int> toml_int_list(const toml::node& node, const std::string& where) {
   auto arr = node.as_array();
   if (!arr) throw UsageError(fmt::format("{} must be an array of integers", where));
@@ -80,7 +96,35 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& flag
   return out;
 }
 
+std::vector<StateDtype> parse_state_dtype_list(const std::string& text, const std::string& flag) {
+  std::vector<StateDtype> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(state_dtype_of(trim(item), flag));
+  if (!text.empty() && text.back() == ',') state_dtype_of("", flag);  // a trailing comma names an empty value
+  check_dtype_list(out, flag);
+  return out;
+}
+
 namespace {
+
+/// The state_dtype axis: a string, or an array of strings, each fp32 or bf16, none repeated.
+std::vector<StateDtype> toml_state_dtypes(const toml::node& node, const std::string& where) {
+  std::vector<StateDtype> out;
+  if (auto one = node.as_string()) {
+    out.push_back(state_dtype_of(one->get(), where));
+  } else if (auto arr = node.as_array()) {
+    for (const toml::node& v : *arr) {
+      auto str = v.as_string();
+      if (!str) throw UsageError(fmt::format("{} (each value) must be a string ({})", where, kAllowedDtypes));
+      out.push_back(state_dtype_of(str->get(), where));
+    }
+  } else {
+    throw UsageError(fmt::format("{} must be a string or an array of strings ({})", where, kAllowedDtypes));
+  }
+  check_dtype_list(out, where);
+  return out;
+}
 
 /// One value of a model axis: an integer, or a list holding exactly one (a capacity table is of one model).
 int toml_single_int(const toml::node& node, const std::string& where) {
@@ -134,10 +178,12 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
       } else if (k == "draft_tokens") {
         s.draft_tokens = toml_axis_ints(node, where);
         check_list(s.draft_tokens, where, 1, kMaxDrafts);
+      } else if (k == "state_dtype") {
+        s.state_dtypes = toml_state_dtypes(node, where);
       } else {
         throw UsageError(fmt::format(
-            "{}: unknown axis 'axes.{}' (allowed: buffer_size, draft_tokens, layers, heads_qk, heads_v, head_dim_k, "
-            "head_dim_v)",
+            "{}: unknown axis 'axes.{}' (allowed: buffer_size, draft_tokens, state_dtype, layers, heads_qk, heads_v, "
+            "head_dim_k, head_dim_v)",
             origin, k));
       }
     }
@@ -158,9 +204,11 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
       if (!b) throw UsageError(fmt::format("{} must be true or false", where));
       s.model.conv_state = b->get();
     } else if (k == "layers" || k == "heads_qk" || k == "heads_v" || k == "head_dim_k" || k == "head_dim_v" ||
-               k == "buffer_sizes" || k == "draft_tokens") {
-      throw UsageError(fmt::format("{}: is an axis now: write it under [axes] as {} = [...]", where,
-                                   k == "buffer_sizes" ? "buffer_size" : k));
+               k == "buffer_sizes" || k == "draft_tokens" || k == "state_dtype" || k == "state_dtypes") {
+      throw UsageError(fmt::format("{}: is an axis: write it under [axes] as {} = [...]", where,
+                                   k == "buffer_sizes"   ? "buffer_size"
+                                   : k == "state_dtypes" ? "state_dtype"
+                                                         : k));
     } else {
       throw UsageError(fmt::format("{}: unknown key 'capacity.{}' (allowed: budget_gib, reserve_gib, conv_state)",
                                    origin, k));
@@ -187,6 +235,7 @@ void validate_settings(const CapacitySettings& s) {
     throw UsageError(fmt::format("--layers {}: out of range (allowed: 1 to 10000)", s.model.layers));
   check_list(s.buffer_sizes, "--buffer-sizes", 1, kMaxBufferEntries);
   check_list(s.draft_tokens, "--draft-tokens", 1, kMaxDrafts);
+  check_dtype_list(s.state_dtypes, "--state-dtypes");
   const int b_max = *std::max_element(s.buffer_sizes.begin(), s.buffer_sizes.end());
   const int m_max = *std::max_element(s.draft_tokens.begin(), s.draft_tokens.end());
   if (b_max - 1 + m_max > kMaxBufferEntries)
@@ -203,11 +252,13 @@ void validate_settings(const CapacitySettings& s) {
 
 std::vector<CapacityCase> capacity_cases(const CapacitySettings& s) {
   std::vector<CapacityCase> cases;
-  cases.push_back({Variant::recurrent_decode, 0, 0});
-  for (int m : s.draft_tokens) cases.push_back({Variant::recurrent_verify, 0, m});
-  for (int b : s.buffer_sizes) cases.push_back({Variant::kvbuffer_decode, b, 0});
-  for (int b : s.buffer_sizes)
-    for (int m : s.draft_tokens) cases.push_back({Variant::kvbuffer_verify, b, m});
+  for (StateDtype d : s.state_dtypes) {
+    cases.push_back({Variant::recurrent_decode, 0, 0, d});
+    for (int m : s.draft_tokens) cases.push_back({Variant::recurrent_verify, 0, m, d});
+    for (int b : s.buffer_sizes) cases.push_back({Variant::kvbuffer_decode, b, 0, d});
+    for (int b : s.buffer_sizes)
+      for (int m : s.draft_tokens) cases.push_back({Variant::kvbuffer_verify, b, m, d});
+  }
   return cases;
 }
 

@@ -49,7 +49,7 @@ CapacityPlan make_plan(const CapacityCase& c, const ModelShape& m) {
   const int drafts = p.c.draft_tokens;
   p.tokens = is_verify(c.variant) ? drafts : 1;
 
-  const int64_t state = s.state_bytes();
+  const int64_t state = s.state_bytes(c.state_dtype);  // what is stored of a state follows the dtype
   const int64_t key = int64_t(s.heads_qk) * s.head_dim_k * 2;
   const int64_t delta = int64_t(s.heads_v) * s.head_dim_v * 4;
   const int64_t decay = int64_t(s.heads_v) * 4;

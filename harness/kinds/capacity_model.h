@@ -2,16 +2,19 @@
 // (recurrent or KVBuffer, decode or m-draft verification), and the largest number of concurrent requests a memory
 // budget holds once every pool is allocated the way the kernels need it (DESIGN.md sections 1 and 3).
 //
-// Per request and per layer (shape H = heads_qk, HV = heads_v, K = head_dim_k, V = head_dim_v; |S| = HV*K*V*4):
-//   recurrent_decode      state |S| (fp32 pool [slots, HV, K, V])
-//   recurrent_verify(m)   state |S| + intermediate states m*|S| (scratch [slots, m, HV, K, V]): (1 + m) states
+// Per request and per layer (shape H = heads_qk, HV = heads_v, K = head_dim_k, V = head_dim_v; |S| = HV*K*V*e with
+// e = state_elem_bytes(state_dtype): 4 for fp32 states, 2 for bf16; core/gdn_shape.h):
+//   recurrent_decode      state |S| (pool [slots, HV, K, V] of state_dtype)
+//   recurrent_verify(m)   state |S| + intermediate states m*|S| (scratch [slots, m, HV, K, V] of state_dtype):
+//                         (1 + m) states
 //   kvbuffer_decode(B)    checkpoint |S| + max(B - 1, 1) entries (a slot never holds B entries: the step that would
 //                         write the B-th flushes instead; the pools' capacity rule in kernels/gdn_params.h)
 //   kvbuffer_verify(B,m)  checkpoint |S| + (B - 1 + m) entries: verify writes the m drafts' entries after up to B - 1
 //                         buffered ones, and a commit may leave B - 1 + m until the next verify folds them; the
 //                         drafts need nothing kept from verify until accept (launch_kvbuffer_commit_accepted)
 //   entry                 H*K*2 (raw bf16 keys) + HV*V*4 (fp32 corrected deltas) + HV*4 (fp32 log-decay)
-//                         (byte_model/byte_model.h kvbuffer_entry_bytes)
+//                         (byte_model/byte_model.h kvbuffer_entry_bytes), the same with either state dtype: only
+//                         what is stored of a state (state, intermediate states, checkpoint) follows state_dtype
 //   KVBuffer fill index   4 bytes per request, once (request metadata shared by all layers, KVBufferPool::fill);
 //                         verify adds H arrival counters (4*H bytes per request, once: KVBufferVerifyParams)
 //   conv state            3 * (2*H*K + HV*V) * 2 bytes (Qwen3-Next short convolution, kernel 4: the last 3 positions
@@ -60,12 +63,14 @@ const char* to_string(Variant v);
 inline bool is_verify(Variant v) { return v == Variant::recurrent_verify || v == Variant::kvbuffer_verify; }
 inline bool is_kvbuffer(Variant v) { return v == Variant::kvbuffer_decode || v == Variant::kvbuffer_verify; }
 
-/// One row of the capacity table: a variant with its buffer size B (KVBuffer only, else 0) and draft tokens m
-/// (verify only, else 0).
+/// One row of the capacity table: a variant with its buffer size B (KVBuffer only, else 0), draft tokens m (verify
+/// only, else 0) and the element type of its stored states (recurrent states, recurrent verify's intermediate
+/// states, KVBuffer checkpoints: 4 bytes an element fp32, 2 bf16).
 struct CapacityCase {
   Variant variant = Variant::recurrent_decode;
   int buffer_size = 0;   ///< B
   int draft_tokens = 0;  ///< m
+  StateDtype state_dtype = StateDtype::fp32;
 };
 
 /// The model whose GDN layers are served: one layer's shape, the number of GDN layers, and whether the short
@@ -122,7 +127,8 @@ struct CapacityPlan {
 /// shape as validate_shape; layers >= 1; B in [1, 256] for KVBuffer; m in [1, 8] for verify; B - 1 + m <= 256.
 std::string validate_case(const CapacityCase& c, const ModelShape& m);
 
-/// The plan of one case (formulas in this header). Throws std::invalid_argument with validate_case's reason.
+/// The plan of one case (formulas in this header; state, scratch and checkpoint arrays at c.state_dtype's element
+/// size). Throws std::invalid_argument with validate_case's reason.
 CapacityPlan make_plan(const CapacityCase& c, const ModelShape& m);
 
 /// Bytes of one KVBuffer entry of one request in one layer: H*K*2 + HV*V*4 + HV*4.

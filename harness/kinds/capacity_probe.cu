@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/kinds/capacity_table.h"
 #include "harness/workloads/device_random.h"
 #include "harness/sweep/experiment_kind.h"
 #include "kernels/gdn_params.h"
@@ -88,8 +89,8 @@ bool pools_fit(const CapacityPlan& p, int64_t requests) {
   }
 }
 
-/// Random states, entries, draft keys and inputs; slot = row, fill = slot % B; gate parameters of every layer drawn
-/// from the Qwen3-Next initialisation (reference/qwen3_next_inputs.h).
+/// Random states (of the plan's state dtype), entries, draft keys and inputs; slot = row, fill = slot % B; gate
+/// parameters of every layer drawn from the Qwen3-Next initialisation (reference/qwen3_next_inputs.h).
 void fill_inputs(const CapacityPlan& p, const PoolSet& pools, int64_t n, uint64_t seed, cudaStream_t stream) {
   const GdnShape& s = p.model.shape;
   const int L = p.model.layers;
@@ -126,9 +127,14 @@ void fill_inputs(const CapacityPlan& p, const PoolSet& pools, int64_t n, uint64_
 
   const float state_sd = 1.f / std::sqrt(float(s.head_dim_k));
   for (int l = 0; l < L; ++l) {
-    for (const char* name : {"state", "checkpoint"})
-      if (float* x = pools.array<float>(name, l))
+    for (const char* name : {"state", "checkpoint"}) {
+      if (p.c.state_dtype == StateDtype::bf16) {
+        if (bf16* x = pools.array<bf16>(name, l))
+          fill_normal(x, pools.count<bf16>(name), 0.f, state_sd, ++next, stream);
+      } else if (float* x = pools.array<float>(name, l)) {
         fill_normal(x, pools.count<float>(name), 0.f, state_sd, ++next, stream);
+      }
+    }
     if (bf16* x = pools.array<bf16>("keys", l)) fill_normal(x, pools.count<bf16>("keys"), 0.f, 1.f, ++next, stream);
     if (float* x = pools.array<float>("deltas", l))
       fill_normal(x, pools.count<float>("deltas"), 0.f, 0.5f, ++next, stream);
@@ -143,13 +149,24 @@ void fill_inputs(const CapacityPlan& p, const PoolSet& pools, int64_t n, uint64_
 template <typename Params>
 std::string launch_status(cudaError_t e, const char* launcher, const Params& p) {
   if (e == cudaSuccess) return "";
-  if (e == cudaErrorNotSupported) return "kernel not available";
+  if (e == cudaErrorNotSupported) return kStatusNoKernel;
   if (e == cudaErrorInvalidValue) return fmt::format("failed: {}: {}", launcher, validate(p));
   return fmt::format("failed: {}: {}", launcher, cudaGetErrorName(e));
 }
 
-/// One step of the plan at batch n over all layers, synchronised: "ok", "kernel not available" or "failed: ...".
+/// "" when this project has a kernel that stores the plan's state dtype for its variant, else the step's status:
+/// recurrent decode and KVBuffer decode take fp32 and bf16 states; recurrent verify (fp32 scratch) and KVBuffer verify
+/// (fp32 checkpoints) take fp32 only, so a bf16 row of theirs keeps its allocation proof and runs no step.
+std::string dtype_unavailable(const CapacityPlan& p) {
+  if (p.c.state_dtype == StateDtype::fp32 || !is_verify(p.c.variant)) return "";
+  return fmt::format("{}: {} takes fp32 states only (allocation proved, no step run)", kStatusNoKernel,
+                     to_string(p.c.variant));
+}
+
+/// One step of the plan at batch n over all layers, synchronised: "ok", a status starting "kernel not available",
+/// or "failed: ...".
 std::string run_step(const CapacityPlan& p, const PoolSet& pools, int64_t n, cudaStream_t stream) {
+  if (std::string st = dtype_unavailable(p); !st.empty()) return st;
   const GdnShape& s = p.model.shape;
   const int batch = int(n);
   const int32_t* slot = pools.piece<int32_t>("slot");
@@ -167,7 +184,8 @@ std::string run_step(const CapacityPlan& p, const PoolSet& pools, int64_t n, cud
     in.tokens = p.tokens;
     KVBufferPool kv;
     if (is_kvbuffer(p.c.variant)) {
-      kv.checkpoint = pools.array<float>("checkpoint", l);
+      kv.checkpoint = pools.array<void>("checkpoint", l);
+      kv.state_dtype = p.c.state_dtype;
       kv.keys = pools.array<bf16>("keys", l);
       kv.deltas = pools.array<float>("deltas", l);
       kv.log_decay = pools.array<float>("log_decay", l);
@@ -180,8 +198,9 @@ std::string run_step(const CapacityPlan& p, const PoolSet& pools, int64_t n, cud
     switch (p.c.variant) {
       case Variant::recurrent_decode: {
         RecurrentDecodeParams q;
-        q.shape = s, q.batch = batch, q.in = in, q.state = pools.array<float>("state", l), q.num_slots = batch;
-        q.layout = StateLayout::kv, q.slot = slot, q.o = o, q.o_dtype = OutputDtype::bf16;
+        q.shape = s, q.batch = batch, q.in = in, q.state = pools.array<void>("state", l), q.num_slots = batch;
+        q.state_dtype = p.c.state_dtype, q.layout = StateLayout::kv, q.slot = slot, q.o = o;
+        q.o_dtype = OutputDtype::bf16;
         st = launch_status(launch_recurrent_decode(q, stream), "launch_recurrent_decode", q);
         break;
       }
@@ -269,14 +288,23 @@ int64_t warm_up_wide_batch(const CapacityPlan& plan) {
 }
 
 // The probe runs on the legacy default stream: creating a stream while the budget is held could take device memory.
-void warm_up(const std::vector<CapacityPlan>& plans, uint64_t seed) {
-  for (CapacityPlan p : plans) {
+void warm_up(const std::vector<CapacityPlan>& plans, uint64_t seed, int64_t budget_bytes) {
+  for (const CapacityPlan& full : plans) {
+    CapacityPlan p = full;
     p.model.layers = 1;
-    for (const int64_t n : {int64_t(1), warm_up_wide_batch(p)}) {
+    // Besides the narrow and the wide grid, the batch the probe itself runs (the model's requests in the budget):
+    // launchers that switch kernels at a larger batch than the wide grid's (KVBuffer verify takes its tensor-core
+    // kernel from 15 (row, value head) items an SM) then load that kernel here too.
+    const int64_t probe_batch = max_requests(full, budget_bytes);
+    std::vector<int64_t> batches{1, warm_up_wide_batch(p)};
+    if (probe_batch > batches.back()) batches.push_back(probe_batch);
+    for (size_t i = 0; i < batches.size(); ++i) {
+      const int64_t n = batches[i];
       PoolSet pools(p, n);
       fill_inputs(p, pools, n, seed, nullptr);
       const std::string st = run_step(p, pools, n, nullptr);
-      if (st.rfind("failed", 0) == 0) throw std::runtime_error("capacity warm-up: " + st);
+      // A step that fails at the probe's batch fails in the probe too, which reports it in the row's status.
+      if (st.rfind("failed", 0) == 0 && i < 2) throw std::runtime_error("capacity warm-up: " + st);
       cudaGetLastError();
     }
   }

@@ -338,9 +338,12 @@ std::optional<CapacityRatio> capacity_ratio(const CsvTable& capacity, const std:
   const Columns c(capacity, origin);
   const size_t variant = c.need("variant"), bsize = c.need("buffer_size"), drafts = c.need("draft_tokens"),
                model = c.need("max_requests_model"), measured = c.need("max_requests_measured");
+  // The claim is the paper's, made with fp32 states: bf16 rows are left out (a CSV without the column is all fp32).
+  const auto dtype = c.find("state_dtype");
   const std::vector<std::string>* kv = nullptr;
   const std::vector<std::string>* rec = nullptr;
   for (const auto& row : capacity.rows) {
+    if (dtype && !row[*dtype].empty() && row[*dtype] != "fp32") continue;
     if (c.number(row, drafts) != double(draft_tokens)) continue;
     if (row[variant] == "recurrent_verify") rec = &row;
     if (row[variant] == "kvbuffer_verify" && c.number(row, bsize) == double(buffer_size)) kv = &row;

@@ -72,8 +72,10 @@ struct CapacityRatio {
   bool measured = false;      ///< true: max_requests_measured (allocation proof); false: the model
 };
 
-/// The ratio for kvbuffer_verify (B, m) against recurrent_verify (m); nullopt when either row is missing or has no
-/// request count. Throws UsageError naming `origin` when a needed column is missing or a count is not a number.
+/// The ratio for kvbuffer_verify (B, m) against recurrent_verify (m), both with fp32 states (rows whose state_dtype
+/// is set and not fp32 are left out; a CSV without a state_dtype column holds fp32 rows only); nullopt when either
+/// row is missing or has no request count. Throws UsageError naming `origin` when a needed column is missing or a
+/// count is not a number.
 std::optional<CapacityRatio> capacity_ratio(const CsvTable& capacity, const std::string& origin, int buffer_size,
                                             int draft_tokens);
 

@@ -1,8 +1,11 @@
-// Serving capacity (harness/kinds/capacity_*): per-request bytes against hand-computed values for two shapes, the budget's
-// capacity with allocator granules, ratios, the CSV, the config, and `kvb capacity` end to end without a GPU.
+// Serving capacity (harness/kinds/capacity_*): per-request bytes against hand-computed values for two shapes and both
+// state dtypes, the budget's capacity with allocator granules, ratios (within one state dtype), the CSV, the config
+// and flags, and `kvb capacity` end to end without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -13,6 +16,7 @@
 #include "harness/measure/device_info.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/experiment_kind.h"
+#include "harness/sweep/result_csv.h"
 #include "test_sweep_support.h"
 
 namespace kvb::capacity {
@@ -102,6 +106,73 @@ TEST(CapacityModel, SmallShapeBytesPerRequest) {
   EXPECT_EQ(make_plan({Variant::recurrent_decode, 0, 0}, m).per_request.total, 98304 + 3 * 2304);
 }
 
+// Qwen3-Next with bf16 states, from the formula: what is stored of a state (the recurrent state, recurrent verify's m
+// intermediate states, the KVBuffer checkpoint) takes 2 bytes an element instead of 4; buffered entries (bf16 keys,
+// fp32 deltas, fp32 log-decays), the fill index, the arrival counters, the conv window and the step's inputs do not
+// change.
+TEST(CapacityModel, Qwen3NextBf16StatesHalveOnlyTheStoredStates) {
+  const ModelShape m = qwen3_next();
+  const int64_t layers = 36, elems = int64_t(32) * 128 * 128;  // HV * K * V per layer
+  const int64_t entry = 16 * 128 * 2 + 32 * 128 * 4 + 32 * 4;   // bf16 key, fp32 delta, fp32 log-decay
+  const int64_t arrivals = 16 * 4;                              // verify: one counter per key head, once
+  for (const StateDtype d : {StateDtype::fp32, StateDtype::bf16}) {
+    SCOPED_TRACE(to_string(d));
+    const int64_t elem = d == StateDtype::bf16 ? 2 : 4;
+    const int64_t state = layers * elems * elem;  // bf16: 36*32*128*128*2 = 37748736
+    EXPECT_EQ(state, d == StateDtype::bf16 ? 37748736 : 75497472);
+
+    const CapacityPlan rd = make_plan({Variant::recurrent_decode, 0, 0, d}, m);
+    EXPECT_EQ(rd.c.state_dtype, d);
+    EXPECT_EQ(rd.per_layer.state, elems * elem);
+    EXPECT_EQ(rd.per_request.state, state);
+    EXPECT_EQ(rd.per_request.total, state);
+    EXPECT_EQ(rd.per_request.conv_state, layers * 3 * (2 * 16 * 128 + 32 * 128) * 2);
+    for (const int drafts : {1, 4, 8}) {
+      const CapacityPlan rv = make_plan({Variant::recurrent_verify, 0, drafts, d}, m);
+      EXPECT_EQ(rv.per_request.state, state);
+      EXPECT_EQ(rv.per_request.intermediate_state, drafts * state);  // the m-state scratch pool
+      EXPECT_EQ(rv.per_request.total, (1 + drafts) * state);
+    }
+    for (const int b : {1, 4, 16}) {
+      const CapacityPlan kd = make_plan({Variant::kvbuffer_decode, b, 0, d}, m);
+      EXPECT_EQ(kd.per_request.state, state);  // the checkpoint
+      EXPECT_EQ(kd.per_request.buffer, layers * std::max(b - 1, 1) * entry + 4);
+      EXPECT_EQ(kd.per_request.total, state + layers * std::max(b - 1, 1) * entry + 4);
+      for (const int drafts : {1, 4, 8}) {
+        const CapacityPlan kv = make_plan({Variant::kvbuffer_verify, b, drafts, d}, m);
+        EXPECT_EQ(kv.per_request.state, state);
+        EXPECT_EQ(kv.per_request.intermediate_state, 0);
+        EXPECT_EQ(kv.per_request.draft, 0);
+        EXPECT_EQ(kv.per_request.buffer, layers * (b - 1 + drafts) * entry + 4 + arrivals);
+        EXPECT_EQ(kv.per_request.total, state + layers * (b - 1 + drafts) * entry + 4 + arrivals);
+      }
+    }
+  }
+  // bf16 saves exactly half of what is stored of states, and nothing else.
+  const auto saved = [&](const CapacityCase& c) {
+    CapacityCase bf = c;
+    bf.state_dtype = StateDtype::bf16;
+    const CapacityPlan p32 = make_plan(c, m), p16 = make_plan(bf, m);
+    EXPECT_EQ(p32.per_request.io, p16.per_request.io);
+    EXPECT_EQ(fixed_bytes(p32), fixed_bytes(p16));
+    EXPECT_EQ(p32.buffer_entries, p16.buffer_entries);
+    return p32.per_request.total - p16.per_request.total;
+  };
+  const int64_t half = 36 * elems * 2;
+  EXPECT_EQ(saved({Variant::recurrent_decode, 0, 0}), half);
+  EXPECT_EQ(saved({Variant::recurrent_verify, 0, 4}), 5 * half);
+  EXPECT_EQ(saved({Variant::kvbuffer_decode, 8, 0}), half);
+  EXPECT_EQ(saved({Variant::kvbuffer_verify, 8, 4}), half);
+  // The pool arrays the probe allocates: state, scratch and checkpoint at 2 bytes an element.
+  for (const PoolArray& a : make_plan({Variant::recurrent_verify, 0, 4, StateDtype::bf16}, m).arrays)
+    EXPECT_EQ(a.bytes_per_request, (a.name == "scratch" ? 4 : 1) * elems * 2) << a.name;
+  for (const PoolArray& a : make_plan({Variant::kvbuffer_decode, 4, 0, StateDtype::bf16}, m).arrays) {
+    if (a.name == "checkpoint") {
+      EXPECT_EQ(a.bytes_per_request, elems * 2);
+    }
+  }
+}
+
 TEST(CapacityModel, MaxRequestsWithGranules) {
   // Qwen3-Next, 2 layers, recurrent decode, 2 GiB: 4 MiB of headroom leave 2044 MiB; the workspace (gate
   // parameters, slot, q, k, v, a, b, o) takes 12 MiB at 508 requests (12552192 bytes) and 509 (12577280), and each
@@ -151,16 +222,25 @@ std::vector<CapacityRow> rows_for(const CapacitySettings& s, int64_t budget) {
   return rows;
 }
 
-const CapacityRow& find(const std::vector<CapacityRow>& rows, Variant v, int b, int m) {
+const CapacityRow& find(const std::vector<CapacityRow>& rows, Variant v, int b, int m,
+                        StateDtype d = StateDtype::fp32) {
   for (const CapacityRow& r : rows)
-    if (r.plan.c.variant == v && r.plan.c.buffer_size == b && r.plan.c.draft_tokens == m) return r;
+    if (r.plan.c.variant == v && r.plan.c.buffer_size == b && r.plan.c.draft_tokens == m && r.plan.c.state_dtype == d)
+      return r;
   throw std::out_of_range("no such row");
+}
+
+/// Column `name` of `t`'s header; fails the test when it has none.
+size_t col(const CsvTable& t, const std::string& name) {
+  const auto it = std::find(t.header.begin(), t.header.end(), name);
+  EXPECT_NE(it, t.header.end()) << name;
+  return size_t(it - t.header.begin());
 }
 
 TEST(CapacityTable, RatiosAgainstTheRecurrentRowWithTheSameDrafts) {
   CapacitySettings s;
   std::vector<CapacityRow> rows = rows_for(s, 80 * kGiB);
-  ASSERT_EQ(rows.size(), 1u + 4u + 5u + 20u);
+  ASSERT_EQ(rows.size(), 2 * (1u + 4u + 5u + 20u));  // fp32 and bf16
   const CapacityRow& rd = find(rows, Variant::recurrent_decode, 0, 0);
   const CapacityRow& rv4 = find(rows, Variant::recurrent_verify, 0, 4);
   const CapacityRow& kv44 = find(rows, Variant::kvbuffer_verify, 4, 4);
@@ -181,10 +261,63 @@ TEST(CapacityTable, RatiosAgainstTheRecurrentRowWithTheSameDrafts) {
   const std::vector<CapacityRow> model_rows = rows_for(s, 80 * kGiB);
   const double at8 = double(find(model_rows, Variant::kvbuffer_verify, 8, 4).max_requests_model) / 227.0;
   EXPECT_EQ(claim_check_line(model_rows),
-            fmt::format("4 drafts: KVBuffer/recurrent = 4.67x at B = 4, {:.2f}x at B = 8 (paper: 5x)", at8));
+            fmt::format("4 drafts, fp32 states: KVBuffer/recurrent = 4.67x at B = 4, {:.2f}x at B = 8 (paper: 5x)",
+                        at8));
   const std::string target = target_check_line(model_rows);
   EXPECT_NE(target.find("met at B = 1, 2, 4, 8"), std::string::npos) << target;
   EXPECT_EQ(target.find("not met"), std::string::npos) << target;
+}
+
+// Each ratio is over the recurrent row of the same state dtype: bf16 KVBuffer over bf16 recurrent, never over fp32.
+TEST(CapacityTable, RatiosCompareWithinOneStateDtype) {
+  CapacitySettings s;
+  const std::vector<CapacityRow> rows = rows_for(s, 80 * kGiB);
+  for (const StateDtype d : {StateDtype::fp32, StateDtype::bf16}) {
+    SCOPED_TRACE(to_string(d));
+    const CapacityRow& rd = find(rows, Variant::recurrent_decode, 0, 0, d);
+    EXPECT_DOUBLE_EQ(*rd.ratio_to_recurrent, 1.0);
+    for (const int b : s.buffer_sizes) {
+      const CapacityRow& kd = find(rows, Variant::kvbuffer_decode, b, 0, d);
+      EXPECT_DOUBLE_EQ(*kd.ratio_to_recurrent, double(kd.max_requests_model) / double(rd.max_requests_model));
+      for (const int m : s.draft_tokens) {
+        const CapacityRow& rv = find(rows, Variant::recurrent_verify, 0, m, d);
+        const CapacityRow& kv = find(rows, Variant::kvbuffer_verify, b, m, d);
+        EXPECT_DOUBLE_EQ(*kv.ratio_to_recurrent, double(kv.max_requests_model) / double(rv.max_requests_model));
+      }
+    }
+  }
+  // bf16 holds about twice the recurrent requests; KVBuffer's fp32 entries then weigh more against its halved
+  // checkpoint, so its bf16 ratio is the lower one.
+  const CapacityRow& rd32 = find(rows, Variant::recurrent_decode, 0, 0);
+  const CapacityRow& rd16 = find(rows, Variant::recurrent_decode, 0, 0, StateDtype::bf16);
+  EXPECT_NEAR(double(rd16.max_requests_model) / double(rd32.max_requests_model), 2.0, 0.01);
+  EXPECT_LT(*find(rows, Variant::kvbuffer_verify, 4, 4, StateDtype::bf16).ratio_to_recurrent,
+            *find(rows, Variant::kvbuffer_verify, 4, 4).ratio_to_recurrent);
+
+  // KVBuffer bf16 rows with only fp32 recurrent rows beside them have no baseline, hence no ratio.
+  std::vector<CapacityRow> mixed;
+  for (const CapacityRow& r : rows)
+    if (is_kvbuffer(r.plan.c.variant) == (r.plan.c.state_dtype == StateDtype::bf16)) mixed.push_back(r);
+  fill_ratios(mixed);
+  for (const CapacityRow& r : mixed)
+    EXPECT_EQ(r.ratio_to_recurrent.has_value(), !is_kvbuffer(r.plan.c.variant)) << to_string(r.plan.c.variant);
+
+  // The claim line of each dtype reads its own rows; the paper's 5x is named on the fp32 line only, and the target
+  // is checked on the fp32 rows only.
+  const std::string bf16_line = claim_check_line(rows, StateDtype::bf16);
+  EXPECT_EQ(bf16_line, fmt::format("4 drafts, bf16 states: KVBuffer/recurrent = {:.2f}x at B = 4, {:.2f}x at B = 8",
+                                   *find(rows, Variant::kvbuffer_verify, 4, 4, StateDtype::bf16).ratio_to_recurrent,
+                                   *find(rows, Variant::kvbuffer_verify, 8, 4, StateDtype::bf16).ratio_to_recurrent));
+  CapacitySettings only_fp32;
+  only_fp32.state_dtypes = {StateDtype::fp32};
+  EXPECT_EQ(target_check_line(rows), target_check_line(rows_for(only_fp32, 80 * kGiB)));
+  CapacitySettings only_bf16;
+  only_bf16.state_dtypes = {StateDtype::bf16};
+  EXPECT_EQ(target_check_line(rows_for(only_bf16, 80 * kGiB)),
+            "4.5x target with 4 drafts, B <= 8, fp32 states: no such rows");
+  const std::string table = format_capacity_table(rows);
+  EXPECT_NE(table.find("KVBuffer / recurrent requests, fp32 states"), std::string::npos) << table;
+  EXPECT_NE(table.find("KVBuffer / recurrent requests, bf16 states"), std::string::npos) << table;
 }
 
 TEST(CapacityTable, CsvColumnsAndEmptyAxes) {
@@ -192,20 +325,43 @@ TEST(CapacityTable, CsvColumnsAndEmptyAxes) {
   s.buffer_sizes = {4};
   s.draft_tokens = {4};
   const CsvTable t = parse_csv(format_capacity_csv(rows_for(s, 80 * kGiB), "", "2026-01-01T00:00:00Z"), "capacity");
-  const std::vector<std::string> first{"variant", "buffer_size", "draft_tokens", "budget_bytes", "bytes_per_request",
+  const std::vector<std::string> first{"variant",           "buffer_size",        "draft_tokens",
+                                       "state_dtype",       "budget_bytes",       "bytes_per_request",
                                        "max_requests_model", "max_requests_measured", "status"};
   ASSERT_GE(t.header.size(), first.size());
-  EXPECT_EQ(std::vector<std::string>(t.header.begin(), t.header.begin() + 8), first);
+  EXPECT_EQ(std::vector<std::string>(t.header.begin(), t.header.begin() + 9), first);
   EXPECT_EQ(t.header.back(), "timestamp");
-  ASSERT_EQ(t.rows.size(), 4u);
+  ASSERT_EQ(t.rows.size(), 8u);  // 4 fp32 rows, then the same 4 with bf16 states
   EXPECT_EQ(t.rows[0][0], "recurrent_decode");
   EXPECT_EQ(t.rows[0][1], "");
   EXPECT_EQ(t.rows[0][2], "");
+  EXPECT_EQ(t.rows[0][3], "fp32");
   EXPECT_EQ(t.rows[1][2], "4");
   EXPECT_EQ(t.rows[3][0], "kvbuffer_verify");
-  EXPECT_EQ(t.rows[3][4], "80690756");  // B = 4, m = 4: 36 * (2097152 + (3 + 4) * 20608) + 4 + 16 * 4
-  EXPECT_EQ(t.rows[3][6], "");
-  EXPECT_EQ(t.rows[3][7], "model only (no GPU)");
+  EXPECT_EQ(t.rows[3][5], "80690756");  // B = 4, m = 4: 36 * (2097152 + (3 + 4) * 20608) + 4 + 16 * 4
+  EXPECT_EQ(t.rows[3][7], "");
+  EXPECT_EQ(t.rows[3][8], "model only (no GPU)");
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(t.rows[4 + i][0], t.rows[i][0]);
+    EXPECT_EQ(t.rows[4 + i][3], "bf16");
+  }
+  EXPECT_EQ(t.rows[7][5], std::to_string(36 * (1048576 + 7 * 20608) + 4 + 16 * 4));  // B = 4, m = 4, bf16 state
+  // The table passes the shared validation, fp32 and bf16 rows of one variant being distinct points.
+  EXPECT_EQ(validate_result_table(t, {capacity_csv_schema()}, "capacity").kind, "capacity");
+}
+
+// A capacity CSV written before the state_dtype column (results/capacity.csv of 31b363a) is still a capacity CSV.
+TEST(CapacityTable, CsvWithoutStateDtypeIsStillValid) {
+  CapacitySettings s;
+  s.buffer_sizes = {4};
+  s.draft_tokens = {4};
+  s.state_dtypes = {StateDtype::fp32};
+  CsvTable t = parse_csv(format_capacity_csv(rows_for(s, 80 * kGiB), "", "2026-01-01T00:00:00Z"), "capacity");
+  const size_t at = col(t, "state_dtype");
+  t.header.erase(t.header.begin() + long(at));
+  for (auto& row : t.rows) row.erase(row.begin() + long(at));
+  EXPECT_EQ(validate_result_table(t, {capacity_csv_schema()}, "old.csv").kind, "capacity");
+  EXPECT_NO_THROW(read_result_csv(std::string(KVB_SOURCE_DIR) + "/results/capacity.csv", {capacity_csv_schema()}));
 }
 
 TEST(CapacityConfig, ListsAndToml) {
@@ -226,7 +382,8 @@ TEST(CapacityConfig, ListsAndToml) {
   EXPECT_EQ(s.model.shape.heads_v, 32);
   EXPECT_FALSE(s.model.conv_state);
   EXPECT_FALSE(s.budget_gib.has_value());
-  EXPECT_EQ(capacity_cases(s).size(), 1u + 6u + 5u + 30u);
+  EXPECT_EQ(s.state_dtypes, (std::vector<StateDtype>{StateDtype::fp32, StateDtype::bf16}));
+  EXPECT_EQ(capacity_cases(s).size(), 2 * (1u + 6u + 5u + 30u));
 
   CapacitySettings t;
   EXPECT_THROW(apply_capacity_config("[axes]\nbufer_size = [1]\n", "x.toml", t), UsageError);
@@ -249,6 +406,85 @@ TEST(CapacityConfig, ListsAndToml) {
   apply_capacity_config("[capacity]\nbudget_gib = 80\nconv_state = true\n", "x.toml", t);
   EXPECT_DOUBLE_EQ(*t.budget_gib, 80.0);
   EXPECT_TRUE(t.model.conv_state);
+}
+
+/// The message of the UsageError `f` throws; "" (and a test failure) when it throws none.
+template <typename F>
+std::string refusal(F f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no UsageError";
+  return "";
+}
+
+TEST(CapacityConfig, StateDtypesFromFlagAndToml) {
+  using D = StateDtype;
+  EXPECT_EQ(CapacitySettings{}.state_dtypes, (std::vector<D>{D::fp32, D::bf16}));
+  EXPECT_EQ(parse_state_dtype_list("fp32,bf16", "--state-dtypes"), (std::vector<D>{D::fp32, D::bf16}));
+  EXPECT_EQ(parse_state_dtype_list(" bf16 , fp32", "--state-dtypes"), (std::vector<D>{D::bf16, D::fp32}));
+  EXPECT_EQ(parse_state_dtype_list("bf16", "--state-dtypes"), (std::vector<D>{D::bf16}));
+  for (const char* bad : {"", "fp16", "FP32", "fp32,fp32", "fp32,", ",bf16", "fp32,,bf16", "float"}) {
+    SCOPED_TRACE(bad);
+    const std::string e = refusal([&] { parse_state_dtype_list(bad, "--state-dtypes"); });
+    EXPECT_EQ(e.rfind("--state-dtypes: ", 0), 0u) << e;
+    EXPECT_NE(e.find("(allowed: comma-separated distinct values of fp32, bf16)"), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+  EXPECT_NE(refusal([] { parse_state_dtype_list("fp16", "--state-dtypes"); }).find("'fp16' is not a state dtype"),
+            std::string::npos);
+  EXPECT_NE(refusal([] { parse_state_dtype_list("bf16,bf16", "--state-dtypes"); }).find("bf16 is listed twice"),
+            std::string::npos);
+
+  CapacitySettings t;
+  apply_capacity_config("[axes]\nstate_dtype = [\"bf16\", \"fp32\"]\n", "x.toml", t);
+  EXPECT_EQ(t.state_dtypes, (std::vector<D>{D::bf16, D::fp32}));
+  apply_capacity_config("[axes]\nstate_dtype = \"bf16\"\n", "x.toml", t);
+  EXPECT_EQ(t.state_dtypes, (std::vector<D>{D::bf16}));
+  EXPECT_EQ(capacity_cases(t).size(), 1u + 4u + 5u + 20u);
+  for (const CapacityCase& c : capacity_cases(t)) EXPECT_EQ(c.state_dtype, D::bf16);
+  for (const char* bad : {"state_dtype = [\"fp16\"]", "state_dtype = []", "state_dtype = [\"fp32\", \"fp32\"]",
+                          "state_dtype = 32", "state_dtype = [1]"}) {
+    SCOPED_TRACE(bad);
+    CapacitySettings u;
+    const std::string e = refusal([&] { apply_capacity_config(std::string("[axes]\n") + bad + "\n", "x.toml", u); });
+    EXPECT_EQ(e.rfind("x.toml: axes.state_dtype", 0), 0u) << e;
+    EXPECT_NE(e.find("fp32, bf16"), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_EQ(u.state_dtypes, CapacitySettings{}.state_dtypes);
+  }
+  EXPECT_NE(refusal([] {
+              CapacitySettings u;
+              apply_capacity_config("[capacity]\nstate_dtype = [\"bf16\"]\n", "x.toml", u);
+            }).find("[axes] as state_dtype"),
+            std::string::npos);
+  EXPECT_NE(refusal([] {
+              CapacitySettings u;
+              apply_capacity_config("[axes]\nstate_dtypes = [\"bf16\"]\n", "x.toml", u);
+            }).find("allowed: buffer_size, draft_tokens, state_dtype,"),
+            std::string::npos);
+  CapacitySettings empty;
+  empty.state_dtypes.clear();
+  EXPECT_NE(refusal([&] { validate_settings(empty); }).find("--state-dtypes: empty list"), std::string::npos);
+
+  // Rows: every variant row once per dtype, in blocks of the listed order.
+  CapacitySettings s;
+  s.buffer_sizes = {4, 8};
+  s.draft_tokens = {2, 4};
+  s.state_dtypes = {D::bf16, D::fp32};
+  const std::vector<CapacityCase> cases = capacity_cases(s);
+  ASSERT_EQ(cases.size(), 2 * (1u + 2u + 2u + 4u));
+  for (size_t i = 0; i < cases.size() / 2; ++i) {
+    const CapacityCase& a = cases[i];
+    const CapacityCase& b = cases[i + cases.size() / 2];
+    EXPECT_EQ(a.state_dtype, D::bf16);
+    EXPECT_EQ(b.state_dtype, D::fp32);
+    EXPECT_EQ(a.variant, b.variant);
+    EXPECT_EQ(a.buffer_size, b.buffer_size);
+    EXPECT_EQ(a.draft_tokens, b.draft_tokens);
+  }
 }
 
 // ---- `kvb capacity` end to end ----
@@ -277,6 +513,10 @@ TEST(CapacityCli, BadInputExits2WithOneLineAndNoCsv) {
       {"--budget-gib 80 --reserve-gib 1e7", "--reserve-gib: 1e7 is out of range (allowed: a number of GiB >= 0"},
       {"--budget-gib 80 --layers abc", "--layers: 'abc' is not an integer (allowed: integers 1 to 10000)"},
       {"--budget-gib 80 --config '" + dir.path().string() + "'", "is a directory (allowed: a capacity config"},
+      {"--budget-gib 80 --state-dtypes fp16",
+       "--state-dtypes: 'fp16' is not a state dtype (allowed: comma-separated distinct values of fp32, bf16)"},
+      {"--budget-gib 80 --state-dtypes fp32,fp32", "--state-dtypes: fp32 is listed twice"},
+      {"--budget-gib 80 --state-dtypes ''", "--state-dtypes: empty list"},
   };
   for (const auto& [args, names] : cases) {
     const Result r = run_kvb(dir, "capacity " + args + out);
@@ -323,6 +563,21 @@ TEST(CapacityCli, ModelOnlyRunNeverReplacesTheProvedCsvByDefault) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("results/capacity.csv")));
 }
 
+// --state-dtypes overrides the config's state_dtype axis.
+TEST(CapacityCli, StateDtypesFlagOverridesTheConfig) {
+  TempDir dir;
+  const std::string csv = dir.file("capacity.csv");
+  const Result r = run_kvb(dir, "capacity --budget-gib 80 --no-probe --config experiments/capacity.toml "
+                                "--state-dtypes bf16 --out '" + csv + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("fp32 states: KVBuffer"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 drafts, bf16 states: KVBuffer/recurrent = "), std::string::npos) << r.out;
+  const CsvTable t = read_csv_file(csv);
+  ASSERT_EQ(t.rows.size(), 1u + 6u + 5u + 30u);
+  for (const auto& row : t.rows) EXPECT_EQ(row[col(t, "state_dtype")], "bf16");
+  EXPECT_EQ(t.rows[0][col(t, "bytes_per_request")], std::to_string(36 * 32 * 128 * 128 * 2));
+}
+
 TEST(CapacityCli, ModelOnlyCsv) {
   TempDir dir;
   const std::string csv = dir.file("out/capacity.csv");
@@ -330,27 +585,42 @@ TEST(CapacityCli, ModelOnlyCsv) {
   const Result r = run_kvb(dir, "capacity --budget-gib 80 --config experiments/capacity.toml --out '" + csv + "'" +
                                     (gpu ? " --no-probe" : ""));
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("4 drafts: KVBuffer/recurrent = 4.67x at B = 4, 4.51x at B = 8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 drafts, fp32 states: KVBuffer/recurrent = 4.67x at B = 4, 4.51x at B = 8"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("4 drafts, bf16 states: KVBuffer/recurrent = "), std::string::npos) << r.out;
   const CsvTable t = read_csv_file(csv);
-  ASSERT_EQ(t.rows.size(), 1u + 6u + 5u + 30u);
+  ASSERT_EQ(t.rows.size(), 2 * (1u + 6u + 5u + 30u));
   const std::string status = gpu ? kStatusNoProbe : kStatusNoGpu;
-  for (const auto& row : t.rows) {
-    EXPECT_EQ(row[3], std::to_string(80 * kGiB));
-    EXPECT_EQ(row[6], "");
-    EXPECT_EQ(row[7], status);
+  const size_t variant = col(t, "variant"), b = col(t, "buffer_size"), m = col(t, "draft_tokens"),
+               dtype = col(t, "state_dtype"), budget = col(t, "budget_bytes"), bytes = col(t, "bytes_per_request"),
+               model = col(t, "max_requests_model"), measured = col(t, "max_requests_measured"),
+               st = col(t, "status"), ratio = col(t, "ratio_to_recurrent");
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    const auto& row = t.rows[i];
+    EXPECT_EQ(row[dtype], i < t.rows.size() / 2 ? "fp32" : "bf16");  // one block per dtype, fp32 first
+    EXPECT_EQ(row[budget], std::to_string(80 * kGiB));
+    EXPECT_EQ(row[measured], "");
+    EXPECT_EQ(row[st], status);
   }
-  // Recurrent verify m = 3: 4 states of 72 MiB; KVBuffer verify B = 2, m = 3: 2 MiB + (1 + 3) entries per layer.
-  EXPECT_EQ(t.rows[3][0], "recurrent_verify");
-  EXPECT_EQ(t.rows[3][2], "3");
-  EXPECT_EQ(t.rows[3][4], std::to_string(4 * 75497472));
-  bool found = false;
-  for (const auto& row : t.rows)
-    if (row[0] == "kvbuffer_verify" && row[1] == "2" && row[2] == "3") {
-      found = true;
-      EXPECT_EQ(row[4], std::to_string(36 * (2097152 + 4 * 20608) + 4 + 16 * 4));
-      EXPECT_NEAR(std::stod(row[14]), std::stod(row[5]) / std::stod(t.rows[3][5]), 1e-4);
-    }
-  EXPECT_TRUE(found);
+  // Recurrent verify m = 3: 4 states of 72 MiB (36 MiB in bf16); KVBuffer verify B = 2, m = 3: a state of 2 MiB
+  // (1 MiB) + (1 + 3) entries per layer. Each ratio is over the recurrent row of its own dtype.
+  for (const auto& [name, state] : {std::pair<std::string, int64_t>{"fp32", 2097152}, {"bf16", 1048576}}) {
+    SCOPED_TRACE(name);
+    const std::vector<std::string>* rv3 = nullptr;
+    for (const auto& row : t.rows)
+      if (row[dtype] == name && row[variant] == "recurrent_verify" && row[m] == "3") rv3 = &row;
+    ASSERT_NE(rv3, nullptr);
+    EXPECT_EQ((*rv3)[bytes], std::to_string(4 * 36 * state));
+    bool found = false;
+    for (const auto& row : t.rows)
+      if (row[dtype] == name && row[variant] == "kvbuffer_verify" && row[b] == "2" && row[m] == "3") {
+        found = true;
+        EXPECT_EQ(row[bytes], std::to_string(36 * (state + 4 * 20608) + 4 + 16 * 4));
+        EXPECT_NEAR(std::stod(row[ratio]), std::stod(row[model]) / std::stod((*rv3)[model]), 1e-4);
+      }
+    EXPECT_TRUE(found);
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -237,6 +238,47 @@ TEST(Claims, CapacityRatioPrefersMeasuredCounts) {
   CsvTable no_col = synthetic_capacity(true);
   no_col.header[3] = "requests";
   EXPECT_THROW(claims::capacity_ratio(no_col, "c.csv", 4, 4), UsageError);
+}
+
+// The capacity claim is the paper's, with fp32 states: bf16 rows (kvb capacity writes both) are left out, and a CSV
+// without a state_dtype column (written before it) reads fp32.
+TEST(Claims, CapacityRatioTakesTheFp32Rows) {
+  // synthetic_capacity with a state_dtype column: its rows as `first`, then (when `second` is set) the same points
+  // with `second` states holding twice the requests plus 7.
+  const auto with_dtypes = [](const std::string& first, const std::optional<std::string>& second, bool bf16_first) {
+    CsvTable t = synthetic_capacity(true);
+    t.header.push_back("state_dtype");
+    std::vector<std::vector<std::string>> other;
+    for (auto& row : t.rows) {
+      row.push_back(first);
+      if (!second) continue;
+      auto o = row;
+      o[3] = std::to_string(2 * std::stoi(o[3]) + 7);
+      o[4] = std::to_string(2 * std::stoi(o[4]) + 7);
+      o.back() = *second;
+      other.push_back(o);
+    }
+    t.rows.insert(bf16_first ? t.rows.begin() : t.rows.end(), other.begin(), other.end());
+    return t;
+  };
+  for (const bool bf16_first : {true, false}) {
+    const auto r = claims::capacity_ratio(with_dtypes("fp32", "bf16", bf16_first), "c.csv", 4, 4);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->kvbuffer_requests, 931);
+    EXPECT_EQ(r->recurrent_requests, 190);
+  }
+  // An empty state_dtype reads fp32; a table of bf16 rows alone has no claim.
+  EXPECT_EQ(claims::capacity_ratio(with_dtypes("", std::nullopt, false), "c.csv", 4, 4)->kvbuffer_requests, 931);
+  EXPECT_FALSE(claims::capacity_ratio(with_dtypes("bf16", std::nullopt, false), "c.csv", 4, 4).has_value());
+
+  // Through the claims table from a whole capacity CSV with both dtypes: the fp32 numbers.
+  TempDir dir;
+  const std::string cap = dir.file("cap.csv");
+  test::write_text(cap, format_csv(test::as_result_table(with_dtypes("fp32", "bf16", false), "capacity")));
+  const std::string table = claims::format_claims(
+      claims::compute_claims(dir.file("d.csv"), cap, dir.file("s.csv"), dir.file("v.csv"), result_schemas()));
+  EXPECT_NE(table.find(fmt::format("{:.2f}x (931 vs 190)", 931.0 / 190.0)), std::string::npos) << table;
+  EXPECT_NE(table.find(fmt::format("{:.2f}x (893 vs 190)", 893.0 / 190.0)), std::string::npos) << table;
 }
 
 /// A short_context CSV: recurrent at batches 32, 64, 256; stateless KVBuffer rows at batch 32 (below min_batch), 64

@@ -122,41 +122,51 @@ def synthetic_spec_verify_rows() -> list[dict[str, str]]:
 
 
 CAPACITY_HEADER = (
-    "variant,buffer_size,draft_tokens,budget_bytes,bytes_per_request,max_requests_model,max_requests_measured,status,"
-    "layers,state_bytes,intermediate_state_bytes,buffer_bytes,draft_bytes,conv_state_bytes,ratio_to_recurrent,"
-    "buffer_entries,io_bytes_per_request,fixed_bytes,conv_state_counted,heads_qk,heads_v,head_dim_k,head_dim_v,gpu,"
-    "timestamp"
+    "variant,buffer_size,draft_tokens,state_dtype,budget_bytes,bytes_per_request,max_requests_model,"
+    "max_requests_measured,status,layers,state_bytes,intermediate_state_bytes,buffer_bytes,draft_bytes,"
+    "conv_state_bytes,ratio_to_recurrent,buffer_entries,io_bytes_per_request,fixed_bytes,conv_state_counted,heads_qk,"
+    "heads_v,head_dim_k,head_dim_v,gpu,timestamp"
 ).split(",")
 
 
-def synthetic_capacity_rows(measured: bool = True) -> list[dict[str, str]]:
-    """A capacity table for a 10 MiB budget and a made-up 4-layer model (state 1000 bytes per layer, entry 50 bytes):
-    recurrent verify holds (1 + m) states, KVBuffer verify one state plus max(B - 1, 1) + m entries. Measured
-    counts one less than the model when `measured`, else blank with status "model only (no GPU)"."""
-    budget, layers, state, entry = 10 * 2**20, 4, 1000, 50
+CAPACITY_STATE_BYTES = {"fp32": 1000, "bf16": 500}  # the synthetic state per layer, by state dtype
+
+
+def synthetic_capacity_rows(measured: bool = True, dtypes=("fp32",)) -> list[dict[str, str]]:
+    """A capacity table for a 10 MiB budget and a made-up 4-layer model (state 1000 bytes per layer in fp32, 500 in
+    bf16; entry 50 bytes), one block of rows per state dtype of `dtypes`: recurrent verify holds (1 + m) states,
+    KVBuffer verify one state plus max(B - 1, 1) + m entries. Measured counts one less than the model when
+    `measured` (bf16 verify rows with status "kernel not available: ...", as kvb writes them: no verify kernel stores
+    bf16 states), else blank with status "model only (no GPU)"."""
+    budget, layers, entry = 10 * 2**20, 4, 50
     rows = []
 
-    def add(variant, b, m, per_layer):
+    def add(variant, b, m, per_layer, dtype):
         per_request = per_layer * layers
         model = budget // per_request
+        status = "model only (no GPU)"
+        if measured:
+            status = ("kernel not available: " + variant + " takes fp32 states only (allocation proved, no step run)"
+                      if dtype == "bf16" and m else "ok")
         row = dict.fromkeys(CAPACITY_HEADER, "")
         row.update(
-            variant=variant, buffer_size=str(b) if b else "", draft_tokens=str(m) if m else "",
+            variant=variant, buffer_size=str(b) if b else "", draft_tokens=str(m) if m else "", state_dtype=dtype,
             budget_bytes=str(budget), bytes_per_request=str(per_request), max_requests_model=str(model),
-            max_requests_measured=str(model - 1) if measured else "",
-            status="ok" if measured else "model only (no GPU)", layers=str(layers), heads_qk="2", heads_v="4",
-            head_dim_k="16", head_dim_v="16", gpu="Synthetic GPU X1" if measured else "",
+            max_requests_measured=str(model - 1) if measured else "", status=status, layers=str(layers),
+            heads_qk="2", heads_v="4", head_dim_k="16", head_dim_v="16", gpu="Synthetic GPU X1" if measured else "",
             timestamp="2026-01-01T00:00:00Z",
         )
         rows.append(row)
 
-    add("recurrent_decode", None, None, state)
-    for m in (1, 2, 4):
-        add("recurrent_verify", None, m, (1 + m) * state)
-    for b in (2, 4):
-        add("kvbuffer_decode", b, None, state + max(b - 1, 1) * entry)
+    for dtype in dtypes:
+        state = CAPACITY_STATE_BYTES[dtype]
+        add("recurrent_decode", None, None, state, dtype)
         for m in (1, 2, 4):
-            add("kvbuffer_verify", b, m, state + (max(b - 1, 1) + m) * entry)
+            add("recurrent_verify", None, m, (1 + m) * state, dtype)
+        for b in (2, 4):
+            add("kvbuffer_decode", b, None, state + max(b - 1, 1) * entry, dtype)
+            for m in (1, 2, 4):
+                add("kvbuffer_verify", b, m, state + (max(b - 1, 1) + m) * entry, dtype)
     return rows
 
 
@@ -503,6 +513,35 @@ def test_capacity_prefers_measured_counts(tmp_path):
     budget = 10 * 2**20
     rec = next(line for line in fig.axes[0].lines if line.get_label() == "recurrent verify")
     assert list(rec.get_ydata()) == [budget // ((1 + m) * 4000) - 1 for m in (1, 2, 4)]
+
+
+def test_capacity_draws_one_state_dtype_at_a_time(tmp_path):
+    """A capacity CSV with fp32 and bf16 rows (kvb capacity's default): the figure draws the fp32 rows by default and
+    the bf16 ones with --state-dtype bf16, each against recurrent verification of its own dtype (bf16 verify rows of
+    status "kernel not available: ..." count: their pools were allocated); both at once are refused, and a CSV
+    without the state_dtype column reads fp32."""
+    path = write_csv(tmp_path / "capacity.csv", synthetic_capacity_rows(dtypes=("fp32", "bf16")))
+    module = importlib.import_module("capacity")
+    budget = 10 * 2**20
+    for dtype, state in CAPACITY_STATE_BYTES.items():
+        out = tmp_path / dtype
+        r = run_script("capacity", "--csv", str(path), "--out-dir", str(out), "--state-dtype", dtype)
+        assert r.returncode == 0, r.stderr
+        assert_figure(out, "capacity")
+        fig = module.build(style.rows_of_state_dtype(module.capacity_rows(path), dtype, path), path)
+        assert fig.axes[0].get_title().endswith(f", {dtype} states")
+        rec = next(line for line in fig.axes[0].lines if line.get_label() == "recurrent verify")
+        assert list(rec.get_ydata()) == [budget // ((1 + m) * state * 4) - 1 for m in (1, 2, 4)]
+        b2 = next(line for line in fig.axes[1].lines if line.get_label() == "B = 2")
+        kv = budget // ((state + 5 * 50) * 4) - 1  # B = 2, m = 4: one state and 1 + 4 entries a layer
+        assert b2.get_ydata()[-1] == pytest.approx(kv / (budget // (5 * state * 4) - 1))
+    r = run_script("capacity", "--csv", str(path), "--out-dir", str(tmp_path / "default"))
+    assert r.returncode == 0, r.stderr
+    with pytest.raises(SystemExit) as e:
+        module.build(module.capacity_rows(path), path)
+    assert e.value.code == 2
+    old = write_csv(tmp_path / "old.csv", synthetic_capacity_rows(), drop="state_dtype")
+    assert module.build(module.capacity_rows(old), old).axes[0].get_title().endswith(", fp32 states")
 
 
 def test_spec_verify_draws_anchor_markers_only_for_the_anchor_shape(tmp_path):
