@@ -155,10 +155,10 @@ std::string launch_status(cudaError_t e, const char* launcher, const Params& p) 
 }
 
 /// "" when this project has a kernel that stores the plan's state dtype for its variant, else the step's status:
-/// recurrent decode and KVBuffer decode take fp32 and bf16 states; recurrent verify (fp32 scratch) and KVBuffer verify
-/// (fp32 checkpoints) take fp32 only, so a bf16 row of theirs keeps its allocation proof and runs no step.
+/// recurrent decode, KVBuffer decode and KVBuffer verify (its tensor-core kernel) take fp32 and bf16 states;
+/// recurrent verify (fp32 scratch) takes fp32 only, so a bf16 row of its keeps its allocation proof and runs no step.
 std::string dtype_unavailable(const CapacityPlan& p) {
-  if (p.c.state_dtype == StateDtype::fp32 || !is_verify(p.c.variant)) return "";
+  if (p.c.state_dtype == StateDtype::fp32 || p.c.variant != Variant::recurrent_verify) return "";
   return fmt::format("{}: {} takes fp32 states only (allocation proved, no step run)", kStatusNoKernel,
                      to_string(p.c.variant));
 }
@@ -222,6 +222,9 @@ std::string run_step(const CapacityPlan& p, const PoolSet& pools, int64_t n, cud
         q.shape = s, q.batch = batch, q.in = in, q.pool = kv, q.slot = slot;
         q.group_arrivals = pools.array<int32_t>("group_arrivals");
         q.o = o, q.o_dtype = OutputDtype::bf16;
+        // bf16 checkpoints need the tensor-core kernel (head dims 128 x 128): elsewhere no kernel stores them.
+        if (kv.state_dtype != StateDtype::fp32)
+          if (const std::string e = validate(q); !e.empty()) return fmt::format("{}: {}", kStatusNoKernel, e);
         st = launch_status(launch_kvbuffer_verify(q, stream), "launch_kvbuffer_verify", q);
         break;
       }

@@ -71,8 +71,9 @@ struct ProbeResult {
 ///     cudaErrorMemoryAllocation (the error is cleared). When it does not, searches up for the largest N whose pools
 ///     fit (the model under-counted).
 /// Frees everything (RAII). A launcher that returns cudaErrorNotSupported gives status "kernel not available" with
-/// the allocation proof kept; so does a bf16 row of recurrent or KVBuffer verify, whose kernels store fp32 states
-/// only ("kernel not available: ... takes fp32 states only ..."), without launching anything. Throws
+/// the allocation proof kept; so does a bf16 row of recurrent verify, whose kernel stores fp32 states only ("kernel
+/// not available: ... takes fp32 states only ..."), or of KVBuffer verify at a shape its tensor-core kernel does not
+/// take, without launching anything. Throws
 /// kvb::CudaError only for CUDA failures other than out-of-memory outside the step.
 ProbeResult probe_capacity(const CapacityPlan& plan, int64_t budget_bytes, int64_t model_requests, uint64_t seed);
 

@@ -1,7 +1,7 @@
 // The GPU proof of the capacity model (harness/kinds/capacity_probe.h): with 2 GiB free and 2 GDN layers of
 // Qwen3-Next, with fp32 and bf16 states, the pools of the modelled number of requests fit, one step runs at that batch
-// (decode with either dtype; verify with fp32 only: its bf16 rows keep the allocation proof, status "kernel not
-// available: ..."), and one more request does not fit. Skipped without a CUDA device.
+// (decode and KVBuffer verify with either dtype; recurrent verify with fp32 only: its bf16 row keeps the allocation
+// proof, status "kernel not available: ..."), and one more request does not fit. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -51,8 +51,8 @@ TEST(CapacityProbe, ModelledRequestsFitAndOneMoreDoesNot) {
     if (r.measured == n) {
       EXPECT_TRUE(r.one_more_failed) << r.status;
     }
-    if (p.c.state_dtype == StateDtype::bf16 && is_verify(p.c.variant))
-      EXPECT_EQ(r.step.rfind("kernel not available: ", 0), 0u) << r.step;  // no verify kernel stores bf16 states
+    if (p.c.state_dtype == StateDtype::bf16 && p.c.variant == Variant::recurrent_verify)
+      EXPECT_EQ(r.step.rfind("kernel not available: ", 0), 0u) << r.step;  // its kernel stores fp32 states only
     else
       EXPECT_EQ(r.step, "ok");
     EXPECT_EQ(r.status, r.step) << r.status;
