@@ -13,11 +13,10 @@
 // taken in the order 0, 2, 4, 6 | 1, 3, 5, 7 (fragment column t is row 2t, t + 4 is row 2t + 1): a lane then holds
 // rows 2t and 2t + 1 of its columns, which is both its A fragment of the products and its accumulator fragment of a
 // fold whose N dimension is the same eight checkpoint rows. So:
-// - the checkpoint streams from global memory into the registers of the A fragments (a lane reads one float4 of each
-//   of its two rows, a warp four whole 128-byte lines), tc_in_flight k-steps ahead, without any block barrier:
-//   through a ring of each lane's own words in shared memory (cp.async) where the block's shared memory has room,
-//   else straight into registers (SliceStream); the first k-steps are requested before the PDL wait (no kernel of a
-//   step writes another layer's checkpoint);
+// - the checkpoint streams from global memory straight into the registers of the A fragments (a lane reads one
+//   float4 of each of its two rows, a warp four whole 128-byte lines), tc_in_flight k-steps ahead, without any
+//   shared-memory staging or block barrier; the first k-steps are requested before the PDL wait (no kernel of a step
+//   writes another layer's checkpoint);
 // - a due row (n >= B) folds its entries as the slice streams, S = e^{G_n} S0 + sum_j (w_j / |k_j| u_j)^T k_j per
 //   k-step (A: the buffered deltas scaled, B: the raw bf16 keys, exact in TF32), writes the new checkpoint rows and
 //   takes them as the A fragments of the drafts' products, whose buffer's share is then nothing:
@@ -56,28 +55,16 @@ constexpr int kTcWarps = 4;                        ///< warps a block: 32 value 
 constexpr int kTcThreads = 32 * kTcWarps;
 constexpr int kTcColumns = kTcV / kTcWarps;        ///< value columns a warp
 constexpr int kTcSteps = kTcK / 8;                 ///< k-steps over the checkpoint rows of one value head
-/// Whether the checkpoint streams through a shared-memory ring (cp.async; nothing held in registers while in flight)
-/// rather than through registers: where the block's shared memory leaves room for the ring at kTcMinBlocks blocks an
-/// SM, m <= 4 (above, the products' operands take that room).
-template <int M>
-constexpr bool tc_smem_ring() {
-  return M <= 4;
-}
-/// Checkpoint k-steps a warp has requested ahead for m = M drafts and checkpoint elements S. In shared memory: six
-/// fp32 k-steps (6 KiB a warp). In registers: the depth that leaves the block's 128 registers a thread (kTcMinBlocks)
-/// with the fewest spills, since a spill's local-memory round trip stalls the stream more than one k-step fewer in
-/// flight does. bf16: twice the k-steps, the same bytes (and registers) in flight.
+/// Checkpoint k-steps a warp has requested ahead for m = M drafts and checkpoint elements S: for fp32 the depth that
+/// leaves the block's 128 registers a thread (kTcMinBlocks) with the fewest spills, since a spill's local-memory round
+/// trip stalls the stream more than one k-step fewer in flight does; for bf16 twice that, the same registers and the
+/// same bytes in flight.
 template <int M, typename S>
 constexpr int tc_in_flight() {
-  return (tc_smem_ring<M>() ? 6 : 3) * (std::is_same<S, float>::value ? 1 : 2);
+  return (M == 3 || M == 4 ? 2 : 3) * (std::is_same<S, float>::value ? 1 : 2);
 }
 constexpr int kTcHeldChunks = 2;                   ///< 8-entry chunks a due row's fold keeps split in registers
 constexpr int kTcMinBlocks = 4;                    ///< blocks per SM the registers allow (128 a thread)
-
-/// Four consecutive checkpoint elements of one row as stored: float4 (fp32) or uint2 (bf16, two to a word, the first
-/// in the low half).
-template <typename S>
-using Stored4 = std::conditional_t<std::is_same<S, float>::value, float4, uint2>;
 
 /// Rows from 8 (mod 16) up: a pitch (in 8-byte elements) whose 16-byte fragment words of a quarter warp (two rows
 /// g, four t) meet distinct banks.
@@ -96,8 +83,7 @@ KVB_HOST_DEVICE constexpr int fragment_pitch(int rows) { return (rows - 8 + 15) 
 ///   tr    [warps][32][TR_PITCH] fp32     each warp's product columns, one value column a lane
 ///   vals  [HPC][M][V] bf16               the drafts' values
 ///   g, w [HPC][rows], rk [rows], decay0 [HPC]   log-decays, decay weights, 1 / |k_j|, e^{G_n}
-///   ring  [warps][D][2][32] Stored4<S>    the checkpoint's k-steps in flight (tc_smem_ring; else none)
-template <int M, int HPC, typename S>
+template <int M, int HPC>
 struct TcLayout {
   static constexpr int K = kTcK, V = kTcV;
   static constexpr int NT = M <= 4 ? 1 : 2;  ///< 8-column tiles of the products
@@ -108,7 +94,7 @@ struct TcLayout {
   static constexpr int KP_PITCH = NCOL + 1;
   static constexpr int X_PITCH = fragment_pitch(K);
   int rows, key_rows, bb_pitch;
-  size_t x, bb, keys, kp, tr, vals, g, w, rk, decay0, ring;
+  size_t x, bb, keys, kp, tr, vals, g, w, rk, decay0;
   size_t bytes = 0;  ///< the total; while the layout is built, the next free offset
   KVB_HOST_DEVICE explicit TcLayout(int capacity) {
     rows = (capacity + 7) / 8 * 8;
@@ -124,7 +110,6 @@ struct TcLayout {
     w = take(size_t(HPC) * rows * 4);
     rk = take(size_t(rows) * 4);
     decay0 = take(size_t(HPC) * 4);
-    ring = take(tc_smem_ring<M>() ? size_t(kTcWarps) * tc_in_flight<M, S>() * 64 * sizeof(Stored4<S>) : 0);
   }
   /// The offset of the next `n` bytes (16-byte aligned), which `bytes` then includes.
   KVB_HOST_DEVICE size_t take(size_t n) {
@@ -145,53 +130,14 @@ struct TcShared {
 
 __device__ __forceinline__ float4 load4_nc(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
 
+/// Four consecutive checkpoint elements of one row as stored: float4 (fp32) or uint2 (bf16, two to a word, the first
+/// in the low half).
+template <typename S>
+using Stored4 = std::conditional_t<std::is_same<S, float>::value, float4, uint2>;
 template <typename S>
 __device__ __forceinline__ Stored4<S> load_stored4(const S* p) {
   return __ldg(reinterpret_cast<const Stored4<S>*>(p));
 }
-
-/// This lane's stream of checkpoint k-steps: k-step q's two rows (x0: row 2t, x1: row 2t + 1 of the k-step, each
-/// four elements as stored), requested D k-steps before they are taken. kSmem false: held in registers (fully
-/// unrolled loops index `ring` statically). kSmem true: this lane's own words of a shared-memory ring
-/// [D][2][32 lanes] (cp.async, one group a k-step; a lane reads back only what it copied, so no barrier).
-template <typename S, int D, bool kSmem>
-struct SliceStream;
-template <typename S, int D>
-struct SliceStream<S, D, false> {
-  Stored4<S> ring[D][2];
-  __device__ __forceinline__ void request(int q, const S* rows, int V) {
-    ring[q % D][0] = load_stored4(rows);
-    ring[q % D][1] = load_stored4(rows + V);
-  }
-  __device__ __forceinline__ void request_none() {}
-  __device__ __forceinline__ void take(int q, Stored4<S>& x0, Stored4<S>& x1) const {
-    x0 = ring[q % D][0];
-    x1 = ring[q % D][1];
-  }
-};
-template <typename S, int D>
-struct SliceStream<S, D, true> {
-  Stored4<S>* ring;  // this lane's word of slot 0, row 0
-  __device__ __forceinline__ void request(int q, const S* rows, int V) {
-    Stored4<S>* const w = ring + (q % D) * 64;
-    if constexpr (std::is_same<S, float>::value) {
-      cp_async16(w, rows, true);
-      cp_async16(w + 32, rows + V, true);
-    } else {
-      cp_async8(w, rows, true);
-      cp_async8(w + 32, rows + V, true);
-    }
-    cp_async_commit();
-  }
-  /// An empty group past the last k-step, so that k-step q is always the D-th newest group when it is taken.
-  __device__ __forceinline__ void request_none() { cp_async_commit(); }
-  __device__ __forceinline__ void take(int q, Stored4<S>& x0, Stored4<S>& x1) const {
-    cp_async_wait_group<D - 1>();
-    const Stored4<S>* const w = ring + (q % D) * 64;
-    x0 = w[0];
-    x1 = w[32];
-  }
-};
 /// Two fp32 values rounded to bf16 (nearest even) in one word, `lo` in the low half.
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
@@ -212,7 +158,7 @@ template <int M, int HPC, typename S>
 __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_kernel(const KVBufferVerifyParams p) {
   constexpr bool kFp32 = std::is_same<S, float>::value;
   constexpr int K = kTcK, V = kTcV;
-  using Lay = TcLayout<M, HPC, S>;
+  using Lay = TcLayout<M, HPC>;
   constexpr int NT = Lay::NT, NCOL = Lay::NCOL, Q0 = Lay::Q0, TRP = Lay::TR_PITCH, KEYP = Lay::KEY_PITCH,
                 KPP = Lay::KP_PITCH, XP = Lay::X_PITCH;
   constexpr int kInFlight = tc_in_flight<M, S>();
@@ -242,11 +188,12 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   const int64_t slice = (int64_t(slot) * HV + h0) * K * V + 2 * t * V + vb + 4 * g;
   const S* const s0 = static_cast<const S*>(pool.checkpoint) + slice;
   const auto slice_rows = [&](int q) { return s0 + (q / kTcSteps) * (K * V) + 8 * (q % kTcSteps) * V; };
-  SliceStream<S, kInFlight, tc_smem_ring<M>()> stream;
-  if constexpr (tc_smem_ring<M>())
-    stream.ring = reinterpret_cast<Stored4<S>*>(smem + lay.ring) + warp * kInFlight * 64 + lane;
+  Stored4<S> ring[kInFlight][2];
 #pragma unroll
-  for (int q = 0; q < kInFlight; ++q) stream.request(q, slice_rows(q), V);
+  for (int q = 0; q < kInFlight; ++q) {
+    ring[q][0] = load_stored4(slice_rows(q));
+    ring[q][1] = load_stored4(slice_rows(q) + V);
+  }
   pdl_wait();
   pdl_launch_dependents();
 
@@ -480,9 +427,12 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     const int chunks = (n + 7) / 8;
     const auto next_slice_step = [&](int s, Stored4<S>& x0, Stored4<S>& x1) {
       const int q = hh * kTcSteps + s;
-      stream.take(q, x0, x1);
-      if (q + kInFlight < HPC * kTcSteps) stream.request(q + kInFlight, slice_rows(q + kInFlight), V);
-      else stream.request_none();
+      x0 = ring[q % kInFlight][0];
+      x1 = ring[q % kInFlight][1];
+      if (q + kInFlight < HPC * kTcSteps) {
+        ring[q % kInFlight][0] = load_stored4(slice_rows(q + kInFlight));
+        ring[q % kInFlight][1] = load_stored4(slice_rows(q + kInFlight) + V);
+      }
     };
     // Chunk c's deltas (loaded: x0, x1, rows 8c + 2t and + 1) as A fragments, each entry scaled by w_j / |k_j| for a
     // due row's fold (`weighted`), whose B is the raw key.
@@ -624,7 +574,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
 template <int M, int HPC, typename S>
 cudaError_t launch_tc(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
   const auto kernel = kvbuffer_verify_tc_kernel<M, HPC, S>;
-  const size_t smem = TcLayout<M, HPC, S>(p.pool.capacity).bytes;
+  const size_t smem = TcLayout<M, HPC>(p.pool.capacity).bytes;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   if (describe) {
     describe->kernel = VerifyKernel::tensor_cores;
