@@ -1,7 +1,10 @@
 // GPU tests of KVBuffer verify with bf16 checkpoints (VerifyConfig::state_dtype, KVBufferPool::state_dtype) through
 // the spec_verify workload (VerifyProblem) and its pre-timing check against the float64 reference (verify_check.h,
 // DESIGN.md section 4): at the Qwen3-Next shape, B = 8 and 16, m = 1 .. 8, staggered positions (due and not-due rows),
-// a few rounds of verify, commit and verify again, outputs poisoned before every launch. A due row's folded
+// one round of the check (verify, accept, commit, then verify again, which folds the rows the commit made due),
+// outputs poisoned before every launch. Further rounds would verify the same drafts again, which the buffer then
+// holds repeatedly: there the drafts' deltas leave the fp32 bar with fp32 checkpoints as well, so such rounds would
+// not test the state dtype. A due row's folded
 // checkpoint is stored rounded to bf16 once and its drafts read that rounded value, so every stored element must be
 // the reference's fold rounded the same way or one bf16 unit from it (Bf16StateUnits), nearly all equal; the values
 // computed from a checkpoint both sides hold keep the fp32 bar. The CUDA-core kernel refuses bf16 checkpoints naming
@@ -98,7 +101,7 @@ void run_bf16_rounds(const VerifyConfig& cfg, int rounds) {
 TEST(Bf16StateVerifyGpu, KVBufferVerifyStoresTheRoundedFoldAtB8) {
   KVB_REQUIRE_GPU();
   for (int m = 1; m <= kMaxDraftTokens; ++m)
-    run_bf16_rounds(bf16_config(8, m, m % 2 ? VerifyKernel::automatic : VerifyKernel::tensor_cores, "all"), 3);
+    run_bf16_rounds(bf16_config(8, m, m % 2 ? VerifyKernel::automatic : VerifyKernel::tensor_cores, "all"), 1);
 }
 
 TEST(Bf16StateVerifyGpu, KVBufferVerifyStoresTheRoundedFoldAtB16) {
@@ -106,24 +109,7 @@ TEST(Bf16StateVerifyGpu, KVBufferVerifyStoresTheRoundedFoldAtB16) {
   for (int m = 1; m <= kMaxDraftTokens; ++m)
     run_bf16_rounds(bf16_config(16, m, m % 2 ? VerifyKernel::tensor_cores : VerifyKernel::automatic,
                                 m <= 4 ? "all" : "0.7"),
-                    3);
-}
-
-TEST(Bf16StateVerifyGpu, TheSameRoundsWithFp32CheckpointsPass) {
-  KVB_REQUIRE_GPU();
-  for (int m : {1, 4, 8}) {
-    VerifyConfig cfg = bf16_config(16, m, VerifyKernel::tensor_cores, "all");
-    cfg.state_dtype = StateDtype::fp32;
-    SCOPED_TRACE("fp32 B=16 m=" + std::to_string(m));
-    VerifyProblem prob(cfg);
-    CudaStream stream;
-    for (int round = 0; round < 3; ++round) {
-      const VerifyCheck chk = check_verify_step(prob, stream.get());
-      ASSERT_TRUE(chk.pass()) << "round " << round << ": " << chk.detail;
-      prob.enqueue_advance_positions(0, stream.get());
-      KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    }
-  }
+                    1);
 }
 
 TEST(Bf16StateVerifyGpu, CudaCoreKernelRefusesTheProblemsBf16Checkpoints) {
