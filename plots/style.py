@@ -143,9 +143,9 @@ def read_csv(path, required: Iterable[str], kind: str) -> list[dict[str, str]]:
 
 
 def rows_of_state_dtype(rows: Sequence[Mapping[str, str]], state_dtype: str, path) -> list:
-    """The rows whose state_dtype is `state_dtype` (a blank or absent state_dtype counts as any); exits 2 when none
-    is."""
-    kept = [r for r in rows if (r.get("state_dtype") or "").strip() in ("", state_dtype)]
+    """The rows whose state_dtype is `state_dtype` (a blank or absent state_dtype counts as fp32: the CSVs written
+    before the column held fp32 states); exits 2 when none is."""
+    kept = [r for r in rows if ((r.get("state_dtype") or "").strip() or "fp32") == state_dtype]
     if not kept:
         fail(f"CSV {path} has no rows with status ok and state_dtype {state_dtype} (allowed: --state-dtype fp32 or "
              "bf16, a value the CSV holds)")
@@ -393,15 +393,15 @@ def parser(description: str, default_csv: str) -> argparse.ArgumentParser:
 def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | None = None,
                 state_dtype: str | None = None) -> None:
     """Read the rows with `read_rows(csv_path)` (those of `state_dtype` only, when given), draw `build(rows,
-    csv_path[, phase])` and save it as OUT_DIR/NAME.png and .pdf. Bad input exits 2 (SystemExit) before anything is
-    written."""
+    csv_path[, phase])` and save it as OUT_DIR/NAME.png and .pdf, or NAME_bf16.png and .pdf for bf16 rows, so that
+    they never replace the fp32 figure. Bad input exits 2 (SystemExit) before anything is written."""
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         fail(f"--out-dir {out_dir}: exists and is not a folder")
     rows = read_rows(csv_path)
     if state_dtype is not None:
         rows = rows_of_state_dtype(rows, state_dtype, csv_path)
     fig = build(rows, csv_path) if phase is None else build(rows, csv_path, phase)
-    save(fig, out_dir, name)
+    save(fig, out_dir, name if state_dtype in (None, "fp32") else f"{name}_{state_dtype}")
 
 
 def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=None, with_phase: bool = False,
@@ -416,7 +416,7 @@ def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=Non
                        help="KVBuffer buffer phases to plot (default staggered)")
     if with_state_dtype:
         p.add_argument("--state-dtype", choices=("fp32", "bf16"), default="fp32",
-                       help="rows of this state dtype (default fp32)")
+                       help="rows of this state dtype (default fp32; bf16 figures are saved as NAME_bf16)")
     args = p.parse_args(argv)
     if argv is None:
         stop_on_signals()

@@ -505,6 +505,7 @@ TEST(CapacityCli, BadInputExits2WithOneLineAndNoCsv) {
       {"--budget-gib 80 --draft-tokens ''", "--draft-tokens"},
       {"--budget-gib 0", "--budget-gib"},
       {"--budget-gib -3", "--budget-gib"},
+      {"--budget-gib 1000001", "--budget-gib"},
       {"--budget-gib 80 --layers 0", "--layers"},
       {"--budget-gib 80 --heads-v 24", "--heads-v"},
       {"--budget-gib 80 --config '" + dir.file("absent.toml") + "'", "absent.toml"},

@@ -527,7 +527,7 @@ def test_capacity_draws_one_state_dtype_at_a_time(tmp_path):
         out = tmp_path / dtype
         r = run_script("capacity", "--csv", str(path), "--out-dir", str(out), "--state-dtype", dtype)
         assert r.returncode == 0, r.stderr
-        assert_figure(out, "capacity")
+        assert_figure(out, "capacity" if dtype == "fp32" else f"capacity_{dtype}")
         fig = module.build(style.rows_of_state_dtype(module.capacity_rows(path), dtype, path), path)
         assert fig.axes[0].get_title().endswith(f", {dtype} states")
         rec = next(line for line in fig.axes[0].lines if line.get_label() == "recurrent verify")
@@ -542,6 +542,9 @@ def test_capacity_draws_one_state_dtype_at_a_time(tmp_path):
     assert e.value.code == 2
     old = write_csv(tmp_path / "old.csv", synthetic_capacity_rows(), drop="state_dtype")
     assert module.build(module.capacity_rows(old), old).axes[0].get_title().endswith(", fp32 states")
+    r = run_script("capacity", "--csv", str(old), "--out-dir", str(tmp_path / "old"), "--state-dtype", "bf16")
+    assert r.returncode == 2  # a CSV without the column holds fp32 rows only
+    assert "state_dtype bf16" in r.stderr
 
 
 def test_spec_verify_draws_anchor_markers_only_for_the_anchor_shape(tmp_path):
@@ -748,7 +751,7 @@ def test_decode_figures_draw_one_state_dtype_at_a_time(tmp_path):
             out = tmp_path / dtype
             r = run_script(script, "--csv", str(csv_path), "--out-dir", str(out), "--state-dtype", dtype)
             assert r.returncode == 0, r.stderr
-            assert_figure(out, script)
+            assert_figure(out, script if dtype == "fp32" else f"{script}_{dtype}")  # never over the fp32 figure
     only_fp32 = write_csv(tmp_path / "fp32_only.csv", rows)
     r = run_script("decode_latency", "--csv", str(only_fp32), "--out-dir", str(tmp_path / "x"), "--state-dtype",
                    "bf16")
@@ -767,7 +770,7 @@ def test_spec_verify_figure_draws_one_state_dtype_at_a_time(tmp_path):
         out = tmp_path / dtype
         r = run_script("spec_verify", "--csv", str(mixed), "--out-dir", str(out), "--state-dtype", dtype)
         assert r.returncode == 0, r.stderr
-        assert_figure(out, "spec_verify")
+        assert_figure(out, "spec_verify" if dtype == "fp32" else f"spec_verify_{dtype}")
     module = importlib.import_module("spec_verify")
     ok = [r for r in rows + bf16 if r["status"] == "ok"]
     with pytest.raises(SystemExit) as e:  # both dtypes at once: refused, never drawn as one series
