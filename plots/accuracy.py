@@ -11,6 +11,7 @@ Writes OUT_DIR/accuracy.png and .pdf. Exit 2 on bad input (a missing column is n
 
 from __future__ import annotations
 
+import math
 import sys
 
 import decode_data as dd
@@ -47,8 +48,21 @@ def series(rows, path):
         if dtype not in DTYPE_STYLES:
             style.fail(f"CSV {path} column state_dtype: '{dtype}' is not fp32 or bf16")
         b = "" if variant == "recurrent" else r["buffer_size"].strip()
-        points = [(t, style.num(r, f"state_err_at_{t}", path), style.num(r, f"o_err_at_{t}", path))
-                  for t in CHECKPOINTS if not style.is_empty(r, f"state_err_at_{t}")]
+        tokens = style.num(r, "tokens", path)
+        points = []
+        for t in CHECKPOINTS:
+            columns = (f"state_err_at_{t}", f"o_err_at_{t}")
+            if t > tokens:  # a run of `tokens` tokens records nothing past them
+                for c in columns:
+                    if not style.is_empty(r, c):
+                        style.fail(f"CSV {path} column {c}: '{r[c].strip()}' past the row's {tokens:g} tokens "
+                                   "(allowed: empty)")
+                continue
+            errs = [style.num(r, c, path) for c in columns]
+            for c, e in zip(columns, errs):
+                if not (math.isfinite(e) and e >= 0):
+                    style.fail(f"CSV {path} column {c}: {e} (allowed: a finite error >= 0)")
+            points.append((t, *errs))
         label = ("recurrent" if variant == "recurrent" else f"KVBuffer B = {b}") + f", {dtype} states"
         out.append((label, variant, int(b) if b else 0, dtype, points))
     out.sort(key=lambda s: (s[1] != "recurrent", s[2], s[3] != "fp32"))

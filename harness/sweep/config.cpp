@@ -26,7 +26,8 @@ std::string value_to_string(const toml::node& node, const std::string& origin, c
   if (auto i = node.as_integer()) return std::to_string(i->get());
   if (auto f = node.as_floating_point()) return fmt::format("{}", f->get());
   if (auto b = node.as_boolean()) return b->get() ? "true" : "false";
-  throw UsageError(fmt::format("{}: axes.{}: values must be integers or strings", origin, axis));
+  throw UsageError(fmt::format("{}:{}: axes.{}: values must be integers or strings (a list of the axis's values)", origin,
+                               node.source().begin.line, axis));
 }
 
 void check_keys(const toml::table& table, const std::string& origin, const std::string& where,
@@ -102,7 +103,9 @@ SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& 
       } else {
         values.push_back(value_to_string(node, origin, axis));
       }
-      if (values.empty()) throw UsageError(fmt::format("{}: axes.{} is empty (give at least one value)", origin, axis));
+      if (values.empty())
+        throw UsageError(fmt::format("{}:{}: axes.{} is empty (give at least one value)", origin,
+                                     node.source().begin.line, axis));
       config.axes.emplace_back(axis, std::move(values));
     }
   }

@@ -195,5 +195,13 @@ TEST(ConfigCanonical, OneSpellingPerAxisValue) {
   EXPECT_EQ(canonical_axis_value(""), "");
 }
 
+TEST(Config, AxisValueErrorsNameTheLine) {
+  expect_usage_error(
+      [] { parse_sweep_config("[experiment]\nname = \"x\"\n[axes]\nstate_dtype = [[\"fp32\"]]\n", "x.toml"); },
+      {"x.toml:4:", "axes.state_dtype", "integers or strings"});
+  expect_usage_error([] { parse_sweep_config("[experiment]\nname = \"x\"\n[axes]\nbatch = []\n", "x.toml"); },
+                     {"x.toml:4:", "axes.batch is empty"});
+}
+
 }  // namespace
 }  // namespace kvb

@@ -966,3 +966,21 @@ def test_make_all_stops_between_figures_on_a_signal(tmp_path):
     assert_figure(out, first)
     assert "not made (left as they were): " + ", ".join(f.script for f in make_all.FIGURES[1:]) in err
     assert sorted(p.name for p in out.iterdir()) == [f"{first}.pdf", f"{first}.png"]
+
+
+@pytest.mark.parametrize("column,value,message", [
+    ("state_err_at_64", "nan", "allowed: a finite error >= 0"),
+    ("o_err_at_512", "-1", "allowed: a finite error >= 0"),
+    ("state_err_at_4096", "inf", "allowed: a finite error >= 0"),
+    ("state_err_at_16384", "0.5", "past the row's 4096 tokens"),
+])
+def test_accuracy_figure_refuses_errors_that_are_not_errors(tmp_path, column, value, message):
+    """An accuracy row whose error is not finite and >= 0, or that records a checkpoint past its tokens: exit 2
+    naming the column, no figure written."""
+    rows = synthetic_accuracy_rows()
+    rows[1][column] = value
+    path = write_csv(tmp_path / "accuracy.csv", rows)
+    r = run_script("accuracy", "--csv", str(path), "--out-dir", str(tmp_path / "out"))
+    assert r.returncode == 2, r.stderr
+    assert column in r.stderr and message in r.stderr, r.stderr
+    assert not (tmp_path / "out" / "accuracy.png").exists()
