@@ -1,6 +1,6 @@
 // The state_dtype axis of the decode and short_context experiment kinds on the CPU: fp32 by default, bf16 taken by
 // recurrent and KVBuffer decode (delta form), refused with a one-line reason naming the axis for the peers and the raw
-// buffer form, bad values listing the allowed ones; the axis column sits where older CSVs held a result column of
+// buffer form, bad values listing the allowed ones (spec_verify's too); the axis column sits where older CSVs held a result column of
 // the same name, so their header is unchanged.
 #include <gtest/gtest.h>
 
@@ -27,13 +27,15 @@ TEST(StateDtypeAxis, DefaultsToFp32AndTakesBf16ForRecurrentAndKVBuffer) {
 }
 
 TEST(StateDtypeAxis, BadValueListsTheAllowedOnes) {
-  try {
-    test::grid_with("decode", {"state_dtype=fp16"});
-    FAIL() << "state_dtype=fp16 resolved";
-  } catch (const UsageError& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("state_dtype"), std::string::npos) << m;
-    EXPECT_NE(m.find("fp32, bf16"), std::string::npos) << m;
+  for (const char* kind : {"decode", "short_context", "spec_verify"}) {
+    try {
+      test::grid_with(kind, {"state_dtype=fp16"});
+      FAIL() << kind << ": state_dtype=fp16 resolved";
+    } catch (const UsageError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("state_dtype"), std::string::npos) << kind << ": " << m;
+      EXPECT_NE(m.find("fp32, bf16"), std::string::npos) << kind << ": " << m;
+    }
   }
 }
 
