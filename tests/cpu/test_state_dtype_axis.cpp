@@ -1,7 +1,7 @@
 // The state_dtype axis of the decode and short_context experiment kinds on the CPU: fp32 by default, bf16 taken by
 // recurrent and KVBuffer decode (delta form), refused with a one-line reason naming the axis for the peers and the raw
-// buffer form, bad values listing the allowed ones (spec_verify's too); the axis column sits where older CSVs held a result column of
-// the same name, so their header is unchanged.
+// buffer form, bad values listing the allowed ones (spec_verify's too); the axis column sits where older CSVs held a
+// result column of the same name, so their header is unchanged.
 #include <gtest/gtest.h>
 
 #include <algorithm>
