@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/measure/nvtx.h"
 #include "harness/kinds/axis_checks.h"
@@ -58,26 +59,31 @@ StateDtype point_state_dtype(const Point& pt) {
   return StateDtype::fp32;
 }
 
-std::string validate_state_dtype_point(const Point& pt) {
-  if (point_state_dtype(pt) == StateDtype::fp32) return "";
+namespace {
+
+/// "" when a bf16 point's variant is one of `variants` (joined with " and " in the reason) in the delta form, else
+/// the one-line reason.
+std::string bf16_variant_and_form(const Point& pt, const std::vector<std::string>& variants) {
   const std::string& variant = pt.get("variant");
-  if (variant != "recurrent" && variant != "kvbuffer")
-    return fmt::format("state_dtype = bf16 is not supported by variant {} (allowed with it: fp32; bf16 with "
-                       "recurrent and kvbuffer)", variant);
+  if (std::find(variants.begin(), variants.end(), variant) == variants.end())
+    return fmt::format("state_dtype = bf16 is not supported by variant {} (allowed with it: fp32; bf16 with {})",
+                       variant, fmt::join(variants, " and "));
   for (const auto& [name, value] : pt.axes)  // kinds without a buffer_form axis store the delta form
     if (name == "buffer_form" && value == "raw")
       return "state_dtype = bf16 is not supported with buffer_form = raw (allowed with raw: fp32)";
   return "";
 }
 
+}  // namespace
+
+std::string validate_state_dtype_point(const Point& pt) {
+  if (point_state_dtype(pt) == StateDtype::fp32) return "";
+  return bf16_variant_and_form(pt, {"recurrent", "kvbuffer"});
+}
+
 std::string validate_verify_state_dtype_point(const Point& pt) {
   if (point_state_dtype(pt) == StateDtype::fp32) return "";
-  const std::string& variant = pt.get("variant");
-  if (variant != "kvbuffer_verify")
-    return fmt::format("state_dtype = bf16 is not supported by variant {} (allowed with it: fp32; bf16 with "
-                       "kvbuffer_verify)", variant);
-  if (point_buffer_form(pt) == BufferForm::raw)
-    return "state_dtype = bf16 is not supported with buffer_form = raw (allowed with raw: fp32)";
+  if (auto e = bf16_variant_and_form(pt, {"kvbuffer_verify"}); !e.empty()) return e;
   if (pt.get("verify_kernel") == "cuda_cores")
     return "state_dtype = bf16 is not supported with verify_kernel = cuda_cores (allowed with cuda_cores: fp32; bf16 "
            "with automatic and tensor_cores)";

@@ -44,12 +44,6 @@ TokenInputs TokenInputSets::inputs(int set) const {
   return in;
 }
 
-DeviceBuffer<float> random_states(DeviceFootprint& mem, const GdnShape& s, size_t count, FillSeeds& seeds) {
-  DeviceBuffer<float> x = mem.alloc<float>(count);
-  fill_normal(x.get(), x.size(), 0.f, 1.f / std::sqrt(float(s.head_dim_k)), seeds.next());
-  return x;
-}
-
 DeviceBuffer<unsigned char> random_states(DeviceFootprint& mem, const GdnShape& s, size_t count, StateDtype d,
                                           FillSeeds& seeds) {
   DeviceBuffer<unsigned char> x = mem.alloc<unsigned char>(count * size_t(state_elem_bytes(d)));

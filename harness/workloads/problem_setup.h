@@ -119,9 +119,8 @@ void set_pool_rows(Pool& p, Checkpoint* checkpoints, int32_t* fill, int slots, i
   p.buffer_size = buffer_size;
 }
 
-/// `count` fp32 state values ~ N(0, 1/sqrt(K)), so that S^T k^ has the scale of v. Throws CudaError.
-DeviceBuffer<float> random_states(DeviceFootprint& mem, const GdnShape& s, size_t count, FillSeeds& seeds);
-/// The same in StateDtype `d` (bf16: drawn as bf16), as the bytes of `count` elements. Throws CudaError.
+/// `count` state values ~ N(0, 1/sqrt(K)), so that S^T k^ has the scale of v, in StateDtype `d` (bf16: drawn as
+/// bf16), as the bytes of `count` elements. Throws CudaError.
 DeviceBuffer<unsigned char> random_states(DeviceFootprint& mem, const GdnShape& s, size_t count, StateDtype d,
                                           FillSeeds& seeds);
 

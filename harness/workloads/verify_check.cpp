@@ -85,11 +85,7 @@ int verify_check_row(const VerifyProblem& p, const std::vector<int32_t>& fill) {
 }
 
 VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
-  if (p.raw()) {
-    VerifyCheck raw;
-    static_cast<LaunchCheck&>(raw) = check_raw_verify_step(p, stream);
-    return raw;
-  }
+  if (p.raw()) return VerifyCheck{check_raw_verify_step(p, stream), {}};
   const VerifyConfig& cfg = p.config();
   const GdnShape& s = cfg.shape;
   const int N = cfg.batch, m = cfg.draft_tokens, HV = s.heads_v, B = cfg.buffer_size;

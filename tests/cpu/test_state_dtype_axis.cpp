@@ -1,7 +1,7 @@
 // The state_dtype axis of the decode and short_context experiment kinds on the CPU: fp32 by default, bf16 taken by
 // recurrent and KVBuffer decode (delta form), refused with a one-line reason naming the axis for the peers and the raw
-// buffer form, bad values listing the allowed ones (spec_verify's too); the axis column sits where older CSVs held a
-// result column of the same name, so their header is unchanged.
+// buffer form, bad values listing the allowed ones; the axis column sits where older CSVs held a result column of the
+// same name, so their header is unchanged (spec_verify's bad values and column too).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -58,7 +58,7 @@ TEST(StateDtypeAxis, PeersAndTheRawFormRefuseBf16) {
 }
 
 TEST(StateDtypeAxis, ColumnFollowsTheModelAxesBeforeTheResults) {
-  for (const char* kind_name : {"decode", "short_context"}) {
+  for (const char* kind_name : {"decode", "short_context", "spec_verify"}) {
     SCOPED_TRACE(kind_name);
     const std::vector<std::string> cols = csv_columns(find_experiment_kind(kind_name));
     const auto at = std::find(cols.begin(), cols.end(), "state_dtype");
