@@ -51,8 +51,8 @@ std::string to_string(const TileShape& t);
 bool parse_tile(const std::string& text, TileShape& out);
 
 /// The explicit tiles of each launcher family at head_dim_k = 128 (auto aside).
-const std::vector<TileShape>& recurrent_decode_tiles();  ///< 32x128, 64x256, 128x256, 128x512
-const std::vector<TileShape>& kvbuffer_decode_tiles();   ///< 32x128, 64x128, 64x256, 128x256
+const std::vector<TileShape>& recurrent_decode_tiles();  ///< 32x128, 64x256, 128x128, 128x256, 128x512
+const std::vector<TileShape>& kvbuffer_decode_tiles();   ///< 32x128, 64x128, 64x256, 128x128, 128x256
 const std::vector<TileShape>& recurrent_verify_tiles();  ///< 64x128, 128x256, 128x512
 const std::vector<TileShape>& kvbuffer_verify_tiles();   ///< 64x128, 128x256
 

@@ -260,9 +260,14 @@ cudaError_t dispatch_decode(const KVBufferDecodeParams& p, cudaStream_t stream, 
       if (p.tile == TileShape{64, 256}) return launch_tile<128, 64, 256>(p, stream, describe);
       if (p.tile == TileShape{128, 256}) return launch_tile<128, 128, 256>(p, stream, describe);
       if (p.tile == TileShape{64, 128}) return launch_tile<128, 64, 128>(p, stream, describe);
+      if (p.tile == TileShape{128, 128}) return launch_tile<128, 128, 128>(p, stream, describe);
       // auto: 16-wide slices when the batch does not fill the GPU, else two slices per head of 128 threads, the
-      // fastest there.
+      // fastest there; from the wide grid on, a bf16 checkpoint's whole head in one 128-thread block (as many bytes
+      // a block as an fp32 half head).
       if (narrow) return launch_tile<128, 16>(p, stream, describe);
+      if (p.pool.state_dtype == StateDtype::bf16 &&
+          int64_t(p.batch) * p.shape.heads_v >= kWideGridBlocksPerSm * sm_count())
+        return launch_tile<128, 128, 128>(p, stream, describe);
       return launch_tile<128, 64, 128>(p, stream, describe);
     case 256: return launch_tile<256, 16>(p, stream, describe);
   }

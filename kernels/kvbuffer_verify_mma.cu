@@ -21,6 +21,9 @@
 //   k-step (A: the buffered deltas scaled, B: the raw bf16 keys, exact in TF32), writes the new checkpoint rows and
 //   takes them as the A fragments of the drafts' products, whose buffer's share is then nothing:
 //   a_i = e^{G_i - G_n} S^T k^_i. The slice is read and written once.
+// A row that is not due starts its first head's pass as soon as x is in shared memory, with the key products below
+// interleaved k-step by k-step where the ring is shallow (tc_interleaves), so that the slice keeps streaming while
+// they are formed; a due row forms them first (its fold needs the keys' norms and weights).
 // The products' B columns are the drafts' k^ and q^ as normalised, split once, shared by the block's heads; the
 // decays e^{G_n} and e^{G_i - G_n} are applied to the totals. The drafts' products with the buffer's raw keys and
 // with each other (and the keys' norms) are one more tensor-core product, of the raw bf16 keys (exact in TF32) with
@@ -62,6 +65,14 @@ constexpr int kTcSteps = kTcK / 8;                 ///< k-steps over the checkpo
 template <int M, typename S>
 constexpr int tc_in_flight() {
   return (M == 3 || M == 4 ? 2 : 3) * (std::is_same<S, float>::value ? 1 : 2);
+}
+/// Whether a row that is not due runs its first head's pass over the checkpoint right after the drafts are in
+/// shared memory, with the key products interleaved (checkpoint_pass), for m = M drafts: where the ring holds two
+/// k-steps, whose stream the key products would otherwise stall; with three the interleaved products' registers
+/// spill in the pass.
+template <int M>
+constexpr bool tc_interleaves() {
+  return M == 3 || M == 4;
 }
 constexpr int kTcHeldChunks = 2;                   ///< 8-entry chunks a due row's fold keeps split in registers
 constexpr int kTcMinBlocks = 4;                    ///< blocks per SM the registers allow (128 a thread)
@@ -150,6 +161,16 @@ __device__ __forceinline__ void put_b(uint32_t* b, int pitch, int c, int r, floa
   uint32_t* const word = b + 2 * (c * pitch + (r & ~1)) + (r & 1);
   word[0] = s.hi;
   word[2] = s.lo;
+}
+/// Puts x[0 .. 3], split, at rows r .. r + 3 (r a multiple of 4) of column c of a B operand: the rows' eight words
+/// are contiguous (hi r, hi r + 1, lo r, lo r + 1, then the same for r + 2, r + 3), two 16-byte stores.
+__device__ __forceinline__ void put_b4(uint32_t* b, int pitch, int c, int r, const float (&x)[4]) {
+  Tf32Pair s[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) s[e] = split_tf32(x[e]);
+  uint4* const words = reinterpret_cast<uint4*>(b + 2 * (c * pitch + r));
+  words[0] = make_uint4(s[0].hi, s[1].hi, s[0].lo, s[1].lo);
+  words[1] = make_uint4(s[2].hi, s[3].hi, s[2].lo, s[3].lo);
 }
 
 /// HPC: value heads a block (1, or 2 when the key group's heads pair up), which share the drafts' keys and queries,
@@ -277,12 +298,11 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
       for (int e = 0; e < WarpVec<K>::N; ++e) dst[e] = __float2bfloat16_rn(kv.x[e]);  // exact: loaded from bf16
     }
     const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
-#pragma unroll
-    for (int e = 0; e < WarpVec<K>::N; ++e) {
-      const int r = lane * WarpVec<K>::N + e;
-      put_b(xmat, XP, i, r, kv.x[e] * nrm.rk);
-      put_b(xmat, XP, Q0 + i, r, qv.x[e] * nrm.rq);
-    }
+    static_assert(WarpVec<K>::N == 4, "a lane's rows of x are one put_b4");
+    const float kx[4] = {kv.x[0] * nrm.rk, kv.x[1] * nrm.rk, kv.x[2] * nrm.rk, kv.x[3] * nrm.rk};
+    const float qx[4] = {qv.x[0] * nrm.rq, qv.x[1] * nrm.rq, qv.x[2] * nrm.rq, qv.x[3] * nrm.rq};
+    put_b4(xmat, XP, i, 4 * lane, kx);
+    put_b4(xmat, XP, Q0 + i, 4 * lane, qx);
     if (lane == 0) sh.rk[i] = nrm.rk;
   }
   cp_async_wait_all();
@@ -310,46 +330,139 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     }
   }
   // The raw keys' products with x, kp[r][c] = k_r . x_c (16-row tiles of the key rows x 8-column tiles; bf16 keys are
-  // exact in TF32, so two products, with x's hi and lo), and, in the first column tile, 1 / |k_j|.
-  {
-    const int ptiles = lay.key_rows / 16;
-    const uint4* const x4 = reinterpret_cast<const uint4*>(xmat);
-    for (int task = warp; task < ptiles * NT; task += kTcWarps) {
-      const int mt = task / NT, nt = task % NT;
-      float c[4] = {0.f, 0.f, 0.f, 0.f};
-      float sq0 = 0.f, sq1 = 0.f;
-      const uint32_t* k0 = reinterpret_cast<const uint32_t*>(keys + (16 * mt + g) * KEYP) + t;
-      const uint32_t* k1 = k0 + 8 * KEYP / 2;
-      const uint4* bcol = x4 + (8 * nt + g) * XP / 2 + t;
-#pragma unroll 4
-      for (int s = 0; s < kTcSteps; ++s) {
-        const uint32_t w0 = k0[4 * s], w1 = k1[4 * s];  // rows g, g + 8: elements 8s + 2t (low half), + 1
-        const uint32_t a[4] = {w0 << 16, w1 << 16, w0 & 0xffff0000u, w1 & 0xffff0000u};
-        const uint4 b = bcol[4 * s];
-        mma_tf32(c, a, b.x, b.y);
-        mma_tf32(c, a, b.z, b.w);
-        if (nt == 0) {
-          const float f0 = __uint_as_float(a[0]), f1 = __uint_as_float(a[1]), f2 = __uint_as_float(a[2]),
-                      f3 = __uint_as_float(a[3]);
-          sq0 = fmaf(f0, f0, fmaf(f2, f2, sq0));
-          sq1 = fmaf(f1, f1, fmaf(f3, f3, sq1));
-        }
-      }
-      float* const r0 = kp + (16 * mt + g) * KPP + 8 * nt + 2 * t;
-      r0[0] = c[0];
-      r0[1] = c[1];
-      r0[8 * KPP] = c[2];
-      r0[8 * KPP + 1] = c[3];
-      if (nt == 0) {
-        sq0 += __shfl_xor_sync(0xffffffffu, sq0, 1);
-        sq0 += __shfl_xor_sync(0xffffffffu, sq0, 2);
-        sq1 += __shfl_xor_sync(0xffffffffu, sq1, 1);
-        sq1 += __shfl_xor_sync(0xffffffffu, sq1, 2);
-        const int j = 16 * mt + g;
-        if (t == 0 && j < n) rk[j] = rsqrtf(sq0 + kL2NormEps);
-        if (t == 0 && j + 8 < n) rk[j + 8] = rsqrtf(sq1 + kL2NormEps);
-      }
+  // exact in TF32, so two products, with x's hi and lo, into two accumulators for the even and odd k-steps), and, in
+  // the first column tile, 1 / |k_j|. One task is a tile pair; a warp takes tasks warp, warp + 4, ...
+  const int key_tasks = lay.key_rows / 16 * NT;
+  float kc[2][4], sq0, sq1;
+  int kmt, knt, krow, kcol;  // the task's tiles; this lane's word of k-step 0 in keys (row g) and in x
+  const uint32_t* const key_words = reinterpret_cast<const uint32_t*>(keys);
+  const uint4* const x_words = reinterpret_cast<const uint4*>(xmat);
+  const auto key_begin = [&](int task) {
+    kmt = task / NT;
+    knt = task % NT;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) kc[0][e] = kc[1][e] = 0.f;
+    sq0 = sq1 = 0.f;
+    krow = (16 * kmt + g) * KEYP / 2 + t;
+    kcol = (8 * knt + g) * XP / 2 + t;
+  };
+  // k-step s of the task into accumulator `which` (0 where other work hides the products' latency, else s & 1).
+  const auto key_step = [&](int s, int which) {
+    // rows g, g + 8: elements 8s + 2t (low half), + 1
+    const uint32_t w0 = key_words[krow + 4 * s], w1 = key_words[krow + 4 * KEYP + 4 * s];
+    const uint32_t a[4] = {w0 << 16, w1 << 16, w0 & 0xffff0000u, w1 & 0xffff0000u};
+    const uint4 b = x_words[kcol + 4 * s];
+    mma_tf32(kc[which], a, b.x, b.y);
+    mma_tf32(kc[which], a, b.z, b.w);
+    if (knt == 0) {
+      const float f0 = __uint_as_float(a[0]), f1 = __uint_as_float(a[1]), f2 = __uint_as_float(a[2]),
+                  f3 = __uint_as_float(a[3]);
+      sq0 = fmaf(f0, f0, fmaf(f2, f2, sq0));
+      sq1 = fmaf(f1, f1, fmaf(f3, f3, sq1));
     }
+  };
+  const auto key_end = [&]() {
+    float* const r0 = kp + (16 * kmt + g) * KPP + 8 * knt + 2 * t;
+    r0[0] = kc[0][0] + kc[1][0];
+    r0[1] = kc[0][1] + kc[1][1];
+    r0[8 * KPP] = kc[0][2] + kc[1][2];
+    r0[8 * KPP + 1] = kc[0][3] + kc[1][3];
+    if (knt == 0) {
+      sq0 += __shfl_xor_sync(0xffffffffu, sq0, 1);
+      sq0 += __shfl_xor_sync(0xffffffffu, sq0, 2);
+      sq1 += __shfl_xor_sync(0xffffffffu, sq1, 1);
+      sq1 += __shfl_xor_sync(0xffffffffu, sq1, 2);
+      const int j = 16 * kmt + g;
+      if (t == 0 && j < n) rk[j] = rsqrtf(sq0 + kL2NormEps);
+      if (t == 0 && j + 8 < n) rk[j + 8] = rsqrtf(sq1 + kL2NormEps);
+    }
+  };
+  const auto key_task = [&](int task) {
+    key_begin(task);
+#pragma unroll 4
+    for (int s = 0; s < kTcSteps; ++s) key_step(s, s & 1);
+    key_end();
+  };
+
+  // The products over the stacked [S; u] (below): acc[nt][T] is the 16 x 8 tile T (rows g, g + 8: columns
+  // vb + 4 g + 2 T and + 1) x product columns 8 nt .. 8 nt + 7. Row r (even) starts a k-step: rows r + 2t, r + 2t + 1.
+  float acc[NT][2][4];
+  const auto product = [&](const Tf32A& a0, const Tf32A& a1, const uint4* const (&cols)[NT], int r) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const uint4 b = cols[nt][r / 2];
+      mma_3xtf32(acc[nt][0], a0, {b.x, b.z}, {b.y, b.w});
+      mma_3xtf32(acc[nt][1], a1, {b.x, b.z}, {b.y, b.w});
+    }
+  };
+  // The same with A exact in TF32 (bf16 checkpoint values).
+  const auto product_exact = [&](const uint32_t(&a0)[4], const uint32_t(&a1)[4], const uint4* const(&cols)[NT],
+                                 int r) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const uint4 b = cols[nt][r / 2];
+      mma_2xtf32(acc[nt][0], a0, {b.x, b.z}, {b.y, b.w});
+      mma_2xtf32(acc[nt][1], a1, {b.x, b.z}, {b.y, b.w});
+    }
+  };
+  const uint4* xcol[NT];  // this lane's word of k-step 0 in each column tile of x
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) xcol[nt] = reinterpret_cast<const uint4*>(xmat) + (8 * nt + g) * XP / 2 + t;
+  // The products over the checkpoint's rows 8 s + 2t and + 1 (this lane's x0, x1 as stored).
+  const auto slice_product = [&](const Stored4<S>& x0, const Stored4<S>& x1, int s) {
+    if constexpr (kFp32) {
+      product(split_a(x0.x, x0.y, x1.x, x1.y), split_a(x0.z, x0.w, x1.z, x1.w), xcol, 8 * s);
+    } else {
+      uint32_t a0[4], a1[4];
+      bf16_a(x0.x, x1.x, a0);
+      bf16_a(x0.y, x1.y, a1);
+      product_exact(a0, a1, xcol, 8 * s);
+    }
+  };
+  const auto next_slice_step = [&](int hh, int s, Stored4<S>& x0, Stored4<S>& x1) {
+    const int q = hh * kTcSteps + s;
+    x0 = ring[q % kInFlight][0];
+    x1 = ring[q % kInFlight][1];
+    if (q + kInFlight < HPC * kTcSteps) {
+      ring[q % kInFlight][0] = load_stored4(slice_rows(q + kInFlight));
+      ring[q % kInFlight][1] = load_stored4(slice_rows(q + kInFlight) + V);
+    }
+  };
+  const auto load_chunk = [&](int hh, int c, float4& x0, float4& x1) {
+    x0 = load_delta(hh, 8 * c + 2 * t);
+    x1 = load_delta(hh, 8 * c + 2 * t + 1);
+  };
+  // A row that is not due: S0^T over head hh's checkpoint rows into acc, chunk 0 of its buffered deltas requested
+  // kInFlight k-steps before the end (into c0); each_step(s) runs after k-step s.
+  float4 c0[2];
+  const auto checkpoint_pass = [&](int hh, auto&& each_step) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int T = 0; T < 2; ++T)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[nt][T][e] = 0.f;
+#pragma unroll
+    for (int s = 0; s < kTcSteps; ++s) {
+      Stored4<S> x0, x1;
+      next_slice_step(hh, s, x0, x1);
+      if (s == kTcSteps - kInFlight) load_chunk(hh, 0, c0[0], c0[1]);
+      slice_product(x0, x1, s);
+      each_step(s);
+    }
+  };
+  if (flush || !tc_interleaves<M>()) {
+    for (int task = warp; task < key_tasks; task += kTcWarps) key_task(task);
+  } else {
+    // The first head's pass needs only x: it runs now, with this warp's first task of key products interleaved,
+    // so that the slice streams while they are formed.
+    const bool first_task = warp < key_tasks;
+    if (first_task) key_begin(warp);
+    checkpoint_pass(0, [&](int s) {
+      if (first_task) key_step(s, 0);
+    });
+    if (first_task) key_end();
+    for (int task = warp + kTcWarps; task < key_tasks; task += kTcWarps) key_task(task);
   }
   __syncthreads();  // key products, norms, weights in shared memory
 
@@ -368,8 +481,8 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     sh.kq[hh][ip][i] = wr * kd[Q0 + i];
   }
   if (!flush) {
-    for (int idx = threadIdx.x; idx < HPC * rows * NCOL; idx += kTcThreads) {
-      const int c = idx % NCOL, j = idx / NCOL % rows, hh = idx / (NCOL * rows);
+    for (int idx = threadIdx.x; idx < HPC * rows * NCOL; idx += kTcThreads) {  // rows fastest: few bank conflicts
+      const int j = idx % rows, c = idx / rows % NCOL, hh = idx / (NCOL * rows);
       const int i = c >= Q0 ? c - Q0 : c;
       const float b = j < n && i < M ? lw[hh * rows + j] * rk[j] * kp[j * KPP + c] : 0.f;
       put_b(bbmat, bbp, hh * NCOL + c, j, b);
@@ -377,63 +490,13 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   }
   __syncthreads();  // B complete, draft coefficients
 
-  const uint4* xcol[NT];  // this lane's word of k-step 0 in each column tile of x
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) xcol[nt] = reinterpret_cast<const uint4*>(xmat) + (8 * nt + g) * XP / 2 + t;
   float* const tr = reinterpret_cast<float*>(smem + lay.tr) + warp * 32 * TRP;
 
 #pragma unroll
   for (int hh = 0; hh < HPC; ++hh) {
-    // The products: acc[nt][T] is the 16 x 8 tile T (rows g, g + 8: columns vb + 4 g + 2 T and + 1) x product
-    // columns 8 nt .. 8 nt + 7. Row r (even) of the stacked [S; u] starts a k-step: rows r + 2t, r + 2t + 1.
-    float acc[NT][2][4];
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int T = 0; T < 2; ++T)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[nt][T][e] = 0.f;
-    const auto product = [&](const Tf32A& a0, const Tf32A& a1, const uint4* const (&cols)[NT], int r) {
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const uint4 b = cols[nt][r / 2];
-        mma_3xtf32(acc[nt][0], a0, {b.x, b.z}, {b.y, b.w});
-        mma_3xtf32(acc[nt][1], a1, {b.x, b.z}, {b.y, b.w});
-      }
-    };
-    // The same with A exact in TF32 (bf16 checkpoint values).
-    const auto product_exact = [&](const uint32_t(&a0)[4], const uint32_t(&a1)[4], const uint4* const(&cols)[NT],
-                                   int r) {
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const uint4 b = cols[nt][r / 2];
-        mma_2xtf32(acc[nt][0], a0, {b.x, b.z}, {b.y, b.w});
-        mma_2xtf32(acc[nt][1], a1, {b.x, b.z}, {b.y, b.w});
-      }
-    };
-    // The products over the checkpoint's rows 8 s + 2t and + 1 (this lane's x0, x1 as stored).
-    const auto slice_product = [&](const Stored4<S>& x0, const Stored4<S>& x1, int s) {
-      if constexpr (kFp32) {
-        product(split_a(x0.x, x0.y, x1.x, x1.y), split_a(x0.z, x0.w, x1.z, x1.w), xcol, 8 * s);
-      } else {
-        uint32_t a0[4], a1[4];
-        bf16_a(x0.x, x1.x, a0);
-        bf16_a(x0.y, x1.y, a1);
-        product_exact(a0, a1, xcol, 8 * s);
-      }
-    };
     const float decay0 = decay0s[hh];
     const float* const wh = lw + hh * rows;
     const int chunks = (n + 7) / 8;
-    const auto next_slice_step = [&](int s, Stored4<S>& x0, Stored4<S>& x1) {
-      const int q = hh * kTcSteps + s;
-      x0 = ring[q % kInFlight][0];
-      x1 = ring[q % kInFlight][1];
-      if (q + kInFlight < HPC * kTcSteps) {
-        ring[q % kInFlight][0] = load_stored4(slice_rows(q + kInFlight));
-        ring[q % kInFlight][1] = load_stored4(slice_rows(q + kInFlight) + V);
-      }
-    };
     // Chunk c's deltas (loaded: x0, x1, rows 8c + 2t and + 1) as A fragments, each entry scaled by w_j / |k_j| for a
     // due row's fold (`weighted`), whose B is the raw key.
     const auto chunk_a = [&](int c, bool weighted, const float4& x0, const float4& x1, Tf32A& a0, Tf32A& a1) {
@@ -443,21 +506,10 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
       a0 = split_a(w0 * x0.x, w0 * x0.y, w1 * x1.x, w1 * x1.y);
       a1 = split_a(w0 * x0.z, w0 * x0.w, w1 * x1.z, w1 * x1.w);
     };
-    const auto load_chunk = [&](int c, float4& x0, float4& x1) {
-      x0 = load_delta(hh, 8 * c + 2 * t);
-      x1 = load_delta(hh, 8 * c + 2 * t + 1);
-    };
     if (!flush) {
-      // S0 over the checkpoint rows, e^{G_n} onto the totals, then the buffered deltas (the first chunk requested
-      // kInFlight k-steps before the end).
-      float4 c0[2];
-#pragma unroll
-      for (int s = 0; s < kTcSteps; ++s) {
-        Stored4<S> x0, x1;
-        next_slice_step(s, x0, x1);
-        if (s == kTcSteps - kInFlight) load_chunk(0, c0[0], c0[1]);
-        slice_product(x0, x1, s);
-      }
+      // S0 over the checkpoint rows (the first head's pass ran with the key products), e^{G_n} onto the totals,
+      // then the buffered deltas.
+      if (hh > 0 || !tc_interleaves<M>()) checkpoint_pass(hh, [](int) {});
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -469,7 +521,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
       for (int nt = 0; nt < NT; ++nt)
         bcol[nt] = reinterpret_cast<const uint4*>(bbmat) + ((hh * NCOL + 8 * nt + g) * bbp) / 2 + t;
       for (int c = 0; c < chunks; ++c) {
-        if (c > 0) load_chunk(c, c0[0], c0[1]);
+        if (c > 0) load_chunk(hh, c, c0[0], c0[1]);
         Tf32A a0, a1;
         chunk_a(c, false, c0[0], c0[1], a0, a1);
         product(a0, a1, bcol, 8 * c);
@@ -477,19 +529,25 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     } else {
       // S = e^{G_n} S0 + sum_j (w_j / |k_j| u_j)^T k_j, eight checkpoint rows a k-step, written, then the products'
       // A. The raw keys are exact in TF32: two products (the deltas' hi and lo) a tile.
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int T = 0; T < 2; ++T)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[nt][T][e] = 0.f;
       Tf32A held[kTcHeldChunks][2];
 #pragma unroll
       for (int c = 0; c < kTcHeldChunks; ++c)
         if (c < chunks) {
           float4 x0, x1;
-          load_chunk(c, x0, x1);
+          load_chunk(hh, c, x0, x1);
           chunk_a(c, true, x0, x1, held[c][0], held[c][1]);
         }
       S* const ck = static_cast<S*>(pool.checkpoint) + slice + hh * (K * V);
 #pragma unroll
       for (int s = 0; s < kTcSteps; ++s) {
         Stored4<S> stored0, stored1;
-        next_slice_step(s, stored0, stored1);
+        next_slice_step(hh, s, stored0, stored1);
         float4 x0, x1;
         if constexpr (kFp32) {
           x0 = stored0;
@@ -515,7 +573,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
           if (c < chunks) fold(held[c][0], held[c][1], c);
         for (int c = kTcHeldChunks; c < chunks; ++c) {
           float4 x0, x1;
-          load_chunk(c, x0, x1);
+          load_chunk(hh, c, x0, x1);
           Tf32A a0, a1;
           chunk_a(c, true, x0, x1, a0, a1);
           fold(a0, a1, c);

@@ -189,12 +189,15 @@ cudaError_t launch_recurrent_decode(const RecurrentDecodeParams& p, cudaStream_t
       if (p.tile == TileShape{32, 128}) return launch_tile<128, 32>(p, stream);
       if (p.tile == TileShape{64, 256}) return launch_tile<128, 64, 256>(p, stream);
       if (p.tile == TileShape{128, 512}) return launch_tile<128, 128, 512>(p, stream);
+      if (p.tile == TileShape{128, 128}) return launch_tile<128, 128, 128>(p, stream);
       if (p.tile == TileShape{128, 256}) return launch_tile<128, 128, 256>(p, stream);
       // auto: 16-wide slices when the batch does not fill the GPU, 32-wide up to the wide grid, then whole rows per
-      // block (contiguous 64 KiB tiles), the fastest there.
+      // block (contiguous 64 KiB tiles), the fastest there; a bf16 state's whole rows (32 KiB) in 128-thread blocks,
+      // each thread's copies twice the rows, so that a block keeps as many bytes in flight as an fp32 one.
       if (narrow) return launch_tile<128, 16>(p, stream);
       if (p.layout == StateLayout::vk || int64_t(p.batch) * p.shape.heads_v < kWideGridBlocksPerSm * sm_count())
         return launch_tile<128, 32>(p, stream);
+      if (p.state_dtype == StateDtype::bf16) return launch_tile<128, 128, 128>(p, stream);
       return launch_tile<128, 128, 256>(p, stream);
     case 256: return launch_tile<256, 16>(p, stream);
   }

@@ -25,12 +25,12 @@ bool parse_tile(const std::string& text, TileShape& out) {
 }
 
 const std::vector<TileShape>& recurrent_decode_tiles() {
-  static const std::vector<TileShape> tiles{{32, 128}, {64, 256}, {128, 256}, {128, 512}};
+  static const std::vector<TileShape> tiles{{32, 128}, {64, 256}, {128, 128}, {128, 256}, {128, 512}};
   return tiles;
 }
 
 const std::vector<TileShape>& kvbuffer_decode_tiles() {
-  static const std::vector<TileShape> tiles{{32, 128}, {64, 128}, {64, 256}, {128, 256}};
+  static const std::vector<TileShape> tiles{{32, 128}, {64, 128}, {64, 256}, {128, 128}, {128, 256}};
   return tiles;
 }
 

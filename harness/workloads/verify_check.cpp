@@ -148,15 +148,19 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
   VerifyCheck out;
   KVBufferErrors errs;
   // Verifies row c's drafts in the reference from `slot`, which holds n entries, as the kernel does with
-  // cfg.state_dtype, and compares the drafts' deltas and log-decays the launch wrote and, for a due row, its stored
-  // checkpoint; `slot` is left as verify leaves it (a due one folded).
+  // cfg.state_dtype, and compares the drafts' log-decays the launch wrote, their deltas where `judge_deltas`, and,
+  // for a due row, its stored checkpoint; `slot` is left as verify leaves it (a due one folded). The check's second
+  // verify re-verifies drafts the buffer already holds, which no serving step does: their deltas are then small
+  // differences of nearly equal terms, ill-conditioned, and are not held to the state bar (the state is).
   auto verify_row = [&](const RowCase& c, int n, ref::KVBufferSlot& slot, std::vector<double>& o_ref,
-                        std::vector<ref::BufferEntry>& entries) {
+                        std::vector<ref::BufferEntry>& entries, bool judge_deltas) {
     const bool due = reference_verify(s, B, cfg.state_dtype, c.drafts, slot, o_ref, entries);
     const size_t at = draft_entry(c.slot, n);
-    const std::vector<double> u = download_double(kp.pool.deltas + at * vv, m * vv);
-    errs.add(due, ref::max_rel_err(concat(entries, &ref::BufferEntry::u), u, int64_t(m) * HV),
-             fmt::format("row {} at {} entries: its drafts' deltas", c.row, n));
+    if (judge_deltas) {
+      const std::vector<double> u = download_double(kp.pool.deltas + at * vv, m * vv);
+      errs.add(due, ref::max_rel_err(concat(entries, &ref::BufferEntry::u), u, int64_t(m) * HV),
+               fmt::format("row {} at {} entries: its drafts' deltas", c.row, n));
+    }
     const std::string g_bad =
         log_decay_mismatch(concat(entries, &ref::BufferEntry::g),
                            download_double(kp.pool.log_decay + at * HV, size_t(m) * HV),
@@ -191,7 +195,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     } else {
       std::vector<ref::BufferEntry> entries;
       ref::KVBufferSlot after = c.buf;
-      folded.push_back(verify_row(c, c.n, after, o_ref, entries));
+      folded.push_back(verify_row(c, c.n, after, o_ref, entries, true));
       ref::kvbuffer_accept(s, B, entries, c.a, after);
       expected.push_back(ref::kvbuffer_state(s, after));
       accepted_slots.push_back(std::move(after));
@@ -235,7 +239,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
       ref::KVBufferSlot& slot = accepted_slots[i];
       std::vector<double> o_ref;
       std::vector<ref::BufferEntry> entries;
-      const bool due = verify_row(c, n, slot, o_ref, entries);  // folds a due slot, as the kernel does
+      const bool due = verify_row(c, n, slot, o_ref, entries, false);  // folds a due slot, as the kernel does
       out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, row_outputs(o_next, c), int64_t(m) * HV));
       errs.add(due, ref::max_rel_err(ref::kvbuffer_state(s, slot), device_state(c, due ? 0 : n), HV),
                fmt::format("row {} at {} entries: its state after the next verify", c.row, n));

@@ -68,10 +68,11 @@ TEST(TileAxis, DefaultsToAutoAndTakesTheVariantsTiles) {
     for (const Point& p : def) EXPECT_EQ(p.get("tile"), "auto") << p.label();
   }
   const ExperimentKind& decode = find_experiment_kind("decode");
-  for (const Point& p : test::grid_with("decode", {"variant=recurrent", "tile=auto,32x128,64x256,128x256,128x512"}))
+  for (const Point& p :
+       test::grid_with("decode", {"variant=recurrent", "tile=auto,32x128,64x256,128x128,128x256,128x512"}))
     EXPECT_EQ(decode.validate(p), "") << p.label();
   for (const Point& p :
-       test::grid_with("decode", {"variant=kvbuffer", "buffer_size=8", "tile=32x128,64x128,64x256,128x256"}))
+       test::grid_with("decode", {"variant=kvbuffer", "buffer_size=8", "tile=32x128,64x128,64x256,128x128,128x256"}))
     EXPECT_EQ(decode.validate(p), "") << p.label();
   for (const Point& p : test::grid_with("decode", {"variant=kvbuffer", "buffer_size=8", "buffer_form=raw",
                                                    "tile=16x128,32x128,64x128"}))

@@ -319,6 +319,28 @@ TEST(KVBufferDecodeLaunchGpu, SixSliceBlocksAnSmUpToBufferSize8) {
   }
 }
 
+// From the wide grid on (batch x heads_v >= 8 blocks an SM) a bf16 checkpoint takes whole value heads in 128-thread
+// blocks, as many checkpoint bytes a block as an fp32 half head; an fp32 one keeps the 64-column slices; below it
+// (batch 32 on the H200's 132 SMs) both keep them.
+TEST(KVBufferDecodeLaunchGpu, Bf16CheckpointsTakeWholeHeadsFromTheWideGrid) {
+  KVB_REQUIRE_GPU();
+  int32_t dummy[4] = {};
+  for (const StateDtype dtype : {StateDtype::fp32, StateDtype::bf16}) {
+    for (const int batch : {32, 64, 256}) {
+      auto p = token_launch<KVBufferDecodeParams>(shape(16, 32, 128, 128), batch, test::unread_token_inputs(1), dummy,
+                                                  dummy, OutputDtype::fp32);
+      p.pool = test::unread_pool(dummy, 4, 7, 8);
+      p.pool.state_dtype = dtype;
+      ASSERT_EQ(validate(p), "") << to_string(dtype) << " batch " << batch;
+      KVBufferDecodeLaunch d;
+      ASSERT_EQ(describe_kvbuffer_decode_launch(p, d), cudaSuccess);
+      const bool whole = dtype == StateDtype::bf16 && int64_t(batch) * 32 >= kWideGridBlocksPerSm * sm_count();
+      EXPECT_EQ(d.slice_columns, whole ? 128 : 64) << to_string(dtype) << " batch " << batch;
+      EXPECT_EQ(d.threads, 128) << to_string(dtype) << " batch " << batch;
+    }
+  }
+}
+
 TEST(KVBufferDecodeGpu, Bf16OutputsAndOddShapes) {
   KVB_REQUIRE_GPU();
   for (const GdnShape& s : {shape(2, 4, 128, 128), shape(2, 2, 32, 48), shape(1, 3, 64, 64), shape(2, 4, 256, 64)}) {
