@@ -387,6 +387,14 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   // The products over the stacked [S; u] (below): acc[nt][T] is the 16 x 8 tile T (rows g, g + 8: columns
   // vb + 4 g + 2 T and + 1) x product columns 8 nt .. 8 nt + 7. Row r (even) starts a k-step: rows r + 2t, r + 2t + 1.
   float acc[NT][2][4];
+  const auto zero_acc = [&]() {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int T = 0; T < 2; ++T)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[nt][T][e] = 0.f;
+  };
   const auto product = [&](const Tf32A& a0, const Tf32A& a1, const uint4* const (&cols)[NT], int r) {
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
@@ -436,12 +444,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   // kInFlight k-steps before the end (into c0); each_step(s) runs after k-step s.
   float4 c0[2];
   const auto checkpoint_pass = [&](int hh, auto&& each_step) {
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int T = 0; T < 2; ++T)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[nt][T][e] = 0.f;
+    zero_acc();
 #pragma unroll
     for (int s = 0; s < kTcSteps; ++s) {
       Stored4<S> x0, x1;
@@ -529,12 +532,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     } else {
       // S = e^{G_n} S0 + sum_j (w_j / |k_j| u_j)^T k_j, eight checkpoint rows a k-step, written, then the products'
       // A. The raw keys are exact in TF32: two products (the deltas' hi and lo) a tile.
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int T = 0; T < 2; ++T)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[nt][T][e] = 0.f;
+      zero_acc();
       Tf32A held[kTcHeldChunks][2];
 #pragma unroll
       for (int c = 0; c < kTcHeldChunks; ++c)
