@@ -17,7 +17,6 @@ stopped it.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from dataclasses import dataclass
@@ -60,7 +59,7 @@ HELPER_MODULES = frozenset({"style", "anchors", "decode_data", "make_all", "resu
 def main(argv=None) -> int:
     """Command line entry: validate every CSV present, then draw every registered figure whose CSV exists; returns
     the exit status."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = style.OneLineParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results-dir", default=str(REPO_ROOT / "results"), help="folder of the CSVs (default results)")
     p.add_argument("--out-dir", default=str(REPO_ROOT / "results" / "figures"),
                    help="where the figures go (default results/figures)")

@@ -10,6 +10,7 @@ files in tests/data/csv/cases/ are checked against both implementations (tests/d
  - latencies: each NAME_us_median, NAME_us_p10, NAME_us_p90 holds, where set, a finite number > 0 with
    p10 <= median <= p90, and is set in every row whose status is ok;
  - counts: whole numbers >= 0 where set;
+ - state_dtype, where the kind has it: fp32, bf16, or empty (a row written before the column: fp32);
  - capacity: where set, bytes_per_request > 0 and max_requests_model, max_requests_measured x bytes_per_request
    <= budget_bytes;
  - one row per point (the kind's key columns), and one GPU (every non-empty gpu value the same).
@@ -170,6 +171,9 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
         for c in s.counts:
             if c in col and row[col[c]] and not _COUNT.fullmatch(row[col[c]]):
                 raise CsvError(f"{origin}:{line}: {c} = '{row[col[c]]}' (allowed: a whole number >= 0)")
+        if "state_dtype" in col and row[col["state_dtype"]] not in ("", "fp32", "bf16"):
+            raise CsvError(f"{origin}:{line}: state_dtype = '{row[col['state_dtype']]}' (allowed: fp32, bf16, or empty "
+                           f"for fp32)")
         if ok and "bytes_per_request" in col and "budget_bytes" in col and row[col["bytes_per_request"]]:
             # capacity: where set, bytes_per_request > 0 and the requests fit the budget
             each_text, budget_text = row[col["bytes_per_request"]], row[col["budget_bytes"]]

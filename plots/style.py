@@ -354,9 +354,10 @@ def write_files_atomic(writers: Mapping[Path, object]) -> None:
                 os.replace(tmp, path)
             temporaries.clear()
     finally:
-        for tmp, _ in temporaries:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        with _signals_held():  # a second signal does not cut the removal short
+            for tmp, _ in temporaries:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
 
 
 def save(fig, out_dir, name: str) -> list[Path]:
@@ -380,9 +381,16 @@ def save(fig, out_dir, name: str) -> list[Path]:
     return paths
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr (PROG: error: MESSAGE), exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def parser(description: str, default_csv: str) -> argparse.ArgumentParser:
     """Command line shared by the figure scripts: --csv PATH (default results/NAME.csv) and --out-dir DIR."""
-    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = OneLineParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--csv", default=str(RESULTS_DIR / default_csv),
                    help=f"input CSV from kvb sweep (default results/{default_csv})")
     p.add_argument("--out-dir", default=str(FIGURES_DIR),

@@ -116,7 +116,7 @@ CapacityRun prepare_capacity(const CapacityCommandOptions& o) {
   r.out = !o.out.empty() ? o.out
           : r.probe      ? std::string("results/capacity.csv")
                          : std::string("results/capacity_model.csv");
-  check_outputs({{r.out, "--out", o.force ? Existing::replace : Existing::refuse}}, {{o.config, "--config"}});
+  check_outputs({{r.out, o.out_flag, o.force ? Existing::replace : Existing::refuse}}, {{o.config, "--config"}});
   if (!r.gpu && !r.settings.budget_gib)
     throw UsageError("--budget-gib is required without a CUDA device (a number of GiB > 0; there is no free memory "
                      "to read)");

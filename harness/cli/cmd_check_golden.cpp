@@ -56,6 +56,7 @@ int run_check_golden(const CheckGoldenOptions& options) {
   for (const auto& file : options.files) width = std::max(width, file.size());
   size_t checked = 0;
   for (const auto& file : options.files) {
+    if (checked > 0) test_stop_point("golden_file");
     if (interrupt_signal()) break;  // between files
     ++checked;
     ref::GoldenCase c;
@@ -85,11 +86,13 @@ int run_check_golden(const CheckGoldenOptions& options) {
     }
     std::fflush(stdout);
   }
-  if (interrupt_signal())
+  const bool stopped = interrupt_signal() && checked < options.files.size();
+  if (stopped)
     error_line("stopped by {}: {} of {} files checked", signal_name(interrupt_signal()), checked,
                options.files.size());
   std::fflush(stdout);
   if (malformed) return 2;
+  if (stopped) return interrupt_exit_code();
   return failed ? 1 : 0;
 }
 

@@ -100,6 +100,7 @@ struct CapacityCommandOptions {
   /// "" (default): results/capacity.csv when the allocation proof runs, results/capacity_model.csv for a model-only
   /// run (no GPU, or --no-probe), so that a model-only run never replaces a proved CSV by default.
   std::string out;
+  std::string out_flag = "--out";           ///< the flag that names `out` in errors (kvb reproduce: --out-dir)
   std::optional<double> budget_gib;         ///< GiB; unset: free memory less the reserve (required without a GPU)
   std::optional<double> reserve_gib;
   std::optional<int> layers, heads_qk, heads_v, head_dim_k, head_dim_v;

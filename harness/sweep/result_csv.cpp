@@ -157,6 +157,8 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
   std::vector<size_t> request_counts;
   for (const char* c : {"max_requests_model", "max_requests_measured"})
     if (capacity && contains(t.header, c)) request_counts.push_back(index_of(t.header, c));
+  // The stored states' element type, where the kind has the column (empty: a row written before it, fp32).
+  const size_t state_dtype = contains(t.header, "state_dtype") ? index_of(t.header, "state_dtype") : std::string::npos;
   std::map<std::string, size_t> first_line;  // point key -> line
   std::string first_gpu;
   size_t gpu_line = 0;
@@ -193,6 +195,10 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
         throw UsageError(fmt::format("{}:{}: {} = '{}' (allowed: a whole number >= 0)", origin, line, t.header[c],
                                      text));
     }
+    if (state_dtype < row.size() && !row[state_dtype].empty() && row[state_dtype] != "fp32" &&
+        row[state_dtype] != "bf16")
+      throw UsageError(fmt::format("{}:{}: state_dtype = '{}' (allowed: fp32, bf16, or empty for fp32)", origin, line,
+                                   row[state_dtype]));
     if (ok && per_request < row.size() && !row[per_request].empty()) {  // capacity: the requests fit the budget
       const double each = decimal(row[per_request]), budget = decimal(row[budget_col]);
       if (!(std::isfinite(each) && each > 0))

@@ -125,6 +125,19 @@ TEST_P(ReproduceInterrupted, StopsBetweenStepsSaysWhatItFinishedAndResumes) {
   EXPECT_TRUE(fs::is_regular_file(out_dir + "/capacity_model.csv"));
 }
 
+TEST_P(ReproduceInterrupted, AGoldenCheckStoppedBetweenFilesIsNotFinished) {
+  // Signalled after the first golden case: the check stops there, and the run says it stopped it.
+  const Background bg =
+      run_in_background(dir, {"reproduce", "--no-plots", "--out-dir", out_dir}, {"KVB_TEST_STOP_AT=golden_file"});
+  ASSERT_TRUE(wait_stopped(bg.pid)) << read_text(bg.err);
+  EXPECT_EQ(signal_and_wait(bg.pid, GetParam().number), GetParam().code) << read_text(bg.out) << read_text(bg.err);
+  const std::string out = read_text(bg.out);
+  EXPECT_NE(out.find("stopped:  kvb check-golden"), std::string::npos) << out;
+  EXPECT_EQ(out.find("finished: kvb check-golden"), std::string::npos) << out;
+  EXPECT_NE(out.find("not run:  kvb capacity"), std::string::npos) << out;
+  EXPECT_NE(read_text(bg.err).find("1 of "), std::string::npos) << read_text(bg.err);
+}
+
 TEST_P(ReproduceInterrupted, AStepUnderWayFinishesItsFileWhole) {
   // Signalled inside the capacity model's write: the write completes, the claims do not run.
   const Background bg =
