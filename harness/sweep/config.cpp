@@ -107,6 +107,7 @@ SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& 
         throw UsageError(fmt::format("{}:{}: axes.{} is empty (give at least one value)", origin,
                                      node.source().begin.line, axis));
       config.axes.emplace_back(axis, std::move(values));
+      config.axis_lines.push_back(int(node.source().begin.line));
     }
   }
 
@@ -167,10 +168,12 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
   std::vector<AxisValues> axes;
   for (const auto& spec : kind.axes) axes.emplace_back(spec.name, spec.defaults);
   std::vector<std::string> from(axes.size());  // where each axis's values came from, for the errors below
-  for (const auto& [axis, values] : config.axes) {
+  for (size_t a = 0; a < config.axes.size(); ++a) {
+    const auto& [axis, values] = config.axes[a];
     const size_t i = index_of(axis, config.path);
     axes[i].second = values;
-    from[i] = config.path + ": [axes] ";
+    const int line = a < config.axis_lines.size() ? config.axis_lines[a] : 0;
+    from[i] = config.path + (line > 0 ? ":" + std::to_string(line) : "") + ": [axes] ";
   }
   std::vector<std::string> overridden;
   for (const auto& [axis, values] : overrides) {

@@ -30,6 +30,7 @@ struct SweepConfig {
   std::string kind = "decode";
   std::string description;
   std::vector<AxisValues> axes;  ///< as written in [axes] (sorted by axis name; resolve_axes puts them in kind order)
+  std::vector<int> axis_lines;   ///< the line of each of `axes` in the file (0: not known)
   TimingConfig timing;
 };
 

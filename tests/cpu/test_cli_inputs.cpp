@@ -53,7 +53,7 @@ TEST(CliInputs, ABadAxisValueNamesWhereItWasGiven) {
   const std::string bad = dir.file("bad.toml");
   test::write_text(bad, "[experiment]\nname = \"x\"\nkind = \"spec_verify\"\n[axes]\nbatch = [0]\n");
   expect_refused(run_kvb(dir, "sweep --config " + shell_quote(bad) + " --dry-run"),
-                 {bad + ": [axes] batch = '0' is out of range (allowed: integers 1 to 4096)"}, "config");
+                 {bad + ":5: [axes] batch = '0' is out of range (allowed: integers 1 to 4096)"}, "config");
 }
 
 TEST(CliInputs, AWordForANumberIsCalledSo) {
