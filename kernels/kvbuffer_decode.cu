@@ -265,8 +265,7 @@ cudaError_t dispatch_decode(const KVBufferDecodeParams& p, cudaStream_t stream, 
       // fastest there; from the wide grid on, a bf16 checkpoint's whole head in one 128-thread block (as many bytes
       // a block as an fp32 half head).
       if (narrow) return launch_tile<128, 16>(p, stream, describe);
-      if (p.pool.state_dtype == StateDtype::bf16 &&
-          int64_t(p.batch) * p.shape.heads_v >= kWideGridBlocksPerSm * sm_count())
+      if (p.pool.state_dtype == StateDtype::bf16 && wide_grid(p.batch, p.shape))
         return launch_tile<128, 128, 128>(p, stream, describe);
       return launch_tile<128, 64, 128>(p, stream, describe);
     case 256: return launch_tile<256, 16>(p, stream, describe);

@@ -72,7 +72,7 @@ constexpr int tc_in_flight() {
 /// spill in the pass.
 template <int M>
 constexpr bool tc_interleaves() {
-  return M == 3 || M == 4;
+  return tc_in_flight<M, float>() == 2;
 }
 constexpr int kTcHeldChunks = 2;                   ///< 8-entry chunks a due row's fold keeps split in registers
 constexpr int kTcMinBlocks = 4;                    ///< blocks per SM the registers allow (128 a thread)
@@ -415,7 +415,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   };
   const uint4* xcol[NT];  // this lane's word of k-step 0 in each column tile of x
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) xcol[nt] = reinterpret_cast<const uint4*>(xmat) + (8 * nt + g) * XP / 2 + t;
+  for (int nt = 0; nt < NT; ++nt) xcol[nt] = x_words + (8 * nt + g) * XP / 2 + t;
   // The products over the checkpoint's rows 8 s + 2t and + 1 (this lane's x0, x1 as stored).
   const auto slice_product = [&](const Stored4<S>& x0, const Stored4<S>& x1, int s) {
     if constexpr (kFp32) {

@@ -110,6 +110,10 @@ int smem_blocks_per_sm(size_t block_bytes) {
   return int(size_t(lim.per_sm) / ((block_bytes + kUnit - 1) / kUnit * kUnit + size_t(lim.reserved_per_block)));
 }
 
+bool wide_grid(int batch, const GdnShape& shape) {
+  return int64_t(batch) * shape.heads_v >= int64_t(kWideGridBlocksPerSm) * sm_count();
+}
+
 bool narrow_slices(int batch, const GdnShape& shape) {
   return int64_t(batch) * shape.heads_v * dev::num_slices(shape.head_dim_v, 32) < 4 * sm_count();
 }

@@ -76,4 +76,8 @@ constexpr int kWideGridBlocksPerSm = 8;
 /// fill the GPU.
 bool narrow_slices(int batch, const GdnShape& shape);
 
+/// True when `batch` rows of `shape` give at least kWideGridBlocksPerSm blocks per SM at one block per (row, value
+/// head): the batch at which the decode launchers take their widest-grid tiles.
+bool wide_grid(int batch, const GdnShape& shape);
+
 }  // namespace kvb

@@ -195,7 +195,7 @@ cudaError_t launch_recurrent_decode(const RecurrentDecodeParams& p, cudaStream_t
       // block (contiguous 64 KiB tiles), the fastest there; a bf16 state's whole rows (32 KiB) in 128-thread blocks,
       // each thread's copies twice the rows, so that a block keeps as many bytes in flight as an fp32 one.
       if (narrow) return launch_tile<128, 16>(p, stream);
-      if (p.layout == StateLayout::vk || int64_t(p.batch) * p.shape.heads_v < kWideGridBlocksPerSm * sm_count())
+      if (p.layout == StateLayout::vk || !wide_grid(p.batch, p.shape))
         return launch_tile<128, 32>(p, stream);
       if (p.state_dtype == StateDtype::bf16) return launch_tile<128, 128, 128>(p, stream);
       return launch_tile<128, 128, 256>(p, stream);

@@ -90,7 +90,6 @@ int run_program(const std::vector<std::string>& argv, std::FILE* out) {
 int run_plots(const std::string& results_dir, const std::string& figures_dir, std::vector<std::string>& skipped) {
   if (run_program({"python3", "-c", "import matplotlib"}, nullptr) != 0) {
     if (interrupt_signal()) return interrupt_exit_code();  // the check was stopped, not refused
-
     skipped.push_back("figures (python3 cannot import matplotlib: python3 -m pip install -r plots/requirements.txt)");
     return 0;
   }
@@ -168,7 +167,6 @@ int run_reproduce_command(const ReproduceOptions& o) {
                        [sweep, setup] { return run_prepared_sweep(sweep, *setup); }});
     }
     cap.out = (out / "capacity.csv").string();
-    cap.out_flag = "--out-dir";
     results_dir = out.string();
     figures_dir = (out / "figures").string();
     claims_dir = out.string();
@@ -180,7 +178,6 @@ int run_reproduce_command(const ReproduceOptions& o) {
     steps.push_back({fmt::format("kvb check-golden {}/*.gdn (float64 reference)", kGoldenDir),
                      [golden] { return run_check_golden(golden); }});
     cap.out = (out / "capacity_model.csv").string();
-    cap.out_flag = "--out-dir";
     cap.budget_gib = kModelBudgetGib;
     cap.no_probe = true;
     // The figures and the claims read the committed CSVs: each validated before anything is drawn or written.
@@ -198,6 +195,7 @@ int run_reproduce_command(const ReproduceOptions& o) {
                fmt::format("kvb capacity allocation proof (needs a CUDA device; {} is the model only)", cap.out),
                "GPU kernel golden checks (needs a CUDA device; the float64 reference was checked)"};
   }
+  cap.out_flag = "--out-dir";  // reproduce names the capacity CSV's folder, not the file
   check_capacity_command(cap);
   steps.push_back({fmt::format("kvb capacity --config {}{} --out {}{}", cap.config,
                                cap.budget_gib ? fmt::format(" --budget-gib {:g}", *cap.budget_gib) : "", cap.out,

@@ -242,12 +242,10 @@ void validate_settings(const CapacitySettings& s) {
     throw UsageError(fmt::format(
         "--buffer-sizes: B = {} with m = {} needs {} buffer entries (allowed: B - 1 + m <= {})", b_max, m_max,
         b_max - 1 + m_max, kMaxBufferEntries));
-  if (s.budget_gib && !(*s.budget_gib > 0))
+  if (s.budget_gib && !(*s.budget_gib > 0 && *s.budget_gib <= 1e6))
     throw UsageError(fmt::format("--budget-gib {}: allowed: a number of GiB in (0, 1e6]", *s.budget_gib));
   if (!(s.reserve_gib >= 0 && s.reserve_gib < 1e6))
     throw UsageError(fmt::format("--reserve-gib {}: allowed: a number of GiB in [0, 1e6)", s.reserve_gib));
-  if (s.budget_gib && !(*s.budget_gib <= 1e6))
-    throw UsageError(fmt::format("--budget-gib {}: allowed: a number of GiB in (0, 1e6]", *s.budget_gib));
 }
 
 std::vector<CapacityCase> capacity_cases(const CapacitySettings& s) {

@@ -104,14 +104,21 @@ struct ReproduceInterrupted : ::testing::TestWithParam<Signal> {
   }
   TempDir dir;
   std::string out_dir = dir.file("repro");
+
+  /// Runs `kvb reproduce --no-plots` into out_dir until it stops itself at KVB_TEST_STOP_AT=`where`, signals it with
+  /// the test's signal and expects the signal's exit status; `bg` is the run (its output files).
+  void stop_and_signal(const char* where, Background& bg) {
+    bg = run_in_background(dir, {"reproduce", "--no-plots", "--out-dir", out_dir},
+                           {std::string("KVB_TEST_STOP_AT=") + where});
+    ASSERT_TRUE(wait_stopped(bg.pid)) << read_text(bg.err);
+    EXPECT_EQ(signal_and_wait(bg.pid, GetParam().number), GetParam().code) << read_text(bg.out) << read_text(bg.err);
+  }
 };
 
 TEST_P(ReproduceInterrupted, StopsBetweenStepsSaysWhatItFinishedAndResumes) {
   // Stopped before its second step (the capacity model), then signalled.
-  const Background bg =
-      run_in_background(dir, {"reproduce", "--no-plots", "--out-dir", out_dir}, {"KVB_TEST_STOP_AT=step"});
-  ASSERT_TRUE(wait_stopped(bg.pid)) << read_text(bg.err);
-  EXPECT_EQ(signal_and_wait(bg.pid, GetParam().number), GetParam().code) << read_text(bg.out) << read_text(bg.err);
+  Background bg;
+  ASSERT_NO_FATAL_FAILURE(stop_and_signal("step", bg));
   const std::string out = read_text(bg.out);
   EXPECT_NE(out.find("stopped by " + signal_name(GetParam().number) + " between steps"), std::string::npos) << out;
   EXPECT_NE(out.find("finished: kvb check-golden"), std::string::npos) << out;
@@ -127,10 +134,8 @@ TEST_P(ReproduceInterrupted, StopsBetweenStepsSaysWhatItFinishedAndResumes) {
 
 TEST_P(ReproduceInterrupted, AGoldenCheckStoppedBetweenFilesIsNotFinished) {
   // Signalled after the first golden case: the check stops there, and the run says it stopped it.
-  const Background bg =
-      run_in_background(dir, {"reproduce", "--no-plots", "--out-dir", out_dir}, {"KVB_TEST_STOP_AT=golden_file"});
-  ASSERT_TRUE(wait_stopped(bg.pid)) << read_text(bg.err);
-  EXPECT_EQ(signal_and_wait(bg.pid, GetParam().number), GetParam().code) << read_text(bg.out) << read_text(bg.err);
+  Background bg;
+  ASSERT_NO_FATAL_FAILURE(stop_and_signal("golden_file", bg));
   const std::string out = read_text(bg.out);
   EXPECT_NE(out.find("stopped:  kvb check-golden"), std::string::npos) << out;
   EXPECT_EQ(out.find("finished: kvb check-golden"), std::string::npos) << out;
@@ -140,10 +145,8 @@ TEST_P(ReproduceInterrupted, AGoldenCheckStoppedBetweenFilesIsNotFinished) {
 
 TEST_P(ReproduceInterrupted, AStepUnderWayFinishesItsFileWhole) {
   // Signalled inside the capacity model's write: the write completes, the claims do not run.
-  const Background bg =
-      run_in_background(dir, {"reproduce", "--no-plots", "--out-dir", out_dir}, {"KVB_TEST_STOP_AT=write"});
-  ASSERT_TRUE(wait_stopped(bg.pid)) << read_text(bg.err);
-  EXPECT_EQ(signal_and_wait(bg.pid, GetParam().number), GetParam().code) << read_text(bg.out) << read_text(bg.err);
+  Background bg;
+  ASSERT_NO_FATAL_FAILURE(stop_and_signal("write", bg));
   const std::string out = read_text(bg.out);
   EXPECT_NE(out.find("finished: kvb capacity"), std::string::npos) << out;
   EXPECT_NE(out.find("not run:  claims"), std::string::npos) << out;

@@ -334,7 +334,7 @@ TEST(KVBufferDecodeLaunchGpu, Bf16CheckpointsTakeWholeHeadsFromTheWideGrid) {
       ASSERT_EQ(validate(p), "") << to_string(dtype) << " batch " << batch;
       KVBufferDecodeLaunch d;
       ASSERT_EQ(describe_kvbuffer_decode_launch(p, d), cudaSuccess);
-      const bool whole = dtype == StateDtype::bf16 && int64_t(batch) * 32 >= kWideGridBlocksPerSm * sm_count();
+      const bool whole = dtype == StateDtype::bf16 && wide_grid(batch, p.shape);
       EXPECT_EQ(d.slice_columns, whole ? 128 : 64) << to_string(dtype) << " batch " << batch;
       EXPECT_EQ(d.threads, 128) << to_string(dtype) << " batch " << batch;
     }
