@@ -427,13 +427,32 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
       product_exact(a0, a1, xcol, 8 * s);
     }
   };
+  // k-step s of head hh (s known at compile time, hh not: the heads share one copy of the code) from ring slot
+  // s % kInFlight, which then requests the k-step kInFlight on, of this head or the next.
   const auto next_slice_step = [&](int hh, int s, Stored4<S>& x0, Stored4<S>& x1) {
-    const int q = hh * kTcSteps + s;
-    x0 = ring[q % kInFlight][0];
-    x1 = ring[q % kInFlight][1];
-    if (q + kInFlight < HPC * kTcSteps) {
-      ring[q % kInFlight][0] = load_stored4(slice_rows(q + kInFlight));
-      ring[q % kInFlight][1] = load_stored4(slice_rows(q + kInFlight) + V);
+    const int slot = s % kInFlight, q = hh * kTcSteps + s;
+    x0 = ring[slot][0];
+    x1 = ring[slot][1];
+    if (s + kInFlight < kTcSteps || q + kInFlight < HPC * kTcSteps) {
+      ring[slot][0] = load_stored4(slice_rows(q + kInFlight));
+      ring[slot][1] = load_stored4(slice_rows(q + kInFlight) + V);
+    }
+  };
+  // After a head's last k-step the next head's k-step j lies in slot (kTcSteps + j) % kInFlight: moved to slot j.
+  const auto ring_to_next_head = [&]() {
+    constexpr int kShift = kTcSteps % kInFlight;
+    if constexpr (kShift != 0) {
+      Stored4<S> was[kInFlight][2];
+#pragma unroll
+      for (int j = 0; j < kInFlight; ++j) {
+        was[j][0] = ring[j][0];
+        was[j][1] = ring[j][1];
+      }
+#pragma unroll
+      for (int j = 0; j < kInFlight; ++j) {
+        ring[j][0] = was[(j + kShift) % kInFlight][0];
+        ring[j][1] = was[(j + kShift) % kInFlight][1];
+      }
     }
   };
   const auto load_chunk = [&](int hh, int c, float4& x0, float4& x1) {
@@ -495,8 +514,9 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
 
   float* const tr = reinterpret_cast<float*>(smem + lay.tr) + warp * 32 * TRP;
 
-#pragma unroll
-  for (int hh = 0; hh < HPC; ++hh) {
+  // Head hh's products, the drafts' deltas and outputs; kDue: a due row's (the fold inside the pass).
+  const auto head = [&](int hh, auto due) {
+    constexpr bool kDue = decltype(due)::value;
     const float decay0 = decay0s[hh];
     const float* const wh = lw + hh * rows;
     const int chunks = (n + 7) / 8;
@@ -509,7 +529,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
       a0 = split_a(w0 * x0.x, w0 * x0.y, w1 * x1.x, w1 * x1.y);
       a1 = split_a(w0 * x0.z, w0 * x0.w, w1 * x1.z, w1 * x1.w);
     };
-    if (!flush) {
+    if constexpr (!kDue) {
       // S0 over the checkpoint rows (the first head's pass ran with the key products), e^{G_n} onto the totals,
       // then the buffered deltas.
       if (hh > 0 || !tc_interleaves<M>()) checkpoint_pass(hh, [](int) {});
@@ -620,6 +640,16 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     float* const draft_deltas_out = pool.deltas + (draft_entry * HV + h) * V + v;
 #pragma unroll
     for (int i = 0; i < M; ++i) draft_deltas_out[i * delta_stride] = u[i];
+    if (hh + 1 < HPC) ring_to_next_head();
+  };
+  if (!flush) {
+#pragma unroll
+    for (int hh = 0; hh < HPC; ++hh) head(hh, std::false_type{});
+  } else {
+    // A due row's heads share one copy of its code (fold, stores and products a k-step): unrolled, its two copies
+    // beside those of the rows that are not due overflow the instruction cache.
+#pragma unroll 1
+    for (int hh = 0; hh < HPC; ++hh) head(hh, std::true_type{});
   }
   if (flush && sh.due_last && warp == kTcWarps - 1) {  // every block of the key group has read its entries
     __threadfence();
