@@ -427,8 +427,9 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
       product_exact(a0, a1, xcol, 8 * s);
     }
   };
-  // k-step s of head hh (s known at compile time, hh not: the heads share one copy of the code) from ring slot
-  // s % kInFlight, which then requests the k-step kInFlight on, of this head or the next.
+  // k-step s of head hh (s known at compile time, hh not: a due row's heads share one copy of the code) from ring
+  // slot s % kInFlight, which then requests the k-step kInFlight on, of this head or the next (the first test is
+  // settled at compile time, the second only past the head's last kInFlight k-steps).
   const auto next_slice_step = [&](int hh, int s, Stored4<S>& x0, Stored4<S>& x1) {
     const int slot = s % kInFlight, q = hh * kTcSteps + s;
     x0 = ring[slot][0];
@@ -520,12 +521,12 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     const float decay0 = decay0s[hh];
     const float* const wh = lw + hh * rows;
     const int chunks = (n + 7) / 8;
-    // Chunk c's deltas (loaded: x0, x1, rows 8c + 2t and + 1) as A fragments, each entry scaled by w_j / |k_j| for a
-    // due row's fold (`weighted`), whose B is the raw key.
-    const auto chunk_a = [&](int c, bool weighted, const float4& x0, const float4& x1, Tf32A& a0, Tf32A& a1) {
+    // Chunk c's deltas (loaded: x0, x1, rows 8c + 2t and + 1) as A fragments; a due row's fold, whose B is the raw
+    // key, takes each entry scaled by w_j / |k_j|.
+    const auto chunk_a = [&](int c, const float4& x0, const float4& x1, Tf32A& a0, Tf32A& a1) {
       const int j = 8 * c + 2 * t;
-      const float w0 = !weighted ? 1.f : j < n ? wh[j] * rk[j] : 0.f;
-      const float w1 = !weighted ? 1.f : j + 1 < n ? wh[j + 1] * rk[j + 1] : 0.f;
+      const float w0 = !kDue ? 1.f : j < n ? wh[j] * rk[j] : 0.f;
+      const float w1 = !kDue ? 1.f : j + 1 < n ? wh[j + 1] * rk[j + 1] : 0.f;
       a0 = split_a(w0 * x0.x, w0 * x0.y, w1 * x1.x, w1 * x1.y);
       a1 = split_a(w0 * x0.z, w0 * x0.w, w1 * x1.z, w1 * x1.w);
     };
@@ -546,7 +547,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
       for (int c = 0; c < chunks; ++c) {
         if (c > 0) load_chunk(hh, c, c0[0], c0[1]);
         Tf32A a0, a1;
-        chunk_a(c, false, c0[0], c0[1], a0, a1);
+        chunk_a(c, c0[0], c0[1], a0, a1);
         product(a0, a1, bcol, 8 * c);
       }
     } else {
@@ -559,7 +560,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
         if (c < chunks) {
           float4 x0, x1;
           load_chunk(hh, c, x0, x1);
-          chunk_a(c, true, x0, x1, held[c][0], held[c][1]);
+          chunk_a(c, x0, x1, held[c][0], held[c][1]);
         }
       S* const ck = static_cast<S*>(pool.checkpoint) + slice + hh * (K * V);
 #pragma unroll
@@ -593,7 +594,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
           float4 x0, x1;
           load_chunk(hh, c, x0, x1);
           Tf32A a0, a1;
-          chunk_a(c, true, x0, x1, a0, a1);
+          chunk_a(c, x0, x1, a0, a1);
           fold(a0, a1, c);
         }
         if constexpr (kFp32) {
