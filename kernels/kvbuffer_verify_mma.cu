@@ -145,9 +145,19 @@ __device__ __forceinline__ float4 load4_nc(const float* p) { return __ldg(reinte
 /// in the low half).
 template <typename S>
 using Stored4 = std::conditional_t<std::is_same<S, float>::value, float4, uint2>;
+/// An fp32 slice, read once, bypasses L1 (no allocation there); a bf16 slice, whose rows are half as long, is read
+/// through it (which of the two is faster for each dtype: docs/FINDINGS.md).
 template <typename S>
 __device__ __forceinline__ Stored4<S> load_stored4(const S* p) {
-  return __ldg(reinterpret_cast<const Stored4<S>*>(p));
+  if constexpr (std::is_same<S, float>::value) {
+    float4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
+                 : "l"(p));
+    return r;
+  } else {
+    return __ldg(reinterpret_cast<const Stored4<S>*>(p));
+  }
 }
 /// Two fp32 values rounded to bf16 (nearest even) in one word, `lo` in the low half.
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
@@ -563,8 +573,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
           chunk_a(c, x0, x1, held[c][0], held[c][1]);
         }
       S* const ck = static_cast<S*>(pool.checkpoint) + slice + hh * (K * V);
-#pragma unroll
-      for (int s = 0; s < kTcSteps; ++s) {
+      const auto due_step = [&](int s) {
         Stored4<S> stored0, stored1;
         next_slice_step(hh, s, stored0, stored1);
         float4 x0, x1;
@@ -577,7 +586,8 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
         }
         float d0[4] = {decay0 * x0.x, decay0 * x1.x, decay0 * x0.y, decay0 * x1.y};
         float d1[4] = {decay0 * x0.z, decay0 * x1.z, decay0 * x0.w, decay0 * x1.w};
-        const auto fold = [&](const Tf32A& a0, const Tf32A& a1, int c) {
+        // Entries j of chunk c: d += (w_j / |k_j| u_j)^T k_j over this k-step's rows.
+        const auto fold = [&](float(&d0)[4], float(&d1)[4], const Tf32A& a0, const Tf32A& a1, int c) {
           const unsigned short* const kb = reinterpret_cast<const unsigned short*>(keys + (8 * c + 2 * t) * KEYP);
           const int j = 8 * c + 2 * t;  // rows past n hold no key: zero, not whatever lies there
           const uint32_t b0 = j < n ? uint32_t(kb[8 * s + g]) << 16 : 0u;
@@ -587,15 +597,23 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
           mma_tf32(d1, a1.lo, b0, b1);
           mma_tf32(d1, a1.hi, b0, b1);
         };
+        // The held chunks fold into two accumulators, the checkpoint's and one from zero, summed before the store:
+        // two short chains of dependent products rather than one long one.
+        static_assert(kTcHeldChunks == 2, "one accumulator a held chunk");
+        float e0[4] = {0.f, 0.f, 0.f, 0.f}, e1[4] = {0.f, 0.f, 0.f, 0.f};
+        if (chunks > 0) fold(d0, d1, held[0][0], held[0][1], 0);
+        if (chunks > 1) fold(e0, e1, held[1][0], held[1][1], 1);
 #pragma unroll
-        for (int c = 0; c < kTcHeldChunks; ++c)
-          if (c < chunks) fold(held[c][0], held[c][1], c);
+        for (int e = 0; e < 4; ++e) {
+          d0[e] += e0[e];
+          d1[e] += e1[e];
+        }
         for (int c = kTcHeldChunks; c < chunks; ++c) {
           float4 x0, x1;
           load_chunk(hh, c, x0, x1);
           Tf32A a0, a1;
           chunk_a(c, x0, x1, a0, a1);
-          fold(a0, a1, c);
+          fold(d0, d1, a0, a1, c);
         }
         if constexpr (kFp32) {
           __stcs(reinterpret_cast<float4*>(ck + 8 * s * V), make_float4(d0[0], d0[2], d1[0], d1[2]));
@@ -608,7 +626,9 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
           __stcs(reinterpret_cast<uint2*>(ck + (8 * s + 1) * V), r1);
           slice_product(r0, r1, s);
         }
-      }
+      };
+#pragma unroll
+      for (int s = 0; s < kTcSteps; ++s) due_step(s);
     }
 
     // Each lane takes one value column, vb + lane, with every product column (through the warp's own rows of tr).
