@@ -145,8 +145,8 @@ __device__ __forceinline__ float4 load4_nc(const float* p) { return __ldg(reinte
 /// in the low half).
 template <typename S>
 using Stored4 = std::conditional_t<std::is_same<S, float>::value, float4, uint2>;
-/// An fp32 slice, read once, bypasses L1 (no allocation there); a bf16 slice, whose rows are half as long, is read
-/// through it (which of the two is faster for each dtype: docs/FINDINGS.md).
+/// Four checkpoint elements of the slice, read once: fp32 ones without allocating them in L1, bf16 ones through it
+/// (the faster of the two for each dtype: docs/FINDINGS.md).
 template <typename S>
 __device__ __forceinline__ Stored4<S> load_stored4(const S* p) {
   if constexpr (std::is_same<S, float>::value) {
@@ -586,16 +586,16 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
         }
         float d0[4] = {decay0 * x0.x, decay0 * x1.x, decay0 * x0.y, decay0 * x1.y};
         float d1[4] = {decay0 * x0.z, decay0 * x1.z, decay0 * x0.w, decay0 * x1.w};
-        // Entries j of chunk c: d += (w_j / |k_j| u_j)^T k_j over this k-step's rows.
-        const auto fold = [&](float(&d0)[4], float(&d1)[4], const Tf32A& a0, const Tf32A& a1, int c) {
+        // Entries j of chunk c: into += (w_j / |k_j| u_j)^T k_j over this k-step's rows (A fragments a0, a1).
+        const auto fold = [&](float(&into0)[4], float(&into1)[4], const Tf32A& a0, const Tf32A& a1, int c) {
           const unsigned short* const kb = reinterpret_cast<const unsigned short*>(keys + (8 * c + 2 * t) * KEYP);
           const int j = 8 * c + 2 * t;  // rows past n hold no key: zero, not whatever lies there
           const uint32_t b0 = j < n ? uint32_t(kb[8 * s + g]) << 16 : 0u;
           const uint32_t b1 = j + 1 < n ? uint32_t(kb[KEYP + 8 * s + g]) << 16 : 0u;
-          mma_tf32(d0, a0.lo, b0, b1);
-          mma_tf32(d0, a0.hi, b0, b1);
-          mma_tf32(d1, a1.lo, b0, b1);
-          mma_tf32(d1, a1.hi, b0, b1);
+          mma_tf32(into0, a0.lo, b0, b1);
+          mma_tf32(into0, a0.hi, b0, b1);
+          mma_tf32(into1, a1.lo, b0, b1);
+          mma_tf32(into1, a1.hi, b0, b1);
         };
         // The held chunks fold into two accumulators, the checkpoint's and one from zero, summed before the store:
         // two short chains of dependent products rather than one long one.
