@@ -18,7 +18,8 @@
 //   shared-memory staging or block barrier; the first k-steps are requested before the PDL wait (no kernel of a step
 //   writes another layer's checkpoint);
 // - a due row (n >= B) folds its entries as the slice streams, S = e^{G_n} S0 + sum_j (w_j / |k_j| u_j)^T k_j per
-//   k-step (A: the buffered deltas scaled, B: the raw bf16 keys, exact in TF32), writes the new checkpoint rows and
+//   k-step (A: the buffered deltas scaled, B: the raw bf16 keys, exact in TF32 and bf16; with fp32 checkpoints the
+//   first 16 entries as one bf16 product of the deltas split in three parts), writes the new checkpoint rows and
 //   takes them as the A fragments of the drafts' products, whose buffer's share is then nothing:
 //   a_i = e^{G_i - G_n} S^T k^_i. The slice is read and written once.
 // A row that is not due starts its first head's pass as soon as x is in shared memory, with the key products below
@@ -75,6 +76,13 @@ constexpr bool tc_interleaves() {
   return tc_in_flight<M, float>() == 2;
 }
 constexpr int kTcHeldChunks = 2;                   ///< 8-entry chunks a due row's fold keeps split in registers
+/// Whether a due row folds its two held chunks as one m16n8k16 bf16 product a tile (the deltas split in three bf16
+/// parts, the raw keys exact: three products a 16-column tile instead of four TF32 ones), for checkpoint elements S:
+/// fp32 checkpoints do; bf16 ones keep the TF32 fold, whose registers their deeper ring leaves room for.
+template <typename S>
+constexpr bool tc_fold_bf16() {
+  return std::is_same<S, float>::value;
+}
 constexpr int kTcMinBlocks = 4;                    ///< blocks per SM the registers allow (128 a thread)
 
 /// Rows from 8 (mod 16) up: a pitch (in 8-byte elements) whose 16-byte fragment words of a quarter warp (two rows
@@ -145,11 +153,12 @@ __device__ __forceinline__ float4 load4_nc(const float* p) { return __ldg(reinte
 /// in the low half).
 template <typename S>
 using Stored4 = std::conditional_t<std::is_same<S, float>::value, float4, uint2>;
-/// Four checkpoint elements of the slice, read once: fp32 ones without allocating them in L1, bf16 ones through it
-/// (the faster of the two for each dtype: docs/FINDINGS.md).
-template <typename S>
+/// Four checkpoint elements of the slice, read once, for m = M drafts: fp32 ones from m = 5 on without allocating them
+/// in L1, the rest through it (the faster choice for each: docs/FINDINGS.md).
+template <int M, typename S>
 __device__ __forceinline__ Stored4<S> load_stored4(const S* p) {
-  if constexpr (std::is_same<S, float>::value) {
+  constexpr bool kNoAllocate = std::is_same<S, float>::value && M >= 5;
+  if constexpr (kNoAllocate) {
     float4 r;
     asm volatile("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
                  : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
@@ -158,11 +167,6 @@ __device__ __forceinline__ Stored4<S> load_stored4(const S* p) {
   } else {
     return __ldg(reinterpret_cast<const Stored4<S>*>(p));
   }
-}
-/// Two fp32 values rounded to bf16 (nearest even) in one word, `lo` in the low half.
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  const __nv_bfloat162 r = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&r);
 }
 
 /// Puts x, split, at row r of column c of a B operand (pitch in 8-byte elements; layout: TcLayout).
@@ -188,6 +192,7 @@ __device__ __forceinline__ void put_b4(uint32_t* b, int pitch, int c, int r, con
 template <int M, int HPC, typename S>
 __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_kernel(const KVBufferVerifyParams p) {
   constexpr bool kFp32 = std::is_same<S, float>::value;
+  constexpr bool kFoldBf16 = tc_fold_bf16<S>(), kFoldOneChain = M >= 5;
   constexpr int K = kTcK, V = kTcV;
   using Lay = TcLayout<M, HPC>;
   constexpr int NT = Lay::NT, NCOL = Lay::NCOL, Q0 = Lay::Q0, TRP = Lay::TR_PITCH, KEYP = Lay::KEY_PITCH,
@@ -222,8 +227,8 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   Stored4<S> ring[kInFlight][2];
 #pragma unroll
   for (int q = 0; q < kInFlight; ++q) {
-    ring[q][0] = load_stored4(slice_rows(q));
-    ring[q][1] = load_stored4(slice_rows(q) + V);
+    ring[q][0] = load_stored4<M>(slice_rows(q));
+    ring[q][1] = load_stored4<M>(slice_rows(q) + V);
   }
   pdl_wait();
   pdl_launch_dependents();
@@ -445,8 +450,8 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     x0 = ring[slot][0];
     x1 = ring[slot][1];
     if (s + kInFlight < kTcSteps || q + kInFlight < HPC * kTcSteps) {
-      ring[slot][0] = load_stored4(slice_rows(q + kInFlight));
-      ring[slot][1] = load_stored4(slice_rows(q + kInFlight) + V);
+      ring[slot][0] = load_stored4<M>(slice_rows(q + kInFlight));
+      ring[slot][1] = load_stored4<M>(slice_rows(q + kInFlight) + V);
     }
   };
   // After a head's last k-step the next head's k-step j lies in slot (kTcSteps + j) % kInFlight: moved to slot j.
@@ -531,12 +536,14 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     const float decay0 = decay0s[hh];
     const float* const wh = lw + hh * rows;
     const int chunks = (n + 7) / 8;
+    // A due row's fold weight of entry j, w_j / |k_j| (zero past n).
+    const auto due_weight = [&](int j) { return j < n ? wh[j] * rk[j] : 0.f; };
     // Chunk c's deltas (loaded: x0, x1, rows 8c + 2t and + 1) as A fragments; a due row's fold, whose B is the raw
     // key, takes each entry scaled by w_j / |k_j|.
     const auto chunk_a = [&](int c, const float4& x0, const float4& x1, Tf32A& a0, Tf32A& a1) {
       const int j = 8 * c + 2 * t;
-      const float w0 = !kDue ? 1.f : j < n ? wh[j] * rk[j] : 0.f;
-      const float w1 = !kDue ? 1.f : j + 1 < n ? wh[j + 1] * rk[j + 1] : 0.f;
+      const float w0 = !kDue ? 1.f : due_weight(j);
+      const float w1 = !kDue ? 1.f : due_weight(j + 1);
       a0 = split_a(w0 * x0.x, w0 * x0.y, w1 * x1.x, w1 * x1.y);
       a1 = split_a(w0 * x0.z, w0 * x0.w, w1 * x1.z, w1 * x1.w);
     };
@@ -562,16 +569,40 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
       }
     } else {
       // S = e^{G_n} S0 + sum_j (w_j / |k_j| u_j)^T k_j, eight checkpoint rows a k-step, written, then the products'
-      // A. The raw keys are exact in TF32: two products (the deltas' hi and lo) a tile.
+      // A. The raw keys are exact in TF32 and bf16: two TF32 products a tile and 8 entries (the deltas' hi and lo),
+      // or three bf16 ones a tile and 16 entries (tc_fold_bf16).
       zero_acc();
-      Tf32A held[kTcHeldChunks][2];
+      // The first two chunks, held through the pass: for the bf16 fold (tc_fold_bf16) one A fragment of 16 entries a
+      // 16-column tile T in three bf16 parts (m16n8k16: entries 8c + 2t, 8c + 2t + 1 of chunk c in words 2c, 2c + 1
+      // of T's columns 2T, 2T + 1), else two split TF32 fragments a chunk.
+      [[maybe_unused]] uint32_t heldb[2][3][4];  // [T][hi, mid, lo][word]
+      [[maybe_unused]] Tf32A held[kTcHeldChunks][2];
+      if constexpr (kFoldBf16) {
 #pragma unroll
-      for (int c = 0; c < kTcHeldChunks; ++c)
-        if (c < chunks) {
+        for (int c = 0; c < kTcHeldChunks; ++c) {
           float4 x0, x1;
           load_chunk(hh, c, x0, x1);
-          chunk_a(c, x0, x1, held[c][0], held[c][1]);
+          const float w0 = due_weight(8 * c + 2 * t), w1 = due_weight(8 * c + 2 * t + 1);
+          const float v[2][2][2] = {{{x0.x, x1.x}, {x0.y, x1.y}}, {{x0.z, x1.z}, {x0.w, x1.w}}};  // [T][word][entry]
+#pragma unroll
+          for (int T = 0; T < 2; ++T)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const Bf16x3Word a = split_bf16x3(w0 * v[T][r][0], w1 * v[T][r][1]);
+              heldb[T][0][2 * c + r] = a.hi;
+              heldb[T][1][2 * c + r] = a.mid;
+              heldb[T][2][2 * c + r] = a.lo;
+            }
         }
+      } else {
+#pragma unroll
+        for (int c = 0; c < kTcHeldChunks; ++c)
+          if (c < chunks) {
+            float4 x0, x1;
+            load_chunk(hh, c, x0, x1);
+            chunk_a(c, x0, x1, held[c][0], held[c][1]);
+          }
+      }
       S* const ck = static_cast<S*>(pool.checkpoint) + slice + hh * (K * V);
       const auto due_step = [&](int s) {
         Stored4<S> stored0, stored1;
@@ -597,24 +628,46 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
           mma_tf32(into1, a1.lo, b0, b1);
           mma_tf32(into1, a1.hi, b0, b1);
         };
-        // The held chunks fold into two accumulators, the checkpoint's and one from zero, summed before the store:
-        // two short chains of dependent products rather than one long one.
-        static_assert(kTcHeldChunks == 2, "one accumulator a held chunk");
+        // Chunks past the held ones (a longer buffer): loaded and split a k-step.
+        const auto fold_rest = [&](float(&into0)[4], float(&into1)[4]) {
+          for (int c = kTcHeldChunks; c < chunks; ++c) {
+            float4 x0, x1;
+            load_chunk(hh, c, x0, x1);
+            Tf32A a0, a1;
+            chunk_a(c, x0, x1, a0, a1);
+            fold(into0, into1, a0, a1, c);
+          }
+        };
+        // The checkpoint's accumulators d and one from zero, e, summed before the store: short chains of dependent
+        // products rather than one long one.
+        static_assert(kTcHeldChunks == 2, "the held chunks are one 16-entry bf16 fragment, or one TF32 one a chain");
         float e0[4] = {0.f, 0.f, 0.f, 0.f}, e1[4] = {0.f, 0.f, 0.f, 0.f};
-        if (chunks > 0) fold(d0, d1, held[0][0], held[0][1], 0);
-        if (chunks > 1) fold(e0, e1, held[1][0], held[1][1], 1);
+        if constexpr (kFoldBf16) {
+          // B: the raw keys of entries 2t, 2t + 1 (word 0) and 8 + 2t, 9 + 2t (word 1) at row 8 s + g; zero past n.
+          // The small parts first, into e (or, from m = 5 on, the checkpoint's chain too, the shorter code), then hi.
+          const unsigned short* const kb = reinterpret_cast<const unsigned short*>(keys + 2 * t * KEYP + 8 * s + g);
+          const uint32_t k00 = 2 * t < n ? kb[0] : 0u, k01 = 2 * t + 1 < n ? kb[KEYP] : 0u;
+          const uint32_t k10 = 2 * t + 8 < n ? kb[8 * KEYP] : 0u, k11 = 2 * t + 9 < n ? kb[9 * KEYP] : 0u;
+          const uint32_t b0 = k00 | k01 << 16, b1 = k10 | k11 << 16;
+          float(&small0)[4] = kFoldOneChain ? d0 : e0;
+          float(&small1)[4] = kFoldOneChain ? d1 : e1;
+          mma_bf16(small0, heldb[0][2], b0, b1);
+          mma_bf16(small1, heldb[1][2], b0, b1);
+          mma_bf16(small0, heldb[0][1], b0, b1);
+          mma_bf16(small1, heldb[1][1], b0, b1);
+          mma_bf16(d0, heldb[0][0], b0, b1);
+          mma_bf16(d1, heldb[1][0], b0, b1);
+          fold_rest(e0, e1);
+        } else {
+          if (chunks > 0) fold(d0, d1, held[0][0], held[0][1], 0);
+          if (chunks > 1) fold(e0, e1, held[1][0], held[1][1], 1);
+        }
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           d0[e] += e0[e];
           d1[e] += e1[e];
         }
-        for (int c = kTcHeldChunks; c < chunks; ++c) {
-          float4 x0, x1;
-          load_chunk(hh, c, x0, x1);
-          Tf32A a0, a1;
-          chunk_a(c, x0, x1, a0, a1);
-          fold(d0, d1, a0, a1, c);
-        }
+        if constexpr (!kFoldBf16) fold_rest(d0, d1);
         if constexpr (kFp32) {
           __stcs(reinterpret_cast<float4*>(ck + 8 * s * V), make_float4(d0[0], d0[2], d1[0], d1[2]));
           __stcs(reinterpret_cast<float4*>(ck + (8 * s + 1) * V), make_float4(d0[1], d0[3], d1[1], d1[3]));

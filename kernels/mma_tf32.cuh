@@ -1,4 +1,5 @@
-// TF32 tensor-core products (mma.sync m16n8k8, sm_80 and later) with an fp32-accurate split (3xTF32).
+// TF32 tensor-core products (mma.sync m16n8k8, sm_80 and later) with an fp32-accurate split (3xTF32), and bf16 ones
+// (m16n8k16) of fp32 values split in three bf16 parts where the other operand is exact in bf16.
 //
 // Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k8" with .tf32), lane = 4 g + t (g = lane / 4, t = lane % 4):
 //   A (16 x 8):  a[0] = A[g][t], a[1] = A[g + 8][t], a[2] = A[g][t + 4], a[3] = A[g + 8][t + 4]
@@ -70,6 +71,38 @@ __device__ __forceinline__ void bf16_a(uint32_t w0, uint32_t w1, uint32_t (&a)[4
   a[1] = w0 & 0xffff0000u;
   a[2] = w1 << 16;
   a[3] = w1 & 0xffff0000u;
+}
+
+/// Two fp32 values rounded to bf16 (nearest even) in one word, `lo` in the low half.
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+/// d += A B, one m16n8k16 bf16 product with fp32 accumulators. Fragments (PTX ISA, "Matrix fragments for
+/// mma.m16n8k16" with .bf16), each word two bf16 values, the lower k in the low half:
+///   A (16 x 16): a[0] = A[g][2t, 2t + 1], a[1] = A[g + 8][2t, 2t + 1], a[2] = A[g][2t + 8, 2t + 9],
+///                a[3] = A[g + 8][2t + 8, 2t + 9]
+///   B (16 x 8):  b0 = B[2t, 2t + 1][g], b1 = B[2t + 8, 2t + 9][g];   D as m16n8k8's.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// Two fp32 values x (low half) and y split in three bf16 parts each, x = hi + mid + lo to within 2^-24 |x|: hi = x
+/// rounded to bf16 (nearest even), mid = x - hi rounded (x - hi is exact in fp32), lo = x - hi - mid rounded.
+struct Bf16x3Word {
+  uint32_t hi, mid, lo;
+};
+__device__ __forceinline__ Bf16x3Word split_bf16x3(float x, float y) {
+  const uint32_t h = pack_bf16x2(x, y);
+  const float rx = x - __uint_as_float(h << 16), ry = y - __uint_as_float(h & 0xffff0000u);
+  const uint32_t m = pack_bf16x2(rx, ry);
+  const uint32_t l = pack_bf16x2(rx - __uint_as_float(m << 16), ry - __uint_as_float(m & 0xffff0000u));
+  return {h, m, l};
 }
 
 }  // namespace kvb::dev
