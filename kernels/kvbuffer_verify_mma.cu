@@ -83,6 +83,12 @@ template <typename S>
 constexpr bool tc_fold_bf16() {
   return std::is_same<S, float>::value;
 }
+/// Whether the bf16 fold's small parts (mid, lo) join the checkpoint's chain of products rather than a chain from
+/// zero, for m = M drafts: from m = 5 on (the faster choice for each: docs/FINDINGS.md).
+template <int M>
+constexpr bool tc_fold_one_chain() {
+  return M >= 5;
+}
 constexpr int kTcMinBlocks = 4;                    ///< blocks per SM the registers allow (128 a thread)
 
 /// Rows from 8 (mod 16) up: a pitch (in 8-byte elements) whose 16-byte fragment words of a quarter warp (two rows
@@ -192,7 +198,7 @@ __device__ __forceinline__ void put_b4(uint32_t* b, int pitch, int c, int r, con
 template <int M, int HPC, typename S>
 __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_kernel(const KVBufferVerifyParams p) {
   constexpr bool kFp32 = std::is_same<S, float>::value;
-  constexpr bool kFoldBf16 = tc_fold_bf16<S>(), kFoldOneChain = M >= 5;
+  constexpr bool kFoldBf16 = tc_fold_bf16<S>(), kFoldOneChain = tc_fold_one_chain<M>();
   constexpr int K = kTcK, V = kTcV;
   using Lay = TcLayout<M, HPC>;
   constexpr int NT = Lay::NT, NCOL = Lay::NCOL, Q0 = Lay::Q0, TRP = Lay::TR_PITCH, KEYP = Lay::KEY_PITCH,
@@ -644,7 +650,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
         float e0[4] = {0.f, 0.f, 0.f, 0.f}, e1[4] = {0.f, 0.f, 0.f, 0.f};
         if constexpr (kFoldBf16) {
           // B: the raw keys of entries 2t, 2t + 1 (word 0) and 8 + 2t, 9 + 2t (word 1) at row 8 s + g; zero past n.
-          // The small parts first, into e (or, from m = 5 on, the checkpoint's chain too, the shorter code), then hi.
+          // The small parts first, into e or the checkpoint's chain (tc_fold_one_chain), then hi.
           const unsigned short* const kb = reinterpret_cast<const unsigned short*>(keys + 2 * t * KEYP + 8 * s + g);
           const uint32_t k00 = 2 * t < n ? kb[0] : 0u, k01 = 2 * t + 1 < n ? kb[KEYP] : 0u;
           const uint32_t k10 = 2 * t + 8 < n ? kb[8 * KEYP] : 0u, k11 = 2 * t + 9 < n ? kb[9 * KEYP] : 0u;

@@ -47,7 +47,7 @@ __global__ void mma_bf16_kernel(const float* a, const uint16_t* b, const float* 
   d[(g + 8) * 8 + 2 * t + 1] = acc[3];
 }
 
-uint16_t bf16_bits(float x) {  // x is exact in bf16 here (its low 16 bits are zero)
+uint16_t bf16_bits(float x) {  // x truncated to bf16 (its top 16 bits): an exact bf16 value
   uint32_t u;
   std::memcpy(&u, &x, 4);
   return uint16_t(u >> 16);
@@ -66,7 +66,7 @@ TEST(MmaBf16Gpu, SplitAndProductMatchFloat64) {
   std::vector<float> a(16 * 16), c(16 * 8);
   std::vector<uint16_t> b(16 * 8);
   for (int i = 0; i < 256; ++i) a[i] = dist(rng) * std::ldexp(1.f, int(rng() % 40) - 20);  // magnitudes 2^-20 .. 2^19
-  for (uint16_t& x : b) x = bf16_bits(from_bf16_bits(bf16_bits(dist(rng))));
+  for (uint16_t& x : b) x = bf16_bits(dist(rng));
   for (float& x : c) x = dist(rng);
   const DeviceBuffer<float> d_a = upload(a), d_c = upload(c);
   const DeviceBuffer<uint16_t> d_b = upload(b);
