@@ -183,6 +183,9 @@ TEST(Bf16StateDecodeGpu, KVBufferFlushStoresTheRoundedCheckpointForEveryTile) {
   KVB_REQUIRE_GPU();
   for (int B : {1, 4, 16}) run_kvbuffer_bf16(B, 2 * B + 3, TileShape{}, 80 + B);
   for (const TileShape& t : kvbuffer_decode_tiles()) run_kvbuffer_bf16(4, 9, t, 90);
+  // The automatic bf16 tile of the wide grid (whole-head blocks) with a long buffer: up to 15 entries a step, each
+  // row group of a block taking several, folded at the 16th token.
+  run_kvbuffer_bf16(16, 35, TileShape{128, 128}, 94);
 }
 
 TEST(Bf16StateDecodeValidation, LayoutVkAndOtherKernelsRefuseBf16NamingStateDtype) {
