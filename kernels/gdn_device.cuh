@@ -490,6 +490,29 @@ struct SmemTile {
       acc2[3] = fmaf(s.w, w2[i], acc2[3]);
     }
   }
+  /// accumulate2 with the row weights read from shared memory (16-byte aligned): w1s[i] and w2s[i] for this thread's
+  /// rows i < ROWS, four at a time.
+  __device__ __forceinline__ void accumulate2_shared(const float* w1s, float (&acc1)[4], const float* w2s,
+                                                     float (&acc2)[4]) const {
+    static_assert(ROWS % 4 == 0, "accumulate2_shared: rows in groups of four");
+#pragma unroll
+    for (int i0 = 0; i0 < ROWS; i0 += 4) {
+      const float4 a = *reinterpret_cast<const float4*>(w1s + i0), b = *reinterpret_cast<const float4*>(w2s + i0);
+      const float wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float4 s = state(row(i0 + j));
+        acc1[0] = fmaf(s.x, wa[j], acc1[0]);
+        acc1[1] = fmaf(s.y, wa[j], acc1[1]);
+        acc1[2] = fmaf(s.z, wa[j], acc1[2]);
+        acc1[3] = fmaf(s.w, wa[j], acc1[3]);
+        acc2[0] = fmaf(s.x, wb[j], acc2[0]);
+        acc2[1] = fmaf(s.y, wb[j], acc2[1]);
+        acc2[2] = fmaf(s.z, wb[j], acc2[2]);
+        acc2[3] = fmaf(s.w, wb[j], acc2[3]);
+      }
+    }
+  }
   /// Writes decay * S + kcol u^T for this thread's rows to m ([K][V], S), streaming (evict-first); the tile keeps S.
   __device__ __forceinline__ void store_decay_rank1(S* __restrict__ m, int V, float decay, const float (&kcol)[ROWS],
                                                     const float (&u)[4]) const {

@@ -10,6 +10,7 @@
 // Grid: (V slices, HV, N); block: kThreads threads owning a K x VB slice of S0.
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "kernels/gdn_params.h"
 #include "kernels/kvbuffer_device.cuh"
@@ -46,6 +47,14 @@ constexpr int decode_fold_rows() {
   return 65536 / (THREADS * decode_min_blocks<K, VB, THREADS>()) >= 128 ? 16 : 8;
 }
 
+/// Whether a block keeps the token's k^ and q^ at its rows in shared memory instead of registers: the bf16 whole-head
+/// blocks (one row group a warp, 32 rows a thread), where the 64 registers of those rows, loaded from global memory by
+/// every thread, are read back four rows at a time from a warp-wide broadcast instead.
+template <int K, int VB, int THREADS, bool kStateless, typename S>
+constexpr bool decode_kq_shared() {
+  return !kStateless && std::is_same<S, bf16>::value && VB == 128 && THREADS == 128 && K == 128;
+}
+
 /// kStateless: a stateless batch (KVBufferDecodeParams::stateless_batch): no checkpoint tile at all. S: the
 /// checkpoint's element type (float or bf16).
 template <int K, int VB, int THREADS, bool kStateless, typename S>
@@ -54,9 +63,12 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
   using Tile = SmemTile<K, VB, THREADS, kStateless, S>;
   extern __shared__ __align__(16) char dyn_smem[];  // smem_bytes<K, VB, THREADS, kStateless, S>(capacity)
   // Blocks held to six an SM reduce their rows through half the shared memory, a's partials then b's: what lets the
-  // sixth fit (decode_min_blocks).
-  constexpr bool kReduceInTurn = decode_min_blocks<K, VB, THREADS>() == 6;
+  // sixth fit (decode_min_blocks); the blocks whose k^ and q^ rows take shared memory do the same.
+  constexpr bool kKqShared = decode_kq_shared<K, VB, THREADS, kStateless, S>();
+  constexpr bool kReduceInTurn = decode_min_blocks<K, VB, THREADS>() == 6 || kKqShared;
   __shared__ float red[(kReduceInTurn ? 1 : 2) * Tile::WARPS * VB];
+  static_assert(!kKqShared || Tile::CG == 32, "k^ and q^ rows in shared memory: one row group a warp");
+  __shared__ __align__(16) float kq_rows[kKqShared ? Tile::RG * 2 * Tile::ROWS : 4];  // [RG][k^, q^][ROWS]
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const KVBufferPool& pool = p.pool;
@@ -112,19 +124,34 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
   WarpVec<K> qv, kv;
   qv.load(qp, lane);
   kv.load(kp, lane);
-  float kr[Tile::ROWS], qr[Tile::ROWS], vv[4];
-  load_bf16<Tile::ROWS>(kp + tile.row(0), kr);
-  load_bf16<Tile::ROWS>(qp + tile.row(0), qr);
+  float kr[kKqShared ? 1 : Tile::ROWS], qr[kKqShared ? 1 : Tile::ROWS], vv[4];
+  if constexpr (!kKqShared) {
+    load_bf16<Tile::ROWS>(kp + tile.row(0), kr);
+    load_bf16<Tile::ROWS>(qp + tile.row(0), qr);
+  }
   load4(p.in.v + vo + tile.col, tile.active, vv);
   // The gate's inputs are requested with the token's, before any of them is used: formed in place
   // (prepare_gate), their loads waited for the norm, one more memory round trip per block.
   const GateInputs gin = load_gate_inputs(p.in, row, h, HV);
   const Gate gate = form_gate(p.in, gin);
   const QKNorm nrm = warp_qk_norm<K>(qv, kv, p.in.scale);
+  float* const kq_mine = kq_rows + (kKqShared ? tile.rg * 2 * Tile::ROWS : 0);  // this warp's rows
+  if constexpr (kKqShared) {
+    // Lane l holds elements 4l .. 4l + 3 of k and q (WarpVec): this warp's rows are those of lanes 8 rg .. 8 rg + 7.
+    if (lane / 8 == tile.rg) {
+      const int i0 = (lane % 8) * 4;
+      *reinterpret_cast<float4*>(kq_mine + i0) =
+          make_float4(kv.x[0] * nrm.rk, kv.x[1] * nrm.rk, kv.x[2] * nrm.rk, kv.x[3] * nrm.rk);
+      *reinterpret_cast<float4*>(kq_mine + Tile::ROWS + i0) =
+          make_float4(qv.x[0] * nrm.rq, qv.x[1] * nrm.rq, qv.x[2] * nrm.rq, qv.x[3] * nrm.rq);
+    }
+    __syncwarp();
+  } else {
 #pragma unroll
-  for (int r = 0; r < Tile::ROWS; ++r) {
-    kr[r] *= nrm.rk;
-    qr[r] *= nrm.rq;
+    for (int r = 0; r < Tile::ROWS; ++r) {
+      kr[r] *= nrm.rk;
+      qr[r] *= nrm.rq;
+    }
   }
 
   cp_async_wait_group<1>();  // an early block's checkpoint group, committed first, is complete too
@@ -135,7 +162,12 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
   cp_async_wait_all();
   float sk[4] = {0.f, 0.f, 0.f, 0.f}, sq[4] = {0.f, 0.f, 0.f, 0.f};
   if constexpr (!kStateless)
-    if (has_state) tile.accumulate2(kr, sk, qr, sq);
+    if (has_state) {
+      if constexpr (kKqShared)
+        tile.accumulate2_shared(kq_mine, sk, kq_mine + Tile::ROWS, sq);
+      else
+        tile.accumulate2(kr, sk, qr, sq);
+    }
   __syncthreads();  // buffer coefficients in shared memory
   const float decay0 = bs.decay0[0];
 #pragma unroll
@@ -159,8 +191,13 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
 
   if (flush) {  // S0 <- e^{G_t} S0 + k^_t u_t^T + sum_j w_j k^_j u_j^T, written once
     if (!s0) return;  // stateless row without a checkpoint row: nothing written
-    fold_and_store<K, decode_fold_rows<K, VB, THREADS>()>(s0, V, decay0, kr, u, /*from_zero=*/kStateless || !has_state,
-                                                         n, bs, tile);
+    constexpr int kFoldRows = decode_fold_rows<K, VB, THREADS>();
+    if constexpr (kKqShared)
+      fold_and_store<K, kFoldRows>(s0, V, decay0, [&](int i) { return kq_mine[i]; }, u,
+                                   /*from_zero=*/kStateless || !has_state, n, bs, tile);
+    else
+      fold_and_store<K, kFoldRows>(s0, V, decay0, [&](int i) { return kr[i]; }, u,
+                                   /*from_zero=*/kStateless || !has_state, n, bs, tile);
     return;
   }
   // Append entry n: u_t (this slice), g_t (one thread per head), the raw key (one block per key head).

@@ -168,17 +168,18 @@ __device__ __forceinline__ void fold_entries(float4 (&s)[CH], int r0, int n, con
 
 /// The flush, written straight to the checkpoint m ([K][V], this thread's rows and columns):
 ///   m <- decay S + kcol u^T + sum_{j<n} w_j k^_j[rows] u_j[cols]
-/// with S the tile's state rows and m stored as the tile's state type (from_zero: S = 0, a stateless request's first
+/// with kcol(i) the current token's k^ at this thread's row i (i < Tile::ROWS, a compile-time index once unrolled),
+/// S the tile's state rows and m stored as the tile's state type (from_zero: S = 0, a stateless request's first
 /// state, the tile's rows not read).
 /// Rows are taken kFoldRows at a time into registers and every entry folded there, so the tile is read once and the
 /// state written once (streaming); keys, weights and deltas u_j (the tile's extra rows) come from shared memory, once
 /// per pass of kFoldRows rows. 8 rows fit kernels held to 80 registers (decode's six 64-column blocks per SM); 16
 /// halve the passes over the entries where registers allow (the stateless flush of a long buffer gains most;
 /// docs/FINDINGS.md). No token: kcol and u zero.
-template <int K, int kFoldRows = 8, class Tile, typename S>
-__device__ __forceinline__ void fold_and_store(S* __restrict__ m, int V, float decay,
-                                               const float (&kcol)[Tile::ROWS], const float (&u)[4], bool from_zero,
-                                               int n, const BufferSmem<K>& bs, const Tile& tile) {
+template <int K, int kFoldRows = 8, class Tile, typename S, class KCol>
+__device__ __forceinline__ void fold_and_store(S* __restrict__ m, int V, float decay, const KCol& kcol,
+                                               const float (&u)[4], bool from_zero, int n, const BufferSmem<K>& bs,
+                                               const Tile& tile) {
   constexpr int CH = Tile::ROWS < kFoldRows ? Tile::ROWS : kFoldRows;
   static_assert(Tile::ROWS % CH == 0, "fold_and_store: rows per thread must be a multiple of the chunk");
   static_assert(std::is_same<S, typename Tile::State>::value, "fold_and_store: m is stored as the tile's state");
@@ -188,7 +189,7 @@ __device__ __forceinline__ void fold_and_store(S* __restrict__ m, int V, float d
 #pragma unroll
     for (int i = 0; i < CH; ++i) {
       const float4 x = from_zero ? make_float4(0.f, 0.f, 0.f, 0.f) : tile.state(tile.row(c0 + i));
-      const float k = kcol[c0 + i];
+      const float k = kcol(c0 + i);
       s[i] = make_float4(fmaf(k, u[0], decay * x.x), fmaf(k, u[1], decay * x.y), fmaf(k, u[2], decay * x.z),
                          fmaf(k, u[3], decay * x.w));
     }

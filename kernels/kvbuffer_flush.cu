@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(kThreads) kvbuffer_flush_kernel(const KVBuffer
   const float decay0 = bs.decay0[0];  // e^{G_n}
   const float none[Tile::ROWS] = {};
   const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-  fold_and_store<K>(s0, V, decay0, none, zero, /*from_zero=*/!has_state, n, bs, tile);
+  fold_and_store<K>(s0, V, decay0, [&](int i) { return none[i]; }, zero, /*from_zero=*/!has_state, n, bs, tile);
 }
 
 template <int K, int VB>
