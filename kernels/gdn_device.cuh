@@ -478,17 +478,7 @@ struct SmemTile {
   __device__ __forceinline__ void accumulate2(const float (&w1)[ROWS], float (&acc1)[4], const float (&w2)[ROWS],
                                               float (&acc2)[4]) const {
 #pragma unroll
-    for (int i = 0; i < ROWS; ++i) {
-      const float4 s = state(row(i));
-      acc1[0] = fmaf(s.x, w1[i], acc1[0]);
-      acc1[1] = fmaf(s.y, w1[i], acc1[1]);
-      acc1[2] = fmaf(s.z, w1[i], acc1[2]);
-      acc1[3] = fmaf(s.w, w1[i], acc1[3]);
-      acc2[0] = fmaf(s.x, w2[i], acc2[0]);
-      acc2[1] = fmaf(s.y, w2[i], acc2[1]);
-      acc2[2] = fmaf(s.z, w2[i], acc2[2]);
-      acc2[3] = fmaf(s.w, w2[i], acc2[3]);
-    }
+    for (int i = 0; i < ROWS; ++i) fma_row2(state(row(i)), w1[i], acc1, w2[i], acc2);
   }
   /// accumulate2 with the row weights read from shared memory (16-byte aligned): w1s[i] and w2s[i] for this thread's
   /// rows i < ROWS, four at a time.
@@ -500,18 +490,20 @@ struct SmemTile {
       const float4 a = *reinterpret_cast<const float4*>(w1s + i0), b = *reinterpret_cast<const float4*>(w2s + i0);
       const float wa[4] = {a.x, a.y, a.z, a.w}, wb[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float4 s = state(row(i0 + j));
-        acc1[0] = fmaf(s.x, wa[j], acc1[0]);
-        acc1[1] = fmaf(s.y, wa[j], acc1[1]);
-        acc1[2] = fmaf(s.z, wa[j], acc1[2]);
-        acc1[3] = fmaf(s.w, wa[j], acc1[3]);
-        acc2[0] = fmaf(s.x, wb[j], acc2[0]);
-        acc2[1] = fmaf(s.y, wb[j], acc2[1]);
-        acc2[2] = fmaf(s.z, wb[j], acc2[2]);
-        acc2[3] = fmaf(s.w, wb[j], acc2[3]);
-      }
+      for (int j = 0; j < 4; ++j) fma_row2(state(row(i0 + j)), wa[j], acc1, wb[j], acc2);
     }
+  }
+  /// acc1 += w1 s and acc2 += w2 s for one state row s of this thread's four columns.
+  __device__ __forceinline__ static void fma_row2(const float4& s, float w1, float (&acc1)[4], float w2,
+                                                  float (&acc2)[4]) {
+    acc1[0] = fmaf(s.x, w1, acc1[0]);
+    acc1[1] = fmaf(s.y, w1, acc1[1]);
+    acc1[2] = fmaf(s.z, w1, acc1[2]);
+    acc1[3] = fmaf(s.w, w1, acc1[3]);
+    acc2[0] = fmaf(s.x, w2, acc2[0]);
+    acc2[1] = fmaf(s.y, w2, acc2[1]);
+    acc2[2] = fmaf(s.z, w2, acc2[2]);
+    acc2[3] = fmaf(s.w, w2, acc2[3]);
   }
   /// Writes decay * S + kcol u^T for this thread's rows to m ([K][V], S), streaming (evict-first); the tile keeps S.
   __device__ __forceinline__ void store_decay_rank1(S* __restrict__ m, int V, float decay, const float (&kcol)[ROWS],
