@@ -191,13 +191,14 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
 
   if (flush) {  // S0 <- e^{G_t} S0 + k^_t u_t^T + sum_j w_j k^_j u_j^T, written once
     if (!s0) return;  // stateless row without a checkpoint row: nothing written
-    constexpr int kFoldRows = decode_fold_rows<K, VB, THREADS>();
-    if constexpr (kKqShared)
-      fold_and_store<K, kFoldRows>(s0, V, decay0, [&](int i) { return kq_mine[i]; }, u,
-                                   /*from_zero=*/kStateless || !has_state, n, bs, tile);
-    else
-      fold_and_store<K, kFoldRows>(s0, V, decay0, [&](int i) { return kr[i]; }, u,
-                                   /*from_zero=*/kStateless || !has_state, n, bs, tile);
+    const auto kcol = [&](int i) {
+      if constexpr (kKqShared)
+        return kq_mine[i];
+      else
+        return kr[i];
+    };
+    fold_and_store<K, decode_fold_rows<K, VB, THREADS>()>(s0, V, decay0, kcol, u,
+                                                         /*from_zero=*/kStateless || !has_state, n, bs, tile);
     return;
   }
   // Append entry n: u_t (this slice), g_t (one thread per head), the raw key (one block per key head).

@@ -45,9 +45,8 @@ __global__ void __launch_bounds__(kThreads) kvbuffer_flush_kernel(const KVBuffer
   cp_async_wait_all();
   __syncthreads();
   const float decay0 = bs.decay0[0];  // e^{G_n}
-  const float none[Tile::ROWS] = {};
-  const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-  fold_and_store<K>(s0, V, decay0, [&](int i) { return none[i]; }, zero, /*from_zero=*/!has_state, n, bs, tile);
+  const float zero[4] = {0.f, 0.f, 0.f, 0.f};  // no token: k^ and u zero
+  fold_and_store<K>(s0, V, decay0, [](int) { return 0.f; }, zero, /*from_zero=*/!has_state, n, bs, tile);
 }
 
 template <int K, int VB>
