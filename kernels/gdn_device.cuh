@@ -356,6 +356,40 @@ __device__ __forceinline__ void cp_async_wait_pending(int n) {
 
 
 
+// ---------------------------------------------------------------------------------------------------------------
+// Bulk copies (cp.async.bulk, sm_90): one thread asks the SM's copy engine (TMA) for a whole contiguous run of global
+// memory in one instruction; it lands in shared memory with no registers and no per-thread copies in flight, and
+// completes a transaction barrier (mbarrier) in shared memory, used once: phase 0.
+
+/// Initialises the one-phase barrier `bar` (shared memory, 8-byte aligned) for one arrival. One thread; a block
+/// barrier must separate it from any other thread's bulk_wait.
+__device__ __forceinline__ void bulk_barrier_init(uint64_t* bar) {
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(b) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+/// Starts copying `bytes` (a multiple of 16, both addresses 16-byte aligned) from global `gmem` into shared `smem`;
+/// the copy completes `bar`'s phase 0. One thread, after bulk_barrier_init.
+__device__ __forceinline__ void bulk_load(void* smem, const void* gmem, uint32_t bytes, uint64_t* bar) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(s),
+               "l"(gmem), "r"(bytes), "r"(b)
+               : "memory");
+}
+/// Waits until the bulk_load on `bar` has landed in shared memory. Every thread that reads the slice.
+__device__ __forceinline__ void bulk_wait(uint64_t* bar) {
+  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));
+  unsigned done = 0;
+  while (!done)
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(b)
+        : "memory");
+}
+
 /// Starts copying the value slices of row `row`'s m draft tokens into shared memory: vs[i][c] = v[token row * m + i,
 /// value head h, column v0 + c] for c < VB (bf16, zero past V), 4 values per copy. v: bf16 [N * m, HV, V]. Drafts'
 /// values are needed only after the state pass; copying them up front keeps their global latency off that path.
@@ -458,6 +492,13 @@ struct SmemTile {
       else
         cp_async8(&state_word(row(i)), src, active);
     }
+  }
+  /// Starts copying the whole slice of matrix m ([K][VB], S: a whole value head, VB == V, the caller checks) into the
+  /// tile, whose rows then have the global layout, as one bulk copy completing `bar`. One thread, after
+  /// bulk_barrier_init; every reader then bulk_wait(bar).
+  __device__ __forceinline__ void load_state_bulk(const S* __restrict__ m, uint64_t* bar) const {
+    static_assert(!kExtraOnly, "SmemTile: a tile of extra rows only holds no state");
+    bulk_load(sm, m, static_cast<uint32_t>(state_bytes()), bar);
   }
   /// Starts copying extra rows j = rg, rg + RG, ... < n from rows of `base` spaced `stride` floats apart.
   __device__ __forceinline__ void load_extra_async(const float* __restrict__ base, int64_t stride, int n) const {

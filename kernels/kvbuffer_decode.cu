@@ -6,7 +6,7 @@
 // flush folds the buffer into a zero tile and writes the materialised state at state_slot.
 // One pass over S0 serves both products: the buffer rows join the checkpoint rows in the same column reduction.
 // The checkpoint is fp32 or bf16 (pool.state_dtype: S, widened in shared memory, rounded where the flush stores it);
-// the buffered entries are the same in both.
+// the buffered entries are the same in both. A bf16 whole-head slice arrives by one bulk copy (TMA).
 // Grid: (V slices, HV, N); block: kThreads threads owning a K x VB slice of S0.
 #include <algorithm>
 #include <string>
@@ -61,7 +61,7 @@ template <int K, int VB, int THREADS, bool kStateless, typename S>
 __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
     kvbuffer_decode_kernel(const KVBufferDecodeParams p, int early_blocks) {
   using Tile = SmemTile<K, VB, THREADS, kStateless, S>;
-  extern __shared__ __align__(16) char dyn_smem[];  // smem_bytes<K, VB, THREADS, kStateless, S>(capacity)
+  extern __shared__ __align__(128) char dyn_smem[];  // smem_bytes<K, VB, THREADS, kStateless, S>(capacity)
   // Blocks held to six an SM reduce their rows through half the shared memory, a's partials then b's: what lets the
   // sixth fit (decode_min_blocks); the blocks whose k^ and q^ rows take shared memory do the same.
   constexpr bool kKqShared = decode_kq_shared<K, VB, THREADS, kStateless, S>();
@@ -69,6 +69,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
   __shared__ float red[(kReduceInTurn ? 1 : 2) * Tile::WARPS * VB];
   static_assert(!kKqShared || Tile::CG == 32, "k^ and q^ rows in shared memory: one row group a warp");
   __shared__ __align__(16) float kq_rows[kKqShared ? Tile::RG * 2 * Tile::ROWS : 4];  // [RG][k^, q^][ROWS]
+  __shared__ __align__(8) uint64_t slice_landed;  // the checkpoint slice's bulk load (bulk below)
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const KVBufferPool& pool = p.pool;
@@ -81,8 +82,23 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
   const int cslot = padding ? -1 : p.state_slot ? p.state_slot[row] : slot;
   const bool cslot_ok = cslot >= 0 && cslot < pool.checkpoint_rows();
   S* s0 = cslot_ok ? static_cast<S*>(pool.checkpoint) + (int64_t(cslot) * HV + h) * K * V : nullptr;
+  // The slice of a bf16 whole-head block, one contiguous 32 KB run of the checkpoint where V = VB, arrives by one bulk
+  // copy (SmemTile::load_state_bulk) that one thread issues, instead of 4,096 eight-byte copies across the block.
+  const bool bulk = kKqShared && V == VB;
   Tile tile;
   tile.setup(reinterpret_cast<float4*>(dyn_smem), v0, V);
+  const auto load_slice = [&] {
+    if constexpr (!kStateless) {
+      if (bulk) {
+        if (threadIdx.x == 0) {
+          bulk_barrier_init(&slice_landed);
+          tile.load_state_bulk(s0, &slice_landed);
+        }
+      } else {
+        tile.load_state_async(s0, V);
+      }
+    }
+  };
   // PDL (kernels/pdl.cuh): a block of the first wave (linear index < early_blocks, the blocks the GPU holds at once)
   // may start while the previous kernel finishes, and copies its checkpoint slice before the wait; everything else
   // (token inputs, buffer positions, entries) is read after it. Later blocks start after that kernel has completed
@@ -92,7 +108,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
   const bool early = pdl_first_wave(early_blocks);
   if constexpr (!kStateless)
     if (early && has_state && cslot_ok) {
-      tile.load_state_async(s0, V);
+      load_slice();
       cp_async_commit();
     }
   pdl_wait();
@@ -114,7 +130,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
   bs.load_async(pool, H, HV, slot, h, hk, n);
   cp_async_commit();
   if constexpr (!kStateless)
-    if (has_state && !early) tile.load_state_async(s0, V);
+    if (has_state && !early) load_slice();
   tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
   cp_async_commit();
 
@@ -163,6 +179,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
   float sk[4] = {0.f, 0.f, 0.f, 0.f}, sq[4] = {0.f, 0.f, 0.f, 0.f};
   if constexpr (!kStateless)
     if (has_state) {
+      if (bulk) bulk_wait(&slice_landed);  // initialised by thread 0 before the barrier above
       if constexpr (kKqShared)
         tile.accumulate2_shared(kq_mine, sk, kq_mine + Tile::ROWS, sq);
       else
