@@ -40,11 +40,15 @@ constexpr int decode_min_blocks() {
   return THREADS != 128 ? 1 : VB == 64 ? 6 : VB == 128 && K <= 128 ? 4 : 1;
 }
 
-/// Rows a flush takes into registers per pass over the buffer (fold_and_store): 16 where the register cap that
-/// decode_min_blocks sets leaves at least 128 registers a thread, else 8 (fewer passes cost registers).
-template <int K, int VB, int THREADS>
+/// Blocks per SM the registers of the bf16 whole-head blocks (decode_kq_shared) allow where shared memory holds that
+/// many, a short buffer's (launch_typed asks): five, at most 96 registers a thread; else decode_min_blocks' four.
+constexpr int kDecodeShortBufferBlocks = 5;
+
+/// Rows a flush takes into registers per pass over the buffer (fold_and_store): 16 where a register cap of MINB
+/// blocks an SM leaves at least 128 registers a thread, else 8 (fewer passes cost registers).
+template <int THREADS, int MINB>
 constexpr int decode_fold_rows() {
-  return 65536 / (THREADS * decode_min_blocks<K, VB, THREADS>()) >= 128 ? 16 : 8;
+  return 65536 / (THREADS * MINB) >= 128 ? 16 : 8;
 }
 
 /// Whether a block keeps the token's k^ and q^ at its rows in shared memory instead of registers: the bf16 whole-head
@@ -56,16 +60,16 @@ constexpr bool decode_kq_shared() {
 }
 
 /// kStateless: a stateless batch (KVBufferDecodeParams::stateless_batch): no checkpoint tile at all. S: the
-/// checkpoint's element type (float or bf16).
-template <int K, int VB, int THREADS, bool kStateless, typename S>
-__global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
+/// checkpoint's element type (float or bf16). MINB: the blocks per SM its registers must allow.
+template <int K, int VB, int THREADS, bool kStateless, typename S, int MINB>
+__global__ void __launch_bounds__(THREADS, MINB)
     kvbuffer_decode_kernel(const KVBufferDecodeParams p, int early_blocks) {
   using Tile = SmemTile<K, VB, THREADS, kStateless, S>;
   extern __shared__ __align__(128) char dyn_smem[];  // smem_bytes<K, VB, THREADS, kStateless, S>(capacity)
   // Blocks held to six an SM reduce their rows through half the shared memory, a's partials then b's: what lets the
   // sixth fit (decode_min_blocks); the blocks whose k^ and q^ rows take shared memory do the same.
   constexpr bool kKqShared = decode_kq_shared<K, VB, THREADS, kStateless, S>();
-  constexpr bool kReduceInTurn = decode_min_blocks<K, VB, THREADS>() == 6 || kKqShared;
+  constexpr bool kReduceInTurn = MINB == 6 || kKqShared;
   __shared__ float red[(kReduceInTurn ? 1 : 2) * Tile::WARPS * VB];
   static_assert(!kKqShared || Tile::CG == 32, "k^ and q^ rows in shared memory: one row group a warp");
   __shared__ __align__(16) float kq_rows[kKqShared ? Tile::RG * 2 * Tile::ROWS : 4];  // [RG][k^, q^][ROWS]
@@ -214,7 +218,7 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
       else
         return kr[i];
     };
-    fold_and_store<K, decode_fold_rows<K, VB, THREADS>()>(s0, V, decay0, kcol, u,
+    fold_and_store<K, decode_fold_rows<THREADS, MINB>()>(s0, V, decay0, kcol, u,
                                                          /*from_zero=*/kStateless || !has_state, n, bs, tile);
     return;
   }
@@ -233,26 +237,41 @@ __global__ void __launch_bounds__(THREADS, decode_min_blocks<K, VB, THREADS>())
 }
 
 /// Launches the decode kernel for p, or, with `describe`, fills it instead (KVBufferDecodeLaunch) and launches nothing.
+/// The bf16 whole-head blocks take the instance held to kDecodeShortBufferBlocks blocks an SM where that many fit the
+/// shared memory of p's buffer capacity (B <= 8 at K = V = 128), else the one held to decode_min_blocks.
 template <int K, int VB, int THREADS, bool kStateless, typename S>
 cudaError_t launch_typed(const KVBufferDecodeParams& p, cudaStream_t stream, KVBufferDecodeLaunch* describe) {
   const size_t smem = smem_bytes<K, VB, THREADS, kStateless, S>(p.pool.capacity);
-  const auto kernel = kvbuffer_decode_kernel<K, VB, THREADS, kStateless, S>;
-  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
-  if (describe) {
-    size_t static_bytes = 0;
-    if (const cudaError_t e = static_smem_bytes(reinterpret_cast<const void*>(kernel), static_bytes); e != cudaSuccess)
+  const auto run = [&](auto kernel) {
+    if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
+    if (describe) {
+      size_t static_bytes = 0;
+      if (const cudaError_t e = static_smem_bytes(reinterpret_cast<const void*>(kernel), static_bytes);
+          e != cudaSuccess)
+        return e;
+      describe->slice_columns = VB;
+      describe->threads = THREADS;
+      describe->smem_bytes = smem + static_bytes;
+      return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), THREADS, smem,
+                                    describe->resident_blocks_per_sm);
+    }
+    const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
+    int early_blocks = 0;
+    if (const cudaError_t e = pdl_first_wave_blocks(kernel, THREADS, smem, p.pdl, early_blocks); e != cudaSuccess)
       return e;
-    describe->slice_columns = VB;
-    describe->threads = THREADS;
-    describe->smem_bytes = smem + static_bytes;
-    return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), THREADS, smem,
-                                  describe->resident_blocks_per_sm);
+    return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p, early_blocks);
+  };
+  if constexpr (decode_kq_shared<K, VB, THREADS, kStateless, S>()) {
+    const auto short_buffer = kvbuffer_decode_kernel<K, VB, THREADS, kStateless, S, kDecodeShortBufferBlocks>;
+    if (const cudaError_t e = allow_dynamic_smem(short_buffer, smem); e != cudaSuccess) return e;
+    int resident = 0;
+    if (const cudaError_t e = resident_blocks_per_sm(reinterpret_cast<const void*>(short_buffer), THREADS, smem,
+                                                     resident);
+        e != cudaSuccess)
+      return e;
+    if (resident >= kDecodeShortBufferBlocks) return run(short_buffer);
   }
-  const dim3 grid(num_slices(p.shape.head_dim_v, VB), p.shape.heads_v, p.batch);
-  int early_blocks = 0;
-  if (const cudaError_t e = pdl_first_wave_blocks(kernel, THREADS, smem, p.pdl, early_blocks); e != cudaSuccess)
-    return e;
-  return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p, early_blocks);
+  return run(kvbuffer_decode_kernel<K, VB, THREADS, kStateless, S, decode_min_blocks<K, VB, THREADS>()>);
 }
 
 /// launch_typed with the checkpoint's element type of p.pool.state_dtype.
