@@ -40,8 +40,9 @@ constexpr int decode_min_blocks() {
   return THREADS != 128 ? 1 : VB == 64 ? 6 : VB == 128 && K <= 128 ? 4 : 1;
 }
 
-/// Blocks per SM the registers of the bf16 whole-head blocks (decode_kq_shared) allow where shared memory holds that
-/// many, a short buffer's (launch_typed asks): five, at most 96 registers a thread; else decode_min_blocks' four.
+/// Blocks per SM the bf16 whole-head blocks (decode_kq_shared) are held to where shared memory holds that many: five
+/// (at most 96 registers a thread), for short buffers (B <= 8 at K = V = 128; launch_typed asks the occupancy);
+/// longer buffers keep decode_min_blocks' four.
 constexpr int kDecodeShortBufferBlocks = 5;
 
 /// Rows a flush takes into registers per pass over the buffer (fold_and_store): 16 where a register cap of MINB
