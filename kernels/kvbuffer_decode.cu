@@ -243,8 +243,8 @@ __global__ void __launch_bounds__(THREADS, MINB)
 template <int K, int VB, int THREADS, bool kStateless, typename S>
 cudaError_t launch_typed(const KVBufferDecodeParams& p, cudaStream_t stream, KVBufferDecodeLaunch* describe) {
   const size_t smem = smem_bytes<K, VB, THREADS, kStateless, S>(p.pool.capacity);
+  // Describes or launches `kernel`, whose dynamic shared memory the caller has allowed.
   const auto run = [&](auto kernel) {
-    if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
     if (describe) {
       size_t static_bytes = 0;
       if (const cudaError_t e = static_smem_bytes(reinterpret_cast<const void*>(kernel), static_bytes);
@@ -272,7 +272,9 @@ cudaError_t launch_typed(const KVBufferDecodeParams& p, cudaStream_t stream, KVB
       return e;
     if (resident >= kDecodeShortBufferBlocks) return run(short_buffer);
   }
-  return run(kvbuffer_decode_kernel<K, VB, THREADS, kStateless, S, decode_min_blocks<K, VB, THREADS>()>);
+  const auto kernel = kvbuffer_decode_kernel<K, VB, THREADS, kStateless, S, decode_min_blocks<K, VB, THREADS>()>;
+  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
+  return run(kernel);
 }
 
 /// launch_typed with the checkpoint's element type of p.pool.state_dtype.
