@@ -115,6 +115,15 @@ struct KVBufferPool {
   KVB_HOST_DEVICE int checkpoint_rows() const { return num_checkpoints > 0 ? num_checkpoints : num_slots; }
 };
 
+/// One position of a launch's row order (KVBufferDecodeParams::row_order, KVBufferVerifyParams::row_order): the batch
+/// row, its slot and the slot's fill (pool.fill[slot] when the order was written; 0 for a padding row), copied so
+/// that a block reads one 16-byte word before its checkpoint and buffer. Valid while no kernel changes the positions
+/// between the order and the launch, as in a model step, whose order is written after the positions move (the decode
+/// advance, the verify commit) and read by every layer's launch.
+struct alignas(16) OrderedRow {
+  int32_t row = 0, slot = -1, fill = 0, unused = 0;
+};
+
 /// KVBuffer decode: o_t from S0 plus the buffer; appends (k_t, u_t, g_t) at position fill[slot]; when that makes B
 /// entries (or more, after a speculative accept left fill >= B - 1), writes S0 <- e^{G_t} S0 + sum_j e^{G_t - G_j}
 /// k^_j u_j^T instead (the flush) and appends nothing.
@@ -146,6 +155,11 @@ struct KVBufferDecodeParams {
   bool pdl = false;
   /// Tile of the launch (TileShape): auto, or one of kvbuffer_decode_tiles() (head_dim_k = 128, not stateless_batch).
   TileShape tile;
+  /// [N] or null (batch order): the rows in the order the launch's blocks take them (OrderedRow), a permutation of
+  /// 0 .. N - 1 that launch_kvbuffer_order_decode_rows writes from the buffer positions. A launch that is given one
+  /// takes each row's slot and fill from it, before the PDL wait, like the slot array: the kernel just before it on
+  /// the stream must not write it (launch the first layer after the order with pdl = false).
+  const OrderedRow* row_order = nullptr;
 };
 
 /// Standalone flush: folds the fill[slot] buffered entries of each listed slot into its checkpoint
@@ -182,6 +196,17 @@ struct KVBufferDecodeLaunch {
 /// Fills `out` for p (cudaErrorInvalidValue when validate(p) refuses it; else the occupancy query's error or
 /// cudaSuccess).
 cudaError_t describe_kvbuffer_decode_launch(const KVBufferDecodeParams& p, KVBufferDecodeLaunch& out);
+
+/// Writes row_order[0 .. N) for decode launches like p (KVBufferDecodeParams::row_order; kernels/row_order.h): the
+/// rows whose step flushes (pool.fill[slot], clamped to [0, capacity], reaches pool.buffer_size - 1) spread over all
+/// but the last `wave_rows` positions (kvbuffer_decode_wave_rows(p)), the others in batch order; padding rows do not
+/// flush. Reads p.slot and p.pool.fill only; one block. Once per model step, after the advance (every layer's launch
+/// shares the slots and the buffer positions).
+cudaError_t launch_kvbuffer_order_decode_rows(const KVBufferDecodeParams& p, int wave_rows, OrderedRow* row_order,
+                                              cudaStream_t stream);
+/// Batch rows the decode launch of p holds at once on this GPU (resident blocks per SM x SMs / blocks per row), the
+/// wave_rows of launch_kvbuffer_order_decode_rows; 0 when p is refused.
+int kvbuffer_decode_wave_rows(const KVBufferDecodeParams& p);
 
 /// After every layer of one model step: fill[slot[i]] = fill + 1 >= buffer_size ? 0 : fill + 1 for rows with
 /// slot >= 0 (a fill of B - 1 or more, left by a speculative accept, flushed by the step, also restarts at 0).
@@ -243,13 +268,6 @@ inline const char* to_string(VerifyKernel k) {
   return k == VerifyKernel::cuda_cores ? "cuda_cores" : k == VerifyKernel::tensor_cores ? "tensor_cores" : "automatic";
 }
 
-/// One position of a verify launch's row order (KVBufferVerifyParams::row_order): the batch row, its slot and the
-/// slot's fill (pool.fill[slot] when the order was written; 0 for a padding row), copied so that a block reads one
-/// 16-byte word before its checkpoint and buffer. Valid while no kernel changes the positions between the order and
-/// the launch, as in a model step, whose order is written after the commit and read by every layer's verify.
-struct alignas(16) OrderedRow {
-  int32_t row = 0, slot = -1, fill = 0, unused = 0;
-};
 
 /// KVBuffer verification with accept folded in: the m drafts' outputs from the checkpoint and the buffer in one pass.
 /// Draft i's entry (raw key, corrected delta u_i, log-decay) is exact for any accepted prefix (causality), so verify

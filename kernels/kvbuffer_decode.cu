@@ -7,7 +7,8 @@
 // One pass over S0 serves both products: the buffer rows join the checkpoint rows in the same column reduction.
 // The checkpoint is fp32 or bf16 (pool.state_dtype: S, widened in shared memory, rounded where the flush stores it);
 // the buffered entries are the same in both. A bf16 whole-head slice arrives by one bulk copy (TMA).
-// Grid: (V slices, HV, N); block: kThreads threads owning a K x VB slice of S0.
+// Grid: (V slices, HV, N), the rows in batch order or in a row order that spreads the flushing rows over the launch
+// (kernels/row_order.h); block: kThreads threads owning a K x VB slice of S0.
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -75,11 +76,14 @@ __global__ void __launch_bounds__(THREADS, MINB)
   static_assert(!kKqShared || Tile::CG == 32, "k^ and q^ rows in shared memory: one row group a warp");
   __shared__ __align__(16) float kq_rows[kKqShared ? Tile::RG * 2 * Tile::ROWS : 4];  // [RG][k^, q^][ROWS]
   __shared__ __align__(8) uint64_t slice_landed;  // the checkpoint slice's bulk load (bulk below)
-  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
+  // The row: from row_order (its slot and fill with it, one 16-byte load) or in batch order. Either is read before the
+  // PDL wait: no kernel just before this one writes the slots or the order (KVBufferDecodeParams::row_order).
+  const OrderedRow ordered = p.row_order ? p.row_order[blockIdx.z] : OrderedRow{int(blockIdx.z), p.slot[blockIdx.z]};
+  const int v0 = blockIdx.x * VB, h = blockIdx.y, row = ordered.row;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
   const KVBufferPool& pool = p.pool;
   const int cap = pool.capacity;
-  const int slot = p.slot[row];
+  const int slot = ordered.slot;
   const int64_t vo = (int64_t(row) * HV + h) * V;
   const bool padding = slot < 0 || slot >= pool.num_slots;  // pool untouched, output zeroed
   // Stateless rows (no state yet: S0 = 0) read no checkpoint; their flush materialises one at state_slot.
@@ -124,7 +128,7 @@ __global__ void __launch_bounds__(THREADS, MINB)
   }
   // 0 <= fill < B after decode steps; up to B - 1 + m after a speculative accept (gdn_params.h): the token then
   // makes more than B entries and the step flushes them all.
-  const int n = min(max(pool.fill[slot], 0), cap);
+  const int n = min(max(p.row_order ? ordered.fill : pool.fill[slot], 0), cap);
   const bool flush = n + 1 >= pool.buffer_size;
 
   // Checkpoint slice, deltas, keys and log-decays stream into shared memory while the token is prepared, in two copy
@@ -358,6 +362,13 @@ cudaError_t launch_kvbuffer_decode(const KVBufferDecodeParams& p, cudaStream_t s
 cudaError_t describe_kvbuffer_decode_launch(const KVBufferDecodeParams& p, KVBufferDecodeLaunch& out) {
   out = KVBufferDecodeLaunch{};
   return dispatch_decode(p, nullptr, &out);
+}
+
+int kvbuffer_decode_wave_rows(const KVBufferDecodeParams& p) {
+  KVBufferDecodeLaunch l;
+  if (describe_kvbuffer_decode_launch(p, l) != cudaSuccess || l.slice_columns < 1) return 0;
+  const int64_t blocks_per_row = int64_t(dev::num_slices(p.shape.head_dim_v, l.slice_columns)) * p.shape.heads_v;
+  return int(int64_t(l.resident_blocks_per_sm) * sm_count() / blocks_per_row);
 }
 
 }  // namespace kvb

@@ -23,25 +23,34 @@ __global__ void kvbuffer_clear_kernel(int32_t* fill, const int32_t* slot, int co
 
 constexpr int kOrderThreads = 1024;
 
+/// What the order kernel reads: the launch's rows and positions, and the fill from which a row is due (its blocks
+/// fold the buffer into the checkpoint): buffer_size - 1 for decode (the step's token fills the buffer), buffer_size
+/// for verify (the last commit filled it).
+struct OrderInputs {
+  int batch = 0;
+  const int32_t* slot = nullptr;
+  const int32_t* fill = nullptr;
+  int num_slots = 0, capacity = 0, due_fill = 0;
+};
+
 /// One block: the rows' due flags in chunks of kOrderThreads, each chunk's ranks by a block-wide scan, and every row
 /// written at its row_position.
-__global__ void __launch_bounds__(kOrderThreads) kvbuffer_order_rows_kernel(const KVBufferVerifyParams p,
-                                                                            int wave_rows, OrderedRow* row_order) {
+__global__ void __launch_bounds__(kOrderThreads) kvbuffer_order_rows_kernel(const OrderInputs in, int wave_rows,
+                                                                            OrderedRow* row_order) {
   __shared__ int warp_due[kOrderThreads / 32];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const auto due = [&](int i, int s) {
-    return i < p.batch && s >= 0 && s < p.pool.num_slots &&
-           min(max(p.pool.fill[s], 0), p.pool.capacity) >= p.pool.buffer_size;
+    return i < in.batch && s >= 0 && s < in.num_slots && min(max(in.fill[s], 0), in.capacity) >= in.due_fill;
   };
   int due_rows = 0;
-  for (int base = 0; base < p.batch; base += kOrderThreads) {
+  for (int base = 0; base < in.batch; base += kOrderThreads) {
     const int i = base + threadIdx.x;
-    due_rows += __syncthreads_count(due(i, i < p.batch ? p.slot[i] : -1));
+    due_rows += __syncthreads_count(due(i, i < in.batch ? in.slot[i] : -1));
   }
   int due_before = 0;  // due rows of the chunks before this one
-  for (int base = 0; base < p.batch; base += kOrderThreads) {
+  for (int base = 0; base < in.batch; base += kOrderThreads) {
     const int i = base + threadIdx.x;
-    const int s = i < p.batch ? p.slot[i] : -1;
+    const int s = i < in.batch ? in.slot[i] : -1;
     const bool d = due(i, s);
     const unsigned ballot = __ballot_sync(0xffffffffu, d);
     if (lane == 0) warp_due[warp] = __popc(ballot);
@@ -51,22 +60,34 @@ __global__ void __launch_bounds__(kOrderThreads) kvbuffer_order_rows_kernel(cons
       rank += w < warp ? warp_due[w] : 0;
       chunk_due += warp_due[w];
     }
-    if (i < p.batch) {
-      const int fill = s >= 0 && s < p.pool.num_slots ? p.pool.fill[s] : 0;
-      row_order[row_position(d, d ? rank : i - rank, due_rows, p.batch, wave_rows)] = OrderedRow{i, s, fill, 0};
+    if (i < in.batch) {
+      const int fill = s >= 0 && s < in.num_slots ? in.fill[s] : 0;
+      row_order[row_position(d, d ? rank : i - rank, due_rows, in.batch, wave_rows)] = OrderedRow{i, s, fill, 0};
     }
     due_before += chunk_due;
     __syncthreads();  // warp_due is read before the next chunk writes it
   }
 }
 
+cudaError_t launch_order_rows(const OrderInputs& in, int wave_rows, OrderedRow* row_order, cudaStream_t stream) {
+  if (!row_order || !in.slot || !in.fill || in.batch < 1) return cudaErrorInvalidValue;
+  kvbuffer_order_rows_kernel<<<1, kOrderThreads, 0, stream>>>(in, wave_rows, row_order);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t launch_kvbuffer_order_rows(const KVBufferVerifyParams& p, int wave_rows, OrderedRow* row_order,
                                        cudaStream_t stream) {
-  if (!row_order || !p.slot || !p.pool.fill || p.batch < 1) return cudaErrorInvalidValue;
-  kvbuffer_order_rows_kernel<<<1, kOrderThreads, 0, stream>>>(p, wave_rows, row_order);
-  return cudaGetLastError();
+  return launch_order_rows({p.batch, p.slot, p.pool.fill, p.pool.num_slots, p.pool.capacity, p.pool.buffer_size},
+                           wave_rows, row_order, stream);
+}
+
+cudaError_t launch_kvbuffer_order_decode_rows(const KVBufferDecodeParams& p, int wave_rows, OrderedRow* row_order,
+                                              cudaStream_t stream) {
+  return launch_order_rows(
+      {p.batch, p.slot, p.pool.fill, p.pool.num_slots, p.pool.capacity, p.pool.buffer_size - 1}, wave_rows,
+      row_order, stream);
 }
 
 cudaError_t launch_kvbuffer_advance(int32_t* fill, const int32_t* slot, int batch, int buffer_size,

@@ -1,8 +1,9 @@
-// The order in which a verify launch's blocks take the batch rows (KVBufferVerifyParams::row_order). A due row (one
-// whose verify folds its buffer into the checkpoint) costs its blocks about twice the checkpoint bytes and a longer
-// chain of products; blocks start in linear index order, so a due row that falls in the launch's last wave trails it.
-// The order spreads the due rows evenly over the positions before the last wave (over every position when they are
-// more) and keeps the other rows in batch order around them.
+// The order in which a KVBuffer launch's blocks take the batch rows (KVBufferDecodeParams::row_order,
+// KVBufferVerifyParams::row_order). A due row (one whose blocks fold its buffer into the checkpoint: a decode step
+// that fills the buffer, a verify after a commit that filled it) costs its blocks the checkpoint's bytes once more and
+// a longer chain of products; blocks start in linear index order, so a due row that falls in the launch's last wave
+// trails it. The order spreads the due rows evenly over the positions before the last wave (over every position when
+// they are more) and keeps the other rows in batch order around them.
 #pragma once
 
 #include <cstdint>

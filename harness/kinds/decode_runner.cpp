@@ -26,6 +26,9 @@ DecodeConfig decode_config(const Point& pt) {
   read_model_point(pt, c.variant == DecodeVariant::kvbuffer, c);
   c.state_dtype = point_state_dtype(pt);
   c.pdl = pt.get("launch") == "pdl";
+  const std::string order = pt.get("row_order");
+  c.row_order = order == "batch" ? DecodeRowOrder::batch : order == "spread" ? DecodeRowOrder::spread
+                                                                            : DecodeRowOrder::automatic;
   return c;
 }
 
@@ -56,10 +59,15 @@ Row run_decode_point(const Point& pt, SweepContext& ctx) {
   return run_decode(decode_config(pt), pt.label(), ctx);
 }
 
-/// Whole-point check: validate_launch_point; for a peer point (no launch or tile axis) the shape alone.
+/// Whole-point check: validate_launch_point and the row order's buffer form; for a peer point (no launch, tile or row
+/// order axis) the shape alone.
 std::string validate_decode_point(const Point& pt) {
   if (auto e = validate_state_dtype_point(pt); !e.empty()) return e;
-  return is_peer_variant(pt.get("variant")) ? validate_point_shape(pt) : validate_launch_point(pt);
+  if (is_peer_variant(pt.get("variant"))) return validate_point_shape(pt);
+  // Only the delta form's launches take a row order (KVBufferDecodeParams::row_order).
+  if (pt.get("row_order") == "spread" && point_buffer_form(pt) == BufferForm::raw)
+    return "row_order = spread is not supported with buffer_form = raw (allowed with raw: automatic, batch)";
+  return validate_launch_point(pt);
 }
 
 }  // namespace
@@ -123,6 +131,8 @@ ExperimentKind decode_experiment_kind() {
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},
       launch_axis(),
       tile_axis({recurrent_decode_tiles(), kvbuffer_decode_tiles(), raw_tiles()}),
+      // Rows written before the axis ran batch order, which automatic is with fp32 checkpoints.
+      {"row_order", {"automatic"}, word_axis("row_order", {"automatic", "batch", "spread"}), /*added_later=*/true},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.axes.push_back(state_dtype_axis());
@@ -132,8 +142,10 @@ ExperimentKind decode_experiment_kind() {
   k.results_added_later.push_back("discarded_samples");
   k.applies = [](const std::string& variant, const std::string& axis) {
     if (is_peer_variant(variant))  // the peer's own launches and tiles
-      return axis != "buffer_size" && axis != "buffer_form" && axis != "phase" && axis != "launch" && axis != "tile";
-    if (variant == "recurrent") return axis != "buffer_size" && axis != "buffer_form" && axis != "phase";
+      return axis != "buffer_size" && axis != "buffer_form" && axis != "phase" && axis != "launch" && axis != "tile" &&
+             axis != "row_order";
+    if (variant == "recurrent")
+      return axis != "buffer_size" && axis != "buffer_form" && axis != "phase" && axis != "row_order";
     return true;
   };
   k.validate = validate_decode_point;

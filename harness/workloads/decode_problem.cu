@@ -52,7 +52,27 @@ DecodeProblem::DecodeProblem(const DecodeConfig& cfg) : cfg_(cfg) {
 
   o_ = mem_.alloc<unsigned char>(sets * o_bytes_per_set());
   fill_bytes(o_.get(), o_.bytes(), 0xff);
+  const bool spread = cfg_.row_order == DecodeRowOrder::spread ||
+                      (cfg_.row_order == DecodeRowOrder::automatic && cfg_.state_dtype == StateDtype::bf16);
+  if (cfg_.variant == DecodeVariant::kvbuffer && cfg_.form == BufferForm::delta && !stateless() && spread) {
+    row_order_ = mem_.alloc<OrderedRow>(size_t(groups) * N);
+    wave_rows_ = kvbuffer_decode_wave_rows(kvbuffer_params(0));
+    for (int g = 0; g < groups; ++g) enqueue_order_rows(g, nullptr);
+  }
   KVB_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void DecodeProblem::enqueue_order_rows(int group, cudaStream_t stream) const {
+  if (!row_order_.get()) return;
+  // The group's first layer-set: its launches read that group's slots and positions (group 0 when pools are shared).
+  KVBufferDecodeParams p = kvbuffer_params(cfg_.share_pools ? 0 : group * cfg_.layers);
+  KVB_CUDA_CHECK(
+      launch_kvbuffer_order_decode_rows(p, wave_rows_, row_order_.get() + size_t(group) * cfg_.batch, stream));
+}
+
+void DecodeProblem::restore_fill(cudaStream_t stream) const {
+  positions_.restore(stream);
+  for (int g = 0; g < (cfg_.share_pools ? 1 : cfg_.groups); ++g) enqueue_order_rows(g, stream);
 }
 
 double step_working_set_bytes(const DecodeConfig& c) {
@@ -88,6 +108,7 @@ KVBufferDecodeParams DecodeProblem::kvbuffer_params(int set) const {
     p.stateless_batch = true;  // every request of the point has context_len < B
   }
   p.pdl = cfg_.pdl;
+  p.row_order = row_order(group_of(set));
   return p;
 }
 
@@ -97,18 +118,30 @@ RawKVBufferDecodeParams DecodeProblem::raw_params(int set) const {
   return p;
 }
 
-void DecodeProblem::enqueue_layer(int set, cudaStream_t stream) const {
-  if (cfg_.variant == DecodeVariant::recurrent) KVB_CUDA_CHECK(launch_recurrent_decode(recurrent_params(set), stream));
-  else if (cfg_.form == BufferForm::raw) KVB_CUDA_CHECK(launch_kvbuffer_raw_decode(raw_params(set), stream));
-  else KVB_CUDA_CHECK(launch_kvbuffer_decode(kvbuffer_params(set), stream));
+void DecodeProblem::enqueue_layer(int set, cudaStream_t stream, bool after_order) const {
+  if (cfg_.variant == DecodeVariant::recurrent) {
+    KVB_CUDA_CHECK(launch_recurrent_decode(recurrent_params(set), stream));
+  } else if (cfg_.form == BufferForm::raw) {
+    KVB_CUDA_CHECK(launch_kvbuffer_raw_decode(raw_params(set), stream));
+  } else {
+    KVBufferDecodeParams p = kvbuffer_params(set);
+    // A launch reads its row order before the PDL wait: right after the kernel that wrote it, it launches plainly.
+    if (after_order && p.row_order) p.pdl = false;
+    KVB_CUDA_CHECK(launch_kvbuffer_decode(p, stream));
+  }
 }
 
 void DecodeProblem::enqueue_step(cudaStream_t stream) const {
   for (int g = 0; g < cfg_.groups; ++g) {
-    for (int l = 0; l < cfg_.layers; ++l) enqueue_layer(cfg_.share_pools ? 0 : g * cfg_.layers + l, stream);
-    if (cfg_.variant == DecodeVariant::kvbuffer && !stateless())
-      KVB_CUDA_CHECK(launch_kvbuffer_advance(fill(cfg_.share_pools ? 0 : g), slot_.get(), cfg_.batch,
-                                             cfg_.buffer_size, stream));
+    const int group = cfg_.share_pools ? 0 : g;
+    // The kernel before this group's first layer wrote its row order when the step has one group of positions.
+    const bool after_order = cfg_.groups == 1 || cfg_.share_pools;
+    for (int l = 0; l < cfg_.layers; ++l)
+      enqueue_layer(cfg_.share_pools ? 0 : g * cfg_.layers + l, stream, l == 0 && after_order);
+    if (cfg_.variant == DecodeVariant::kvbuffer && !stateless()) {
+      KVB_CUDA_CHECK(launch_kvbuffer_advance(fill(group), slot_.get(), cfg_.batch, cfg_.buffer_size, stream));
+      enqueue_order_rows(group, stream);
+    }
   }
 }
 

@@ -18,6 +18,12 @@ namespace kvb {
 
 enum class DecodeVariant { recurrent, kvbuffer };
 
+/// The order a KVBuffer decode step's launches take the rows in. spread: the order launch_kvbuffer_order_decode_rows
+/// writes once per step, after the advance (the flushing rows spread over all but the last wave, kernels/row_order.h);
+/// batch: batch order; automatic: spread with bf16 checkpoints, whose flushing blocks take much longer than the others,
+/// batch order with fp32 ones, whose blocks' checkpoint stream sets the launch's length (docs/FINDINGS.md).
+enum class DecodeRowOrder { automatic, batch, spread };
+
 /// What to build. `groups` > 1 replicates the whole model (its own pools, inputs and buffer positions per group) so
 /// that a step's working set exceeds L2 (cold-L2 rotation); `share_pools` makes every layer of every group use one
 /// set of pools and inputs (hot L2).
@@ -48,6 +54,8 @@ struct DecodeConfig {
   /// Element type of the states (recurrent) or checkpoints (kvbuffer). bf16: layout kv and the delta form only
   /// (DecodeProblem throws std::invalid_argument otherwise).
   StateDtype state_dtype = StateDtype::fp32;
+  /// kvbuffer, delta form, with states: the order a step's decode launches take the rows in (DecodeRowOrder).
+  DecodeRowOrder row_order = DecodeRowOrder::automatic;
 };
 
 /// Bytes one model step of `c` touches per group (for the cold-L2 rotation): states (recurrent, stateful KVBuffer), or
@@ -76,7 +84,11 @@ class DecodeProblem {
   /// that group's buffer positions. Throws CudaError on a launch failure (also during graph capture).
   void enqueue_step(cudaStream_t stream) const;
   /// Enqueues the decode of one layer-step (set index) without advancing positions (used by the checks).
-  void enqueue_layer(int set, cudaStream_t stream) const;
+  /// `after_order`: the kernel just before it wrote the set's row order, so a PDL launch goes out plain
+  /// (KVBufferDecodeParams::row_order).
+  void enqueue_layer(int set, cudaStream_t stream, bool after_order = false) const;
+  /// Enqueues launch_kvbuffer_order_decode_rows for `group`'s positions (nothing without a row order).
+  void enqueue_order_rows(int group, cudaStream_t stream) const;
 
   /// Parameters of the launch for one set (pointers into this problem's memory).
   RecurrentDecodeParams recurrent_params(int set) const;
@@ -89,8 +101,14 @@ class DecodeProblem {
   const std::vector<int32_t>& host_slots() const { return host_slot_; }
   /// Host copy of the buffer positions each group started with.
   const std::vector<int32_t>& initial_fill() const { return positions_.initial(); }
-  /// Resets every group's buffer positions to their initial values (so that a replay repeats identical work).
-  void restore_fill(cudaStream_t stream) const { positions_.restore(stream); }
+  /// Resets every group's buffer positions to their initial values (so that a replay repeats identical work), and
+  /// their row orders with them.
+  void restore_fill(cudaStream_t stream) const;
+  /// The rows in the order group `group`'s decode launches take them, [N] (config row_order, stateful delta form);
+  /// null: batch order.
+  const OrderedRow* row_order(int group) const {
+    return row_order_.get() ? row_order_.get() + size_t(group) * cfg_.batch : nullptr;
+  }
 
   /// Model bytes per layer-step (kernel plus the advance's share), averaged over a whole flush cycle; stateless: the
   /// step at context_len (kvbuffer_stateless_decode_bytes, no advance).
@@ -128,6 +146,8 @@ class DecodeProblem {
   DeviceBuffer<int32_t> state_slot_;  // stateless: checkpoint row of each row (its slot when it materialises, else -1)
   DeviceBuffer<uint8_t> has_state_;   // stateless: zeros
   KVBufferEntrySets entries_;
+  DeviceBuffer<OrderedRow> row_order_;  // [position groups][N] (row_order spread)
+  int wave_rows_ = 0;                   // kvbuffer_decode_wave_rows of the launches
   RawKVBufferEntrySets raw_entries_;
   BufferPositions positions_;
   DeviceBuffer<int32_t> slot_;

@@ -97,6 +97,27 @@ TEST(Cli, SweepTensorCoreVerifyOutsideItsShapesExits2WithoutCsv) {
   EXPECT_EQ(run_kvb(dir, sweep).code, 0);  // the committed grid's shape: listed
 }
 
+// The decode kind's row order: a spread order needs the delta form, and a word outside its list is named with them.
+TEST(Cli, SweepRowOrderOutsideItsFormsExits2WithoutCsv) {
+  TempDir dir;
+  const std::string csv = dir.file("results/dec.csv");
+  const std::string sweep = "sweep --config '" + std::string(KVB_SOURCE_DIR) +
+                            "/experiments/decode_state_dtype.toml' --out '" + csv + "' --dry-run --set variant=kvbuffer ";
+  for (const auto& [set, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"--set row_order=spread --set buffer_form=raw --set state_dtype=fp32",
+            "row_order = spread is not supported with buffer_form = raw (allowed with raw: automatic, batch)"},
+           {"--set row_order=first", "--set row_order = 'first' is not known (allowed: automatic, batch, spread)"}}) {
+    const Result r = run_kvb(dir, sweep + set);
+    EXPECT_EQ(r.code, 2) << set;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+    EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("results")));
+  }
+  const Result listed = run_kvb(dir, sweep + "--set row_order=batch,spread");
+  EXPECT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("row_order=spread"), std::string::npos) << listed.out;
+}
+
 TEST(Cli, CheckGoldenMalformedFileExits2) {
   TempDir dir;
   write_text(dir.file("broken.gdn"), "# not a gdn-case\nN: two\ntensor q 4 1 1\n");
