@@ -5,11 +5,12 @@
 // CUDA device.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "harness/workloads/decode_problem.h"
-#include "kernels/row_order.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/row_order_checks.h"
 
 namespace kvb {
 namespace {
@@ -69,23 +70,10 @@ TEST(DecodeProblemGpu, RowOrderChangesNoResultAndPlacesFlushingRowsBeforeTheLast
       for (int step = 0; step < 2 * c.buffer_size + 1; ++step) {
         KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
         const std::vector<int32_t> fill = download(ordered.fill(0), size_t(N));
-        const std::vector<OrderedRow> order = download(ordered.row_order(0), size_t(N));
-        int flushing = 0;
-        for (int r = 0; r < N; ++r) flushing += fill[ordered.host_slots()[r]] + 1 >= c.buffer_size;
+        const int flushing = test::expect_spread_order(
+            download(ordered.row_order(0), size_t(N)), ordered.host_slots(), fill, wave_rows,
+            [&](int32_t f) { return f + 1 >= c.buffer_size; }, "step " + std::to_string(step));
         EXPECT_GT(flushing, 0) << "step " << step;
-        std::vector<int> seen(N, 0);
-        for (int pos = 0; pos < N; ++pos) {
-          const int row = order[pos].row;
-          ASSERT_GE(row, 0);
-          ASSERT_LT(row, N);
-          ++seen[row];
-          EXPECT_EQ(order[pos].slot, ordered.host_slots()[row]);
-          EXPECT_EQ(order[pos].fill, fill[order[pos].slot]) << "step " << step;
-          if (fill[order[pos].slot] + 1 >= c.buffer_size) {
-            EXPECT_LT(pos, due_span(flushing, N, wave_rows)) << "step " << step << " row " << row;
-          }
-        }
-        for (int r = 0; r < N; ++r) EXPECT_EQ(seen[r], 1) << "row " << r << " step " << step;
         ordered.enqueue_step(stream.get());
         plain.enqueue_step(stream.get());
       }

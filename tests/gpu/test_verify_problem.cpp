@@ -13,8 +13,8 @@
 #include "harness/workloads/verify_problem.h"
 #include "byte_model/byte_model_raw.h"
 #include "core/tolerances.h"
-#include "kernels/row_order.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/row_order_checks.h"
 
 namespace kvb {
 namespace {
@@ -167,23 +167,9 @@ TEST(VerifyProblemGpu, RowOrderChangesNoResultAndPlacesDueRowsBeforeTheLastWave)
       // The order the next step's launches take, from the positions its verifies read.
       KVB_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
       const std::vector<int32_t> fill = download(ordered.fill(0), size_t(N));
-      std::vector<OrderedRow> order(N);
-      KVB_CUDA_CHECK(cudaMemcpy(order.data(), ordered.row_order(0), N * sizeof(OrderedRow), cudaMemcpyDeviceToHost));
-      std::vector<int> seen(N, 0);
-      int due_rows = 0;
-      for (int r = 0; r < N; ++r) due_rows += fill[ordered.host_slots()[r]] >= c.buffer_size;
-      for (int pos = 0; pos < N; ++pos) {
-        const int row = order[pos].row;
-        ASSERT_GE(row, 0);
-        ASSERT_LT(row, N);
-        ++seen[row];
-        EXPECT_EQ(order[pos].slot, ordered.host_slots()[row]);
-        EXPECT_EQ(order[pos].fill, fill[order[pos].slot]) << "step " << step;
-        if (fill[order[pos].slot] >= c.buffer_size) {
-          EXPECT_LT(pos, due_span(due_rows, N, wave_rows)) << "step " << step;
-        }
-      }
-      for (int r = 0; r < N; ++r) EXPECT_EQ(seen[r], 1) << "row " << r << " step " << step;
+      const int due_rows = test::expect_spread_order(
+          download(ordered.row_order(0), size_t(N)), ordered.host_slots(), fill, wave_rows,
+          [&](int32_t f) { return f >= c.buffer_size; }, "step " + std::to_string(step));
       if (step == 5) {
         EXPECT_GT(due_rows, 0);
       }
