@@ -61,12 +61,14 @@ def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "stagger
 
     Only rows launched as `launch` are kept (`plain`, as the anchors were measured, or `pdl`; see launch_of).
     Recurrent rows have no phase and are kept whatever the phase. When the KVBuffer rows hold several `buffer_form`
-    values, the form is added to the labels and each (form, B) is its own series. Peer rows are left to
-    peer_series. Exits 2 on an unknown variant.
+    or `row_order` values, each is added to the labels and each (form, order, B) is its own series. Peer rows are
+    left to peer_series. Exits 2 on an unknown variant.
     """
     recurrent = Series("recurrent", "recurrent", None, style.RECURRENT_COLOUR, "o")
-    kv: dict[tuple[str, int], Series] = {}
-    forms = style.distinct([r for r in rows if r["variant"] == "kvbuffer"], "buffer_form")
+    kv: dict[tuple[str, str, int], Series] = {}
+    kv_rows = [r for r in rows if r["variant"] == "kvbuffer"]
+    forms = style.distinct(kv_rows, "buffer_form")
+    orders = {(r.get("row_order") or "").strip() or "automatic" for r in kv_rows}  # older CSVs: automatic
     for r in rows:
         if launch_of(r) != launch:
             continue
@@ -80,15 +82,17 @@ def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "stagger
                 continue
             b = int(style.num(r, "buffer_size", path))
             form = (r.get("buffer_form") or "").strip()
-            key = (form, b)
+            order = (r.get("row_order") or "").strip() or "automatic"
+            key = (form, order, b)
             if key not in kv:
-                label = f"KVBuffer B = {b}" + (f" ({form})" if len(forms) > 1 else "")
+                notes = ([form] if len(forms) > 1 else []) + ([f"{order} order"] if len(orders) > 1 else [])
+                label = f"KVBuffer B = {b}" + (f" ({', '.join(notes)})" if notes else "")
                 kv[key] = Series(label, "kvbuffer", b, style.buffer_colour(b), "s")
             kv[key].rows.append(r)
         else:
             style.fail(f"CSV {path} column variant: '{variant}' is not one of recurrent, kvbuffer, {', '.join(PEERS)}")
     out = [recurrent] if recurrent.rows else []
-    out += [kv[k] for k in sorted(kv, key=lambda k: (k[1], k[0]))]
+    out += [kv[k] for k in sorted(kv, key=lambda k: (k[2], k[0], k[1]))]
     for s in out:
         s.rows.sort(key=lambda r: style.num(r, "batch", path))
     return out

@@ -437,6 +437,21 @@ def test_decode_series_groups_and_orders():
         ("recurrent", [1.0, 4.0, 16.0]), ("KVBuffer B = 8", [4.0])]
 
 
+def test_decode_series_separates_row_orders():
+    rows = [r for r in synthetic_decode_rows() if r["status"] == "ok"]
+    kv = [r for r in rows if r["variant"] == "kvbuffer" and r["phase"] == "staggered"]
+    mixed = rows + [dict(r, row_order="spread", latency_us_median=str(float(r["latency_us_median"]) / 2)) for r in kv]
+    series = decode_data.decode_series(mixed, "synthetic")
+    assert [s.label for s in series] == [
+        "recurrent", "KVBuffer B = 2 (automatic order)", "KVBuffer B = 2 (spread order)",
+        "KVBuffer B = 8 (automatic order)", "KVBuffer B = 8 (spread order)"]
+    for s in series:
+        assert s.batches("synthetic") == [1.0, 4.0, 16.0]
+    # One order in the file: the labels stay as they were.
+    assert [s.label for s in decode_data.decode_series([dict(r, row_order="spread") for r in kv], "synthetic")] == [
+        "KVBuffer B = 2", "KVBuffer B = 8"]
+
+
 def test_decode_series_keeps_plain_launches_and_best_pdl_per_batch():
     rows = [r for r in synthetic_decode_rows() if r["status"] == "ok"]
     pdl = [dict(r, launch="pdl", latency_us_median=str(float(r["latency_us_median"]) / 2)) for r in rows]
