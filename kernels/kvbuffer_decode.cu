@@ -368,7 +368,7 @@ int kvbuffer_decode_wave_rows(const KVBufferDecodeParams& p) {
   KVBufferDecodeLaunch l;
   if (describe_kvbuffer_decode_launch(p, l) != cudaSuccess || l.slice_columns < 1) return 0;
   const int64_t blocks_per_row = int64_t(dev::num_slices(p.shape.head_dim_v, l.slice_columns)) * p.shape.heads_v;
-  return int(int64_t(l.resident_blocks_per_sm) * sm_count() / blocks_per_row);
+  return wave_rows(l.resident_blocks_per_sm, blocks_per_row);
 }
 
 }  // namespace kvb

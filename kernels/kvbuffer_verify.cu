@@ -700,8 +700,8 @@ cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, 
 
 int kvbuffer_verify_wave_rows(const KVBufferVerifyParams& p) {
   KVBufferVerifyLaunch l;
-  if (describe_kvbuffer_verify_launch(p, l) != cudaSuccess || l.blocks_per_row < 1) return 0;
-  return int(int64_t(l.resident_blocks_per_sm) * sm_count() / l.blocks_per_row);
+  if (describe_kvbuffer_verify_launch(p, l) != cudaSuccess) return 0;
+  return wave_rows(l.resident_blocks_per_sm, l.blocks_per_row);
 }
 
 cudaError_t launch_kvbuffer_verify(const KVBufferVerifyParams& p, cudaStream_t stream) {

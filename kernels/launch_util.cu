@@ -110,6 +110,10 @@ int smem_blocks_per_sm(size_t block_bytes) {
   return int(size_t(lim.per_sm) / ((block_bytes + kUnit - 1) / kUnit * kUnit + size_t(lim.reserved_per_block)));
 }
 
+int wave_rows(int resident_blocks_per_sm, int64_t blocks_per_row) {
+  return blocks_per_row < 1 ? 0 : int(int64_t(resident_blocks_per_sm) * sm_count() / blocks_per_row);
+}
+
 bool wide_grid(int batch, const GdnShape& shape) {
   return int64_t(batch) * shape.heads_v >= int64_t(kWideGridBlocksPerSm) * sm_count();
 }

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -61,6 +62,9 @@ int smem_blocks_per_sm(size_t block_bytes);
 
 /// Streaming multiprocessors of the current device (cached per device; 132 when it cannot be read).
 int sm_count();
+/// Batch rows a launch holds at once on this GPU: resident blocks per SM x SMs / blocks a row takes (the wave a row
+/// order keeps its due rows out of, kernels/row_order.h); 0 when a row takes no blocks.
+int wave_rows(int resident_blocks_per_sm, int64_t blocks_per_row);
 
 /// Blocks of `kernel` (`threads` per block, `smem` bytes of dynamic shared memory) that one SM of the current device
 /// holds at once, in `per_sm` (cudaOccupancyMaxActiveBlocksPerMultiprocessor, cached per device, kernel, threads and

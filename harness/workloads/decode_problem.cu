@@ -41,7 +41,7 @@ DecodeProblem::DecodeProblem(const DecodeConfig& cfg) : cfg_(cfg) {
     entries_ = KVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), inputs_, seeds);
   host_slot_ = shuffled_slots(cfg_.batch, rng);
   slot_ = mem_.copy(host_slot_);
-  const int groups = cfg_.share_pools ? 1 : cfg_.groups;
+  const int groups = position_groups();
   if (stateless()) {
     positions_ = BufferPositions(mem_, groups, N, cfg_.context_len);
     state_slot_ = mem_.copy(materialises() ? host_slot_ : std::vector<int32_t>(N, -1));
@@ -57,7 +57,7 @@ DecodeProblem::DecodeProblem(const DecodeConfig& cfg) : cfg_(cfg) {
   if (cfg_.variant == DecodeVariant::kvbuffer && cfg_.form == BufferForm::delta && !stateless() && spread) {
     row_order_ = mem_.alloc<OrderedRow>(size_t(groups) * N);
     wave_rows_ = kvbuffer_decode_wave_rows(kvbuffer_params(0));
-    for (int g = 0; g < groups; ++g) enqueue_order_rows(g, nullptr);
+    for (int g = 0; g < position_groups(); ++g) enqueue_order_rows(g, nullptr);
   }
   KVB_CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -72,7 +72,7 @@ void DecodeProblem::enqueue_order_rows(int group, cudaStream_t stream) const {
 
 void DecodeProblem::restore_fill(cudaStream_t stream) const {
   positions_.restore(stream);
-  for (int g = 0; g < (cfg_.share_pools ? 1 : cfg_.groups); ++g) enqueue_order_rows(g, stream);
+  for (int g = 0; g < position_groups(); ++g) enqueue_order_rows(g, stream);
 }
 
 double step_working_set_bytes(const DecodeConfig& c) {
@@ -132,10 +132,10 @@ void DecodeProblem::enqueue_layer(int set, cudaStream_t stream, bool after_order
 }
 
 void DecodeProblem::enqueue_step(cudaStream_t stream) const {
+  // The kernel before a group's first layer wrote that group's row order when the step has one group of positions.
+  const bool after_order = position_groups() == 1;
   for (int g = 0; g < cfg_.groups; ++g) {
     const int group = cfg_.share_pools ? 0 : g;
-    // The kernel before this group's first layer wrote its row order when the step has one group of positions.
-    const bool after_order = cfg_.groups == 1 || cfg_.share_pools;
     for (int l = 0; l < cfg_.layers; ++l)
       enqueue_layer(cfg_.share_pools ? 0 : g * cfg_.layers + l, stream, l == 0 && after_order);
     if (cfg_.variant == DecodeVariant::kvbuffer && !stateless()) {

@@ -136,6 +136,7 @@ class DecodeProblem {
   size_t tok_v() const { return size_t(cfg_.shape.heads_v) * cfg_.shape.head_dim_v; }
   int capacity() const { return std::max(cfg_.buffer_size - 1, 1); }  // a slot never holds B entries
   int group_of(int set) const { return cfg_.share_pools ? 0 : set / cfg_.layers; }  // buffer positions of a set
+  int position_groups() const { return cfg_.share_pools ? 1 : cfg_.groups; }          // groups of buffer positions
 
   DecodeConfig cfg_;
   int sets_ = 1;
