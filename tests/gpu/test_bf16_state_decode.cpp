@@ -4,7 +4,7 @@
 // reference's value rounded to bf16, or its neighbour where the fp32 and float64 values straddle a rounding boundary
 // (Bf16StateUnits, harness/workloads/check_support.h); outputs and buffered deltas, computed in fp32 from the same
 // stored values, keep the fp32 tolerances. Every tile and the automatic choice, padding rows, an unused slot,
-// poisoned outputs. Skipped without a CUDA device.
+// poisoned outputs, buffers of 1 to 32 entries and a row that materialises its state. Skipped without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -108,8 +108,10 @@ TEST(Bf16StateDecodeGpu, RecurrentStoresTheRoundedStateForEveryTile) {
 }
 
 /// KVBuffer decode with a bf16 checkpoint pool, buffer size B, over `steps` steps with `tile`: every step compares
-/// the outputs, the appended delta (fp32) and, on a flush, the stored checkpoint.
-void run_kvbuffer_bf16(int B, int steps, TileShape tile, uint64_t seed) {
+/// the outputs, the appended delta (fp32) and, on a flush, the stored checkpoint. With `stateless_slot0`, the row of
+/// slot 0 starts without a state (has_state 0: its checkpoint row holds garbage the kernel must not read) and its
+/// first flush materialises it.
+void run_kvbuffer_bf16(int B, int steps, TileShape tile, uint64_t seed, bool stateless_slot0 = false) {
   const GdnShape& s = kShape;
   ref::Qwen3NextInputs gen(s, seed);
   const ref::GateParams gp = gen.gate_params();
@@ -122,6 +124,10 @@ void run_kvbuffer_bf16(int B, int steps, TileShape tile, uint64_t seed) {
     ref::round_stored_state(rs.checkpoint, StateDtype::bf16);
     init.insert(init.end(), rs.checkpoint.begin(), rs.checkpoint.end());
   }
+  if (stateless_slot0) ref_slot[0].checkpoint.clear();  // the pool row keeps the random state as garbage
+  std::vector<uint8_t> has_state(N, 1);
+  for (int r = 0; r < N; ++r)
+    if (stateless_slot0 && kSlots[r] == 0) has_state[r] = 0;
   DeviceBuffer<unsigned char> ck = upload_state(init, StateDtype::bf16);
   const std::vector<double> unused_before = unused_slot(download_pool(ck), se);
   const int cap = std::max(B - 1, 1);
@@ -143,6 +149,8 @@ void run_kvbuffer_bf16(int B, int steps, TileShape tile, uint64_t seed) {
     auto p = token_launch<KVBufferDecodeParams>(s, N, dt.inputs(), slot.get(), o.get(), OutputDtype::fp32);
     p.pool = pool;
     p.tile = tile;
+    const DeviceBuffer<uint8_t> hs = upload(has_state);
+    if (stateless_slot0) p.has_state = hs.get();
     ASSERT_EQ(validate(p), "");
     KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
     KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), slot.get(), N, B, nullptr));
@@ -162,6 +170,7 @@ void run_kvbuffer_bf16(int B, int steps, TileShape tile, uint64_t seed) {
         std::vector<double> c = slot_values(ck_got, kSlots[r] * se, se);
         ulps.add(rs.checkpoint, c, HV);
         rs.checkpoint = std::move(c);  // the next cycle starts from what the kernel stored
+        has_state[r] = 1;
         ++flushes;
       } else {
         const size_t e = size_t(kSlots[r]) * cap + rs.entries.size() - 1;
@@ -186,6 +195,14 @@ TEST(Bf16StateDecodeGpu, KVBufferFlushStoresTheRoundedCheckpointForEveryTile) {
   // The automatic bf16 tile of the wide grid (whole-head blocks) with a long buffer: up to 15 entries a step, each
   // row group of a block taking several, folded at the 16th token.
   run_kvbuffer_bf16(16, 35, TileShape{128, 128}, 94);
+}
+
+TEST(Bf16StateDecodeGpu, WholeHeadFlushForShortAndLongBuffersAndFromZero) {
+  KVB_REQUIRE_GPU();
+  // The whole-head blocks' flush with 0 to 31 buffered entries (one to two 16-row passes over them, the boundaries
+  // next to 8, 16 and 17 entries), and a row without a state whose first flush materialises one.
+  for (int B : {1, 2, 8, 9, 10, 17, 18, 32}) run_kvbuffer_bf16(B, B + 2, TileShape{128, 128}, 100 + B);
+  for (int B : {8, 16}) run_kvbuffer_bf16(B, 2 * B + 1, TileShape{128, 128}, 140 + B, /*stateless_slot0=*/true);
 }
 
 TEST(Bf16StateDecodeValidation, LayoutVkAndOtherKernelsRefuseBf16NamingStateDtype) {
