@@ -5,10 +5,10 @@
 #include <system_error>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/sweep_setup.h"
 #include "harness/kinds/registry.h"
 #include "harness/sweep/config.h"
 #include "harness/sweep/csv.h"
-#include "harness/sweep/grid.h"
 #include "harness/sweep/input_file.h"
 #include "harness/sweep/merge.h"
 #include "harness/sweep/table_keys.h"
@@ -33,19 +33,10 @@ int run_merge_command(const MergeCommandOptions& options) {
     }
   MergeSpec spec;
   if (!options.config.empty()) {
-    const SweepConfig config = load_sweep_config(options.config);
-    const ExperimentKind* kind = nullptr;
-    try {
-      kind = &find_experiment_kind(config.kind);
-    } catch (const UsageError& e) {
-      throw UsageError(fmt::format("{}: experiment.kind: {}", options.config, e.what()));
-    }
-    std::vector<AxisValues> overrides;
-    for (const auto& s : options.sets) overrides.push_back(parse_axis_override(s));
-    spec.header = csv_columns(*kind);
-    spec.experiment = config.name;
-    for (const auto& p : make_grid(*kind, resolve_axes(*kind, config, overrides)))
-      spec.grid_keys.push_back(point_row_key(config.name, p));
+    const ConfigGrid g = load_config_grid(options.config, options.sets);  // the points checked as kvb sweep does
+    spec.header = csv_columns(*g.kind);
+    spec.experiment = g.config.name;
+    for (const auto& p : g.grid) spec.grid_keys.push_back(point_row_key(g.config.name, p));
   } else if (!options.sets.empty()) {
     throw UsageError("--set: needs --config (it changes the grid that orders the rows)");
   }

@@ -19,19 +19,27 @@
 
 namespace kvb::cli {
 
-SweepSetup prepare_sweep(const SweepCommandOptions& options) {
-  SweepSetup s;
-  s.config = load_sweep_config(options.config);
+ConfigGrid load_config_grid(const std::string& config_path, const std::vector<std::string>& sets) {
+  ConfigGrid g;
+  g.config = load_sweep_config(config_path);
   try {
-    s.kind = &find_experiment_kind(s.config.kind);
+    g.kind = &find_experiment_kind(g.config.kind);
   } catch (const UsageError& e) {
-    throw UsageError(fmt::format("{}: experiment.kind: {}", options.config, e.what()));
+    throw UsageError(fmt::format("{}: experiment.kind: {}", config_path, e.what()));
   }
   std::vector<AxisValues> overrides;
-  for (const auto& set : options.sets) overrides.push_back(parse_axis_override(set));
-  const auto axes = resolve_axes(*s.kind, s.config, overrides);
-  s.grid = make_grid(*s.kind, axes);
-  validate_points(*s.kind, s.grid);
+  for (const auto& set : sets) overrides.push_back(parse_axis_override(set));
+  g.grid = make_grid(*g.kind, resolve_axes(*g.kind, g.config, overrides));
+  validate_points(*g.kind, g.grid);
+  return g;
+}
+
+SweepSetup prepare_sweep(const SweepCommandOptions& options) {
+  SweepSetup s;
+  ConfigGrid g = load_config_grid(options.config, options.sets);
+  s.config = std::move(g.config);
+  s.kind = g.kind;
+  s.grid = std::move(g.grid);
   if (s.grid.empty()) throw UsageError(fmt::format("{}: the grid has no points", options.config));
   if (options.l2 == "hot")
     for (const Point& p : s.grid)

@@ -13,6 +13,17 @@
 
 namespace kvb::cli {
 
+/// The grid a sweep config names: what kvb sweep runs and kvb merge --config orders rows by.
+struct ConfigGrid {
+  SweepConfig config;
+  const ExperimentKind* kind = nullptr;
+  std::vector<Point> grid;  ///< every point checked (validate_points), in grid order
+};
+
+/// Loads the config at `config_path`, finds its kind, applies the --set overrides `sets` and makes the grid, every
+/// point checked as a sweep checks it. Throws UsageError naming the config's field, the --set or the point.
+ConfigGrid load_config_grid(const std::string& config_path, const std::vector<std::string>& sets);
+
 /// A validated sweep: every check done, nothing written.
 struct SweepSetup {
   SweepConfig config;

@@ -84,6 +84,19 @@ TEST(CliInputs, AConfigThatIsAFolderIsCalledSo) {
   EXPECT_FALSE(fs::exists(dir.file("m.csv")));
 }
 
+TEST(CliInputs, MergeChecksTheConfigsPointsAsSweepDoes) {
+  TempDir dir;
+  // buffer_form = raw with launch = pdl is no point a sweep runs: merge --config refuses the grid as sweep does.
+  const std::string grid = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml") +
+                           " --set buffer_form=raw --set launch=pdl";
+  const std::string why = "launch = pdl is not supported with buffer_form = raw (allowed with raw: plain)";
+  expect_refused(run_kvb(dir, "sweep --dry-run" + grid), {"point variant=kvbuffer", why}, "sweep");
+  expect_refused(run_kvb(dir, "merge " + shell_quote(dir.file("m.csv")) + " " +
+                                  shell_quote(kSource + "/results/decode_latency.csv") + grid),
+                 {"point variant=kvbuffer", why}, "merge");
+  EXPECT_FALSE(fs::exists(dir.file("m.csv")));
+}
+
 TEST(CliInputs, OverLongOutputPathsAreRefusedBeforeAnyWork) {
   TempDir dir;
   const std::string long_out = shell_quote(dir.file(std::string(300, 'x') + ".csv"));
