@@ -57,7 +57,7 @@ DecodeProblem::DecodeProblem(const DecodeConfig& cfg) : cfg_(cfg) {
   if (cfg_.variant == DecodeVariant::kvbuffer && cfg_.form == BufferForm::delta && !stateless() && spread) {
     row_order_ = mem_.alloc<OrderedRow>(size_t(groups) * N);
     wave_rows_ = kvbuffer_decode_wave_rows(kvbuffer_params(0));
-    for (int g = 0; g < position_groups(); ++g) enqueue_order_rows(g, nullptr);
+    for (int g = 0; g < groups; ++g) enqueue_order_rows(g, nullptr);
   }
   KVB_CUDA_CHECK(cudaDeviceSynchronize());
 }

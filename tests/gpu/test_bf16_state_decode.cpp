@@ -149,8 +149,11 @@ void run_kvbuffer_bf16(int B, int steps, TileShape tile, uint64_t seed, bool sta
     auto p = token_launch<KVBufferDecodeParams>(s, N, dt.inputs(), slot.get(), o.get(), OutputDtype::fp32);
     p.pool = pool;
     p.tile = tile;
-    const DeviceBuffer<uint8_t> hs = upload(has_state);
-    if (stateless_slot0) p.has_state = hs.get();
+    DeviceBuffer<uint8_t> hs;
+    if (stateless_slot0) {
+      hs = upload(has_state);
+      p.has_state = hs.get();
+    }
     ASSERT_EQ(validate(p), "");
     KVB_CUDA_CHECK(launch_kvbuffer_decode(p, nullptr));
     KVB_CUDA_CHECK(launch_kvbuffer_advance(fill.get(), slot.get(), N, B, nullptr));

@@ -40,11 +40,11 @@ std::vector<unsigned char> everything(const DecodeProblem& prob) {
     all.insert(all.end(), v.begin(), v.end());
   };
   const DecodeConfig& c = prob.config();
-  const size_t delta_bytes = size_t(c.batch) * (c.buffer_size - 1) * c.shape.heads_v * c.shape.head_dim_v * 4;
   for (int set = 0; set < prob.sets(); ++set) {
+    const KVBufferPool pool = prob.kvbuffer_params(set).pool;
     append(prob.o(set), prob.o_bytes_per_set());
     append(prob.state(set), prob.state_bytes_per_set());
-    append(prob.kvbuffer_params(set).pool.deltas, delta_bytes);
+    append(pool.deltas, size_t(pool.num_slots) * pool.capacity * c.shape.heads_v * c.shape.head_dim_v * sizeof(float));
   }
   append(prob.fill(0), size_t(c.batch) * sizeof(int32_t));
   return all;
