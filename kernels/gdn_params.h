@@ -260,12 +260,21 @@ struct RecurrentAcceptParams {
 /// streamed into registers as the A fragments of TF32 tensor-core products split three ways (3xTF32, fp32
 /// accuracy), the buffer's share, a due row's fold and the key products on tensor cores too
 /// (kernels/kvbuffer_verify_mma.cu; head dims 128 x 128, tile auto: validate_tensor_core_verify).
-/// automatic: the launcher's choice, the tensor-core kernel where it takes the launch and was measured the faster
-/// (at least 15 rows x value heads an SM with 3 drafts or more, 32 with 1 or 2), else the CUDA-core kernel;
+/// staged: bf16 checkpoints only, one block per row and value head, the whole slice staged in shared memory while
+/// the drafts' coefficients are formed, then bf16 tensor-core products of exact operands (raw keys and queries, the
+/// bf16 checkpoint; a due row's weighted deltas split in three bf16 parts) (kernels/kvbuffer_verify_staged.cu; head
+/// dims 128 x 128, capacity <= 32, tile auto: validate_staged_verify).
+/// automatic: the launcher's choice. fp32 checkpoints: the tensor-core kernel where it takes the launch and was
+/// measured the faster (at least 15 rows x value heads an SM with 3 drafts or more, 32 with 1 or 2), else the
+/// CUDA-core kernel; bf16 checkpoints: the staged kernel where it takes the launch and was measured the faster (6
+/// drafts or more; 4 or more at 32 rows x value heads an SM), else the tensor-core kernel.
 /// describe_kvbuffer_verify_launch says which runs.
-enum class VerifyKernel : int { automatic = 0, cuda_cores = 1, tensor_cores = 2 };
+enum class VerifyKernel : int { automatic = 0, cuda_cores = 1, tensor_cores = 2, staged = 3 };
 inline const char* to_string(VerifyKernel k) {
-  return k == VerifyKernel::cuda_cores ? "cuda_cores" : k == VerifyKernel::tensor_cores ? "tensor_cores" : "automatic";
+  return k == VerifyKernel::cuda_cores     ? "cuda_cores"
+         : k == VerifyKernel::tensor_cores ? "tensor_cores"
+         : k == VerifyKernel::staged       ? "staged"
+                                           : "automatic";
 }
 
 /// KVBuffer verification with accept folded in: the m drafts' outputs from the checkpoint and the buffer in one pass.
@@ -317,6 +326,9 @@ std::string validate_verify_capacity(const KVBufferPool& pool, int draft_tokens)
 /// "" when the tensor-core verify kernel takes p (head_dim_k = head_dim_v = 128, tile auto), else the reason naming
 /// the field and the allowed values. validate(p) asks it when p.kernel is tensor_cores.
 std::string validate_tensor_core_verify(const KVBufferVerifyParams& p);
+/// "" when the staged verify kernel takes p (bf16 checkpoints, head_dim_k = head_dim_v = 128, pool capacity <= 32,
+/// tile auto), else the reason naming the field and the allowed values. validate(p) asks it when p.kernel is staged.
+std::string validate_staged_verify(const KVBufferVerifyParams& p);
 
 cudaError_t launch_recurrent_verify(const RecurrentVerifyParams& p, cudaStream_t stream);
 cudaError_t launch_recurrent_accept(const RecurrentAcceptParams& p, cudaStream_t stream);

@@ -655,12 +655,15 @@ std::string validate(const KVBufferVerifyParams& p) {
   if (!p.slot || !p.o || !p.group_arrivals) return "slot, o and group_arrivals must be set";
   if (auto e = validate_tile(p.tile, kvbuffer_verify_tiles(), p.shape, "kvbuffer verify"); !e.empty()) return e;
   if (p.kernel != VerifyKernel::automatic && p.kernel != VerifyKernel::cuda_cores &&
-      p.kernel != VerifyKernel::tensor_cores)
-    return "kernel = " + std::to_string(int(p.kernel)) + " (allowed: automatic, cuda_cores, tensor_cores)";
-  if (p.pool.state_dtype != StateDtype::fp32) {  // bf16 checkpoints: the tensor-core kernel only
+      p.kernel != VerifyKernel::tensor_cores && p.kernel != VerifyKernel::staged)
+    return "kernel = " + std::to_string(int(p.kernel)) + " (allowed: automatic, cuda_cores, tensor_cores, staged)";
+  if (p.kernel == VerifyKernel::staged) return validate_staged_verify(p);
+  if (p.pool.state_dtype != StateDtype::fp32) {  // bf16 checkpoints: the staged and the tensor-core kernels
     if (p.kernel == VerifyKernel::cuda_cores)
       return std::string("state_dtype = ") + to_string(p.pool.state_dtype) +
-             ": kernel = cuda_cores takes fp32 checkpoints (allowed with bf16: kernel = automatic or tensor_cores)";
+             ": kernel = cuda_cores takes fp32 checkpoints (allowed with bf16: kernel = automatic, tensor_cores or "
+             "staged)";
+    if (validate_staged_verify(p).empty() && p.kernel == VerifyKernel::automatic) return "";
     if (auto e = validate_tensor_core_verify(p); !e.empty())
       return std::string("state_dtype = ") + to_string(p.pool.state_dtype) + " takes the tensor-core kernel: " + e;
   }
@@ -677,7 +680,14 @@ cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, 
   // tensor-core kernel's blocks, two heads each, are too few to fill the GPU.
   const int64_t items = int64_t(p.batch) * p.shape.heads_v;
   const bool tc_measured_faster = items >= 15 * int64_t(sm_count());
-  // bf16 checkpoints: only the tensor-core kernel takes them (validate).
+  // bf16 checkpoints: the staged kernel where it takes them and was measured the faster (docs/FINDINGS.md): from 6
+  // drafts, and from 4 where the batch gives at least 32 (row, value head) items an SM (batch 256 of Qwen3-Next on
+  // an H200); else the tensor-core kernel (validate).
+  const bool staged_measured_faster = p.in.tokens >= 6 || (p.in.tokens >= 4 && items >= 32 * int64_t(sm_count()));
+  if (p.kernel == VerifyKernel::staged ||
+      (p.kernel == VerifyKernel::automatic && p.pool.state_dtype == StateDtype::bf16 && staged_measured_faster &&
+       validate_staged_verify(p).empty()))
+    return launch_staged_verify(p, stream, describe);
   if (p.kernel == VerifyKernel::tensor_cores || p.pool.state_dtype != StateDtype::fp32 ||
       (p.kernel == VerifyKernel::automatic && tc_measured_faster && validate_tensor_core_verify(p).empty()))
     return launch_tensor_core_verify(p, stream, describe);

@@ -105,4 +105,25 @@ __device__ __forceinline__ Bf16x3Word split_bf16x3(float x, float y) {
   return {h, m, l};
 }
 
+/// Four 8 x 8 matrices of 16-bit elements from shared memory (ldmatrix .x4): lanes 8 i .. 8 i + 7 give the addresses
+/// of matrix i's eight rows (16 bytes each); r[i] is matrix i's element [g][2t, 2t + 1] (.trans: [2t, 2t + 1][g], the
+/// matrix transposed). A row-major A tile of mma_bf16 is rows 0-7 / 8-15 by columns 0-7 / 8-15 as matrices 0 to 3
+/// in order (a[0] .. a[3]); B (16 x 8) with .trans from a [k][n] tile, matrices k 0-7 and k 8-15 (b0, b1).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+/// The inverse of ldmatrix_x4_trans: r[i] to matrix i's rows at the addresses of lanes 8 i .. 8 i + 7.
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 }  // namespace kvb::dev

@@ -12,5 +12,7 @@ namespace kvb {
 /// `describe`, fills it and launches nothing. Returns the launch's or the occupancy query's error, or cudaSuccess.
 cudaError_t launch_tensor_core_verify(const KVBufferVerifyParams& p, cudaStream_t stream,
                                       KVBufferVerifyLaunch* describe);
+/// The same for the staged verify kernel (validate_staged_verify(p) already passed).
+cudaError_t launch_staged_verify(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe);
 
 }  // namespace kvb

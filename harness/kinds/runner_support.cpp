@@ -86,8 +86,9 @@ std::string validate_verify_state_dtype_point(const Point& pt) {
   if (auto e = bf16_variant_and_form(pt, {"kvbuffer_verify"}); !e.empty()) return e;
   if (pt.get("verify_kernel") == "cuda_cores")
     return "state_dtype = bf16 is not supported with verify_kernel = cuda_cores (allowed with cuda_cores: fp32; bf16 "
-           "with automatic and tensor_cores)";
-  // bf16 checkpoints run on the tensor-core kernel only, whatever verify_kernel says: its limits apply.
+           "with automatic, tensor_cores and staged)";
+  // bf16 checkpoints run on the staged or the tensor-core kernel, whatever verify_kernel says: their shape and tile
+  // limits, which are the same, apply.
   KVBufferVerifyParams p;
   p.shape = point_shape(pt);
   p.tile = point_tile(pt);

@@ -28,8 +28,10 @@ VerifyConfig verify_config(const Point& pt) {
   c.state_dtype = point_state_dtype(pt);
   c.pdl = pt.get("launch") == "pdl";
   const std::string k = pt.get("verify_kernel");
-  c.kernel = k == "cuda_cores" ? VerifyKernel::cuda_cores : k == "tensor_cores" ? VerifyKernel::tensor_cores
-                                                                                : VerifyKernel::automatic;
+  c.kernel = k == "cuda_cores"     ? VerifyKernel::cuda_cores
+             : k == "tensor_cores" ? VerifyKernel::tensor_cores
+             : k == "staged"       ? VerifyKernel::staged
+                                   : VerifyKernel::automatic;
   return c;
 }
 
@@ -49,7 +51,8 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
   VerifyProblem prob(cfg);
   // A forced kernel, or bf16 checkpoints, that the launcher refuses: its one-line reason, before anything runs.
   if (prob.kvbuffer() && !prob.raw() &&
-      (cfg.kernel == VerifyKernel::tensor_cores || cfg.state_dtype != StateDtype::fp32))
+      (cfg.kernel == VerifyKernel::tensor_cores || cfg.kernel == VerifyKernel::staged ||
+       cfg.state_dtype != StateDtype::fp32))
     if (const std::string e = validate(prob.kvbuffer_verify_params(0)); !e.empty()) throw std::invalid_argument(e);
   const LaunchCheck chk = run_check([&] { return check_verify_step(prob, stream.get()); });
 
@@ -120,7 +123,7 @@ ExperimentKind spec_verify_experiment_kind() {
       launch_axis(),  // pdl: verify, accept and commit with programmatic dependent launch
       tile_axis({recurrent_verify_tiles(), kvbuffer_verify_tiles(), raw_tiles()}),
       // Rows written before the axis ran the CUDA-core kernel, which automatic no longer always means.
-      {"verify_kernel", {"automatic"}, word_axis("verify_kernel", {"automatic", "cuda_cores", "tensor_cores"}),
+      {"verify_kernel", {"automatic"}, word_axis("verify_kernel", {"automatic", "cuda_cores", "tensor_cores", "staged"}),
        /*added_later=*/true, /*older_value=*/"cuda_cores"},
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
@@ -151,12 +154,16 @@ ExperimentKind spec_verify_experiment_kind() {
     if (!kernel.empty() && kernel != "automatic" && point_buffer_form(pt) == BufferForm::raw)
       return fmt::format("verify_kernel = {} needs buffer_form = delta (the raw form has one verify kernel; allowed "
                          "with raw: automatic)", kernel);
-    // The tensor-core kernel's own limits (the shape and tile it takes), refused before anything runs.
-    if (kernel == "tensor_cores") {
+    // The tensor-core and staged kernels' own limits (the checkpoints, shape, capacity and tile they take), refused
+    // before anything runs.
+    if (kernel == "tensor_cores" || kernel == "staged") {
       KVBufferVerifyParams p;
       p.shape = point_shape(pt);
       p.tile = point_tile(pt);
-      return validate_tensor_core_verify(p);
+      if (kernel == "tensor_cores") return validate_tensor_core_verify(p);
+      p.pool.state_dtype = point_state_dtype(pt);
+      p.pool.capacity = int(pt.get_int("buffer_size")) - 1 + int(pt.get_int("draft_tokens"));  // VerifyProblem's
+      return validate_staged_verify(p);
     }
     return std::string();
   };

@@ -48,7 +48,7 @@ TEST(CliInputs, ABadAxisValueNamesWhereItWasGiven) {
   TempDir dir;
   const std::string config = kSource + "/experiments/spec_verify.toml";
   expect_refused(run_kvb(dir, "sweep --config " + shell_quote(config) + " --dry-run --set verify_kernel=bogus"),
-                 {"--set verify_kernel = 'bogus' is not known (allowed: automatic, cuda_cores, tensor_cores)"},
+                 {"--set verify_kernel = 'bogus' is not known (allowed: automatic, cuda_cores, tensor_cores, staged)"},
                  "--set");
   const std::string bad = dir.file("bad.toml");
   test::write_text(bad, "[experiment]\nname = \"x\"\nkind = \"spec_verify\"\n[axes]\nbatch = [0]\n");

@@ -49,6 +49,22 @@ TEST(VerifyStateDtypeAxis, DefaultsToFp32AndTakesBf16OnTheTensorCoreKernel) {
   EXPECT_EQ(verify_point_reason({"variant=kvbuffer_verify", "buffer_form=raw", "state_dtype=fp32"}), "");
 }
 
+TEST(VerifyStateDtypeAxis, StagedKernelTakesBf16CheckpointsUpTo32EntriesASlot) {
+  EXPECT_EQ(verify_point_reason({"variant=kvbuffer_verify", "verify_kernel=staged", "state_dtype=bf16",
+                                 "buffer_size=16", "draft_tokens=8"}),
+            "");
+  EXPECT_EQ(verify_point_reason({"variant=kvbuffer_verify", "verify_kernel=staged", "state_dtype=fp32"}),
+            "state_dtype = fp32: kernel = staged takes bf16 checkpoints (allowed with fp32: kernel = automatic, "
+            "cuda_cores or tensor_cores)");
+  EXPECT_EQ(verify_point_reason({"variant=kvbuffer_verify", "verify_kernel=staged", "state_dtype=bf16",
+                                 "buffer_size=32", "draft_tokens=4"}),
+            "pool.capacity = 35: kernel = staged holds at most 32 entries a slot (buffer_size - 1 + draft_tokens <= "
+            "32)");
+  EXPECT_EQ(verify_point_reason({"variant=kvbuffer_verify", "verify_kernel=automatic", "state_dtype=bf16",
+                                 "buffer_size=32", "draft_tokens=4"}),
+            "");  // the tensor-core kernel takes it
+}
+
 TEST(VerifyStateDtypeAxis, RefusesBf16WhereNoVerifyKernelTakesItInOneLine) {
   const std::pair<std::vector<std::string>, std::string> cases[] = {
       {{"variant=recurrent_verify", "state_dtype=bf16"},
@@ -58,7 +74,7 @@ TEST(VerifyStateDtypeAxis, RefusesBf16WhereNoVerifyKernelTakesItInOneLine) {
        "state_dtype = bf16 is not supported with buffer_form = raw (allowed with raw: fp32)"},
       {{"variant=kvbuffer_verify", "verify_kernel=cuda_cores", "state_dtype=bf16"},
        "state_dtype = bf16 is not supported with verify_kernel = cuda_cores (allowed with cuda_cores: fp32; bf16 with "
-       "automatic and tensor_cores)"},
+       "automatic, tensor_cores and staged)"},
       {{"variant=kvbuffer_verify", "tile=128x256", "state_dtype=bf16"},
        "state_dtype = bf16 is not supported with tile = 128x256: the tensor-core verify kernel, the one that takes "
        "bf16 checkpoints, has one block shape (allowed with bf16: tile = auto)"},

@@ -63,7 +63,10 @@ void run_bf16_rounds(const VerifyConfig& cfg, int rounds) {
   ASSERT_EQ(validate(prob.kvbuffer_verify_params(0)), "");
   KVBufferVerifyLaunch launch;
   ASSERT_EQ(describe_kvbuffer_verify_launch(prob.kvbuffer_verify_params(0), launch), cudaSuccess);
-  EXPECT_EQ(launch.kernel, VerifyKernel::tensor_cores);  // the one verify kernel that takes bf16 checkpoints
+  // automatic takes the staged kernel for bf16 checkpoints from 6 drafts at this batch (32 rows: too few items an
+  // SM for the rule's 4-draft half), the tensor-core kernel below.
+  const VerifyKernel automatic = cfg.draft_tokens >= 6 ? VerifyKernel::staged : VerifyKernel::tensor_cores;
+  EXPECT_EQ(launch.kernel, cfg.kernel == VerifyKernel::automatic ? automatic : cfg.kernel);
   CudaStream stream;
   Bf16StateUnits units;
   int folded = 0;
@@ -98,18 +101,37 @@ void run_bf16_rounds(const VerifyConfig& cfg, int rounds) {
   EXPECT_GE(double(units.equal), 0.999 * double(units.compared()));
 }
 
+// Both kernels that take bf16 checkpoints at every draft count: the tensor-core kernel, and the staged one (forced,
+// or as automatic's choice).
 TEST(Bf16StateVerifyGpu, KVBufferVerifyStoresTheRoundedFoldAtB8) {
   KVB_REQUIRE_GPU();
-  for (int m = 1; m <= kMaxDraftTokens; ++m)
-    run_bf16_rounds(bf16_config(8, m, m % 2 ? VerifyKernel::automatic : VerifyKernel::tensor_cores, "all"), 1);
+  for (int m = 1; m <= kMaxDraftTokens; ++m) {
+    run_bf16_rounds(bf16_config(8, m, VerifyKernel::tensor_cores, "all"), 1);
+    run_bf16_rounds(bf16_config(8, m, m % 2 ? VerifyKernel::automatic : VerifyKernel::staged, "all"), 1);
+  }
 }
 
 TEST(Bf16StateVerifyGpu, KVBufferVerifyStoresTheRoundedFoldAtB16) {
   KVB_REQUIRE_GPU();
-  for (int m = 1; m <= kMaxDraftTokens; ++m)
-    run_bf16_rounds(bf16_config(16, m, m % 2 ? VerifyKernel::tensor_cores : VerifyKernel::automatic,
-                                m <= 4 ? "all" : "0.7"),
-                    1);
+  for (int m = 1; m <= kMaxDraftTokens; ++m) {
+    const char* accepted = m <= 4 ? "all" : "0.7";
+    run_bf16_rounds(bf16_config(16, m, VerifyKernel::tensor_cores, accepted), 1);
+    run_bf16_rounds(bf16_config(16, m, m % 2 ? VerifyKernel::staged : VerifyKernel::automatic, accepted), 1);
+  }
+}
+
+// Where the pool holds more entries than the staged kernel stages (B = 32, m = 8: capacity 39), automatic takes the
+// tensor-core kernel, which passes the same check.
+TEST(Bf16StateVerifyGpu, AutomaticTakesTheTensorCoreKernelPastTheStagedKernelsCapacity) {
+  KVB_REQUIRE_GPU();
+  VerifyConfig cfg = bf16_config(32, 8, VerifyKernel::automatic, "all");
+  VerifyProblem prob(cfg);
+  KVBufferVerifyLaunch launch;
+  ASSERT_EQ(describe_kvbuffer_verify_launch(prob.kvbuffer_verify_params(0), launch), cudaSuccess);
+  EXPECT_EQ(launch.kernel, VerifyKernel::tensor_cores);
+  CudaStream stream;
+  const VerifyCheck chk = check_verify_step(prob, stream.get());
+  EXPECT_TRUE(chk.pass()) << chk.detail;
 }
 
 TEST(Bf16StateVerifyGpu, CudaCoreKernelRefusesTheProblemsBf16Checkpoints) {
@@ -119,6 +141,26 @@ TEST(Bf16StateVerifyGpu, CudaCoreKernelRefusesTheProblemsBf16Checkpoints) {
   EXPECT_NE(e.find("state_dtype"), std::string::npos) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   EXPECT_EQ(launch_kvbuffer_verify(prob.kvbuffer_verify_params(0), nullptr), cudaErrorInvalidValue);
+}
+
+TEST(Bf16StateVerifyValidation, StagedKernelRefusesFp32CheckpointsAndLargeBuffersNamingTheField) {
+  KVBufferVerifyParams p = test::unread_verify_params(kQwen3Next, 64, 4, 16, OutputDtype::bf16);
+  p.kernel = VerifyKernel::staged;
+  p.pool.state_dtype = StateDtype::fp32;
+  std::string e = validate(p);
+  EXPECT_NE(e.find("state_dtype = fp32"), std::string::npos) << e;
+  EXPECT_NE(e.find("staged"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  p.pool.state_dtype = StateDtype::bf16;
+  EXPECT_EQ(validate(p), "");
+  p = test::unread_verify_params(kQwen3Next, 64, 4, 32, OutputDtype::bf16);
+  p.kernel = VerifyKernel::staged;
+  p.pool.state_dtype = StateDtype::bf16;
+  e = validate(p);
+  EXPECT_NE(e.find("pool.capacity = 35"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  p.kernel = VerifyKernel::automatic;  // the tensor-core kernel takes it
+  EXPECT_EQ(validate(p), "");
 }
 
 TEST(Bf16StateVerifyValidation, CudaCoreKernelRefusesBf16CheckpointsNamingStateDtype) {

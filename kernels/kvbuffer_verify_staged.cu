@@ -1,0 +1,510 @@
+// KVBuffer speculative verification with the checkpoint slice staged in shared memory (VerifyKernel::staged;
+// DESIGN.md section 3, delta form; bf16 checkpoints, head dims 128 x 128).
+//
+// One block of four warps per (row, value head). At its start the block asks for its key tile (the drafts' raw keys
+// and queries, the entries' raw keys) and its whole 32 KiB slice (cp.async; the slice's 16-byte chunks swizzled by
+// row so that ldmatrix reads them without bank conflicts), and for every small input at once, so that each resident
+// block keeps its slice in flight and waits for one round trip; everything the slice does not feed (the drafts'
+// gates, norms and decays, the key products, each entry's and draft's coefficients, the buffer's share of each value
+// column) is formed while the slice lands, each step a short chain. Once it has landed:
+// - a due row (n >= B) folds its n entries into it, warp w its 32 value columns, as m16n8k16 bf16 products in the
+//   transposed orientation S^T[v][k] = e^{G_n} S0^T + sum_j (w_j / |k_j| u_j[v]) k_j[k]: the weighted deltas (fp32,
+//   loaded straight into A fragments) split in three bf16 parts, the raw keys exact as B, the slice read and written
+//   in place by ldmatrix / stmatrix .trans; the fold is rounded to bf16 where it is stored (shared memory and the
+//   pool), and its drafts are computed from it with an empty buffer;
+// - every row: P = X S over the warp's columns, X the drafts' raw keys (rows 0 .. m - 1) and raw queries (rows
+//   8 .. 8 + m - 1), all exact bf16 operands with fp32 accumulators; the norms scale P afterwards;
+// - thread t then owns value column t: the drafts' deltas in order (the triangular dependency) and their outputs,
+//   u_i = beta_i (v_i - e^{G_i} P_k[i] / |k_i| - sum_j c^k_ij u_j - sum_{i'<i} d^k_ii' u_i'),
+//   o_i = e^{G_i} P_q[i] r_q,i + sum_j c^q_ij u_j + sum_{i'<=i} d^q_ii' u_i',
+//   with the buffer's coefficients c (entry j's decay to draft i times the key products) and the drafts' own d.
+// Entries written as the other verify kernels write them (kvbuffer_verify_device.cuh): past the entries for a row
+// that is not due; over entries 0 .. m - 1 for a due row, whose keys the key group's last block writes.
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "kernels/gdn_device.cuh"
+#include "kernels/gdn_params.h"
+#include "kernels/kvbuffer_device.cuh"
+#include "kernels/kvbuffer_verify_device.cuh"
+#include "kernels/launch_util.h"
+#include "kernels/mma_tf32.cuh"
+#include "kernels/pdl.cuh"
+#include "kernels/verify_launch.h"
+
+namespace kvb {
+namespace {
+
+using namespace dev;
+
+constexpr int kStK = 128, kStV = 128;          ///< the head dims the kernel takes
+constexpr int kStThreads = 128, kStWarps = 4;  ///< four warps, 32 value columns each
+constexpr int kStMinBlocks = 4;
+static_assert(kStThreads == 32 * kStWarps, "32 value columns a warp");
+constexpr int kStKeyPitch = 136;               ///< bf16 a row of the key tile: 272 bytes, conflict-free ldmatrix
+constexpr int kStXRows = 16;                   ///< drafts' keys at rows 0 .. m - 1, queries at rows 8 .. 8 + m - 1
+constexpr int kStQ0 = 8;
+constexpr int kStMaxEntries = 32;              ///< buffer entries a row may hold (capacity): two 16-entry k-steps
+constexpr int kStPPitch = kStV + 4;            ///< floats a row of P (the products, over the landed slice)
+
+/// The 16-byte chunk c (0 .. 15) of slice row k: stored at chunk c ^ (k % 8) of that row (256 bytes), so that the
+/// eight rows of an ldmatrix phase fall in eight distinct bank groups.
+__device__ __forceinline__ uint32_t slice_offset(int k, int c) { return uint32_t(k) * 256u + (uint32_t(c ^ (k & 7)) << 4); }
+
+/// Shared memory of one block (byte offsets), for `cap` entries a slot and M drafts.
+struct StLayout {
+  int key_rows;  ///< buffer-key rows of the key tile: cap rounded up to 16
+  int keys, gram, coef, bytes;
+  __host__ __device__ StLayout(int cap, int M) {
+    key_rows = (cap + 15) / 16 * 16;
+    keys = kStK * kStV * 2;  // after the slice
+    gram = keys + (kStXRows + key_rows) * kStKeyPitch * 2;
+    coef = gram + kStXRows * (kStXRows + key_rows) * 4;
+    bytes = coef + (2 * M * key_rows + 2 * M * M + 7 * M + 3 * key_rows + 16) * 4;
+  }
+};
+
+/// The per-block coefficients in shared memory (floats at StLayout::coef).
+template <int M>
+struct StCoef {
+  float *ck, *cq;   ///< [key_rows][M] entry j's decay to draft i times k^_j . k^_i (ck) or k^_j . q^_i (cq)
+  float *dk, *dq;   ///< [M][M] draft i' (column) to draft i (row): decay times k^_i' . k^_i (i' < i) / . q^_i (<= i)
+  float *ek, *eq;   ///< [M] the checkpoint's decay to draft i times 1 / |k_i| (ek) or r_q,i (eq)
+  float *beta, *g;  ///< [M] the drafts' gates
+  float *gd;        ///< [M] g_0 + ... + g_i
+  float *rkd, *rqd; ///< [M] the drafts' 1 / |k_i| and r_q,i (the query scale included)
+  float *suf, *rk, *wf;  ///< [key_rows] sums of the entries' log-decays after j, 1 / |k_j|, fold weights
+  float* misc;      ///< [0]: sum of the entries' log-decays; [1]: 1 when this block writes a due row's keys
+  __device__ StCoef(char* base, int key_rows) {
+    float* f = reinterpret_cast<float*>(base);
+    ck = f;
+    cq = ck + M * key_rows;
+    dk = cq + M * key_rows;
+    dq = dk + M * M;
+    ek = dq + M * M;
+    eq = ek + M;
+    beta = eq + M;
+    g = beta + M;
+    gd = g + M;
+    rkd = gd + M;
+    rqd = rkd + M;
+    suf = rqd + M;
+    rk = suf + key_rows;
+    wf = rk + key_rows;
+    misc = wf + key_rows;
+  }
+};
+
+template <int M>
+__global__ void __launch_bounds__(kStThreads, kStMinBlocks) kvbuffer_verify_staged_kernel(const KVBufferVerifyParams p) {
+  constexpr int K = kStK, V = kStV;
+  extern __shared__ __align__(128) char smem[];
+  const KVBufferPool& pool = p.pool;
+  const int cap = pool.capacity;
+  const StLayout lay(cap, M);
+  const int KR = lay.key_rows, GP = kStXRows + KR;  // key rows, Gram pitch
+  // The row: from row_order (written by the kernel before this one, so read after the PDL wait) or in batch order.
+  if (p.row_order) pdl_wait();
+  const OrderedRow ordered = p.row_order ? p.row_order[blockIdx.y] : OrderedRow{int(blockIdx.y), p.slot[blockIdx.y]};
+  const int h = blockIdx.x, row = ordered.row, slot = ordered.slot;
+  const int H = p.shape.heads_qk, HV = p.shape.heads_v, group = p.shape.group(), hk = h / group;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  if (slot < 0 || slot >= pool.num_slots) {  // padding: nothing read, outputs zeroed after the PDL wait
+    pdl_wait();
+    pdl_launch_dependents();
+    for (int i = 0; i < M; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V, 0, V, V);
+    return;
+  }
+
+  pdl_wait();
+  pdl_launch_dependents();
+
+  // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams). The row order carries
+  // the fill, so that nothing waits for its load.
+  const int n = min(max(p.row_order ? ordered.fill : pool.fill[slot], 0), cap);
+  const bool flush = n >= pool.buffer_size;
+
+  // Two groups of copies: the key tile (the drafts' raw keys and queries, then the n entries' raw keys; zero rows
+  // elsewhere), then the whole slice, which lands while the drafts' coefficients are formed.
+  const int64_t e0 = int64_t(slot) * cap;
+  bf16* const keys = reinterpret_cast<bf16*>(smem + lay.keys);
+  const uint32_t keys_s = static_cast<uint32_t>(__cvta_generic_to_shared(keys));
+  constexpr int kKeyChunks = K / 8;  // 16-byte pieces of a key row
+  const auto key_source = [&](int kr) -> const bf16* {
+    if (kr < M) return p.in.k + ((int64_t(row) * M + kr) * H + hk) * K;
+    if (kr >= kStQ0 && kr < kStQ0 + M) return p.in.q + ((int64_t(row) * M + kr - kStQ0) * H + hk) * K;
+    if (kr >= kStXRows && kr - kStXRows < n) return pool.keys + ((e0 + kr - kStXRows) * H + hk) * K;
+    return nullptr;
+  };
+  for (int idx = tid; idx < (kStXRows + KR) * kKeyChunks; idx += kStThreads) {
+    const int kr = idx / kKeyChunks, c = idx % kKeyChunks;
+    const bf16* src = key_source(kr);
+    if (src) cp_async16(keys + kr * kStKeyPitch + c * 8, src + c * 8, true);
+    else *reinterpret_cast<uint4*>(keys + kr * kStKeyPitch + c * 8) = make_uint4(0, 0, 0, 0);
+  }
+  cp_async_commit();
+  const bf16* const s0 = static_cast<const bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V;
+  const uint32_t slice_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+#pragma unroll 4
+  for (int i = tid; i < K * 16; i += kStThreads)
+    cp_async16(smem + slice_offset(i / 16, i % 16), s0 + (i / 16) * V + (i % 16) * 8, true);
+  cp_async_commit();
+
+  const int64_t draft_entry = e0 + (flush ? 0 : n);  // the drafts' first buffer entry
+  const int64_t delta_stride = int64_t(HV) * V;
+  const float* const deltas = pool.deltas + e0 * delta_stride + int64_t(h) * V;
+
+  // Everything small at once: gate inputs (warp 3, lane i: draft i), the entries' log-decays (warp 2, lane j: entry
+  // j), the drafts' values of column tid.
+  GateInputs gate_in;
+  if (warp == 3 && lane < M) gate_in = load_gate_inputs(p.in, int64_t(row) * M + lane, h, HV);
+  const float lg_j = warp == 2 && lane < n ? pool.log_decay[(e0 + lane) * HV + h] : 0.f;
+  float vals[M];
+#pragma unroll
+  for (int i = 0; i < M; ++i) vals[i] = __bfloat162float(p.in.v[((int64_t(row) * M + i) * HV + h) * V + tid]);
+  // A row that is not due: the entries' deltas of column tid (the buffer's share). A due row: its fold's A
+  // fragments, the weighted deltas of rows v = 32 warp + 16 mt + lane / 4 (+ 8), entries 16 ks + 2 (lane % 4) (+ 1,
+  // + 8, + 9), loaded now, weighted once the weights are known.
+  float held[2 * 2 * 8];  // not due: held[j], j < 32; due: [mt][ks][8]
+  if (!flush) {
+#pragma unroll
+    for (int j = 0; j < kStMaxEntries; ++j) {
+      if (j >= n) break;
+      held[j] = deltas[j * delta_stride + tid];
+    }
+  } else {
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int v = 32 * warp + 16 * mt + g + 8 * ((e / 2) % 2);
+          const int j = 16 * ks + 2 * t + (e % 2) + 8 * (e / 4);
+          held[(mt * 2 + ks) * 8 + e] = j < n ? deltas[j * delta_stride + v] : 0.f;
+        }
+  }
+  float* const gram = reinterpret_cast<float*>(smem + lay.gram);
+  const StCoef<M> cf(smem + lay.coef, KR);
+  // What needs no key: the drafts' gates and their running sums (warp 3), the sums of the entries' log-decays after
+  // each entry (warp 2, lane j: entry j).
+  if (warp == 3) {
+    const Gate gate = form_gate(p.in, gate_in);  // lanes >= M: unused
+    float gi = lane < M ? gate.g : 0.f;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const float y = __shfl_up_sync(0xffffffffu, gi, off);
+      if (lane >= off) gi += y;
+    }
+    if (lane < M) {
+      cf.g[lane] = gate.g;
+      cf.beta[lane] = gate.beta;
+      cf.gd[lane] = gi;
+      if (!flush) pool.log_decay[(draft_entry + lane) * HV + h] = gate.g;  // past the entries: no block reads there
+    }
+  } else if (warp == 2) {
+    float incl = lg_j;  // g_j + ... + g_{n-1}
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      const float y = __shfl_down_sync(0xffffffffu, incl, off);
+      if (lane + off < 32) incl += y;
+    }
+    if (lane < n) cf.suf[lane] = incl - lg_j;
+    if (lane == 0) cf.misc[0] = incl;
+  }
+  cp_async_wait_group<1>();  // this thread's key copies have landed
+  __syncthreads();  // keys, gates, decay sums in shared memory
+
+  // A due row has read the pool's keys for the last time: it counts its arrival in its key group; the last block
+  // writes the drafts' keys over entries 0 .. m - 1 at the end.
+  if (flush && tid == 0)
+    cf.misc[1] = last_in_key_group(p, row, hk, atomicAdd(key_group_arrivals(p, row, hk), 1), 1) ? 1.f : 0.f;
+  if (warp < 2) {
+    // Key products, exact bf16 operands: warp 0 the drafts' rows against themselves (columns 0 .. 15), warp 1
+    // against the entries' keys (columns 16 .. 16 + n - 1; a row that is not due).
+    const int cols = warp == 0 ? kStXRows : (flush ? 0 : n);
+    for (int c0 = 0; c0 < cols; c0 += 16) {
+      float d[2][4] = {};
+      const int r0 = warp == 0 ? 0 : kStXRows + c0;
+#pragma unroll
+      for (int ks = 0; ks < K / 16; ++ks) {
+        uint32_t a[4], b[4];
+        ldmatrix_x4(keys_s + ((lane % 8 + 8 * ((lane / 8) % 2)) * kStKeyPitch + 16 * ks + 8 * (lane / 16)) * 2, a);
+        ldmatrix_x4(keys_s + ((r0 + lane % 8 + 8 * (lane / 16)) * kStKeyPitch + 16 * ks + 8 * ((lane / 8) % 2)) * 2,
+                    b);
+        mma_bf16(d[0], a, b[0], b[1]);
+        mma_bf16(d[1], a, b[2], b[3]);
+      }
+      const int gr = lane / 4, gc = (warp == 0 ? 0 : kStXRows + c0) + 2 * (lane % 4);
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        gram[gr * GP + gc + 8 * nt] = d[nt][0];
+        gram[gr * GP + gc + 8 * nt + 1] = d[nt][1];
+        gram[(gr + 8) * GP + gc + 8 * nt] = d[nt][2];
+        gram[(gr + 8) * GP + gc + 8 * nt + 1] = d[nt][3];
+      }
+    }
+    if (warp == 0) {  // the drafts' norms from the diagonal
+      __syncwarp();
+      if (lane < M) {
+        cf.rkd[lane] = rsqrtf(gram[lane * GP + lane] + kL2NormEps);
+        cf.rqd[lane] = p.in.scale * rsqrtf(gram[(kStQ0 + lane) * GP + kStQ0 + lane] + kL2NormEps);
+      }
+    }
+  } else if (warp == 2 && lane < n) {
+    // Entry j's 1 / |k_j|, lane j over its key (no chain of reductions).
+    const uint4* key = reinterpret_cast<const uint4*>(keys + (kStXRows + lane) * kStKeyPitch);
+    float sum = 0.f;
+#pragma unroll
+    for (int c = 0; c < kKeyChunks; ++c) {
+      const uint4 w = key[c];
+      const uint32_t x[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float lo = __uint_as_float(x[e] << 16), hi = __uint_as_float(x[e] & 0xffff0000u);
+        sum = fmaf(lo, lo, fmaf(hi, hi, sum));
+      }
+    }
+    cf.rk[lane] = rsqrtf(sum + kL2NormEps);
+  }
+  __syncthreads();  // key products, norms
+
+  // Coefficients, one a thread: the drafts' pairs (decay e^{G_i - G_i'}), the checkpoint's share of each draft,
+  // each entry's share of each draft (a row that is not due) or each entry's fold weight (a due row).
+  {
+    const float total = flush ? 0.f : cf.misc[0];  // a due row's drafts start from the folded checkpoint
+    const int entry_items = flush ? KR : n * M;
+    for (int x = tid; x < 2 * M * M + 2 * M + entry_items; x += kStThreads) {
+      if (x < 2 * M * M) {
+        const bool q = x >= M * M;
+        const int i = (x % (M * M)) / M, ip = x % M;
+        float c = 0.f;
+        if (q ? ip <= i : ip < i)
+          c = expf(cf.gd[i] - cf.gd[ip]) * cf.rkd[ip] * (q ? cf.rqd[i] : cf.rkd[i]) *
+              gram[(q ? kStQ0 + i : i) * GP + ip];
+        (q ? cf.dq : cf.dk)[i * M + ip] = c;
+      } else if (x < 2 * M * M + 2 * M) {
+        const bool q = x >= 2 * M * M + M;
+        const int i = (x - 2 * M * M) % M;
+        (q ? cf.eq : cf.ek)[i] = expf(total + cf.gd[i]) * (q ? cf.rqd[i] : cf.rkd[i]);
+      } else if (!flush) {
+        const int y = x - 2 * M * M - 2 * M, j = y / M, i = y % M;
+        const float w = expf(cf.suf[j] + cf.gd[i]) * cf.rk[j];
+        cf.ck[j * M + i] = w * cf.rkd[i] * gram[i * GP + kStXRows + j];
+        cf.cq[j * M + i] = w * cf.rqd[i] * gram[(kStQ0 + i) * GP + kStXRows + j];
+      } else {
+        const int j = x - 2 * M * M - 2 * M;
+        cf.wf[j] = j < n ? expf(cf.suf[j]) * cf.rk[j] : 0.f;  // a due row's fold weight w_j / |k_j|
+      }
+    }
+  }
+  __syncthreads();  // coefficients
+
+  // The buffer's share of column tid (a row that is not due), while the slice lands.
+  float share_k[M] = {}, share_q[M] = {};
+  if (!flush)
+#pragma unroll
+    for (int j = 0; j < kStMaxEntries; ++j) {
+      if (j >= n) break;
+      float ck[M], cq[M];  // entry j's coefficients, as 16-byte words where M allows (the rows are 16-byte aligned)
+      if constexpr (M % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < M; i += 4) {
+          *reinterpret_cast<float4*>(ck + i) = *reinterpret_cast<const float4*>(cf.ck + j * M + i);
+          *reinterpret_cast<float4*>(cq + i) = *reinterpret_cast<const float4*>(cf.cq + j * M + i);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < M; ++i) ck[i] = cf.ck[j * M + i], cq[i] = cf.cq[j * M + i];
+      }
+#pragma unroll
+      for (int i = 0; i < M; ++i) {
+        share_k[i] = fmaf(ck[i], held[j], share_k[i]);
+        share_q[i] = fmaf(cq[i], held[j], share_q[i]);
+      }
+    }
+  cp_async_wait_all();
+  __syncthreads();  // the slice has landed
+
+  const int vb = 32 * warp;  // this warp's first value column
+  if (flush) {
+    // The fold over this warp's columns, in place: D^T[v][k] = decay0 S0^T + W^T K over 16-entry k-steps.
+    const float decay0 = expf(cf.misc[0]);
+    const int t = lane % 4;
+    const int ksteps = (n + 15) / 16;
+    uint32_t a[2][2][3][4];  // [mt][ks][hi, mid, lo]
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks) {
+        const float* x = held + (mt * 2 + ks) * 8;
+        const int j0 = 16 * ks + 2 * t;
+        const float w0 = cf.wf[min(j0, KR - 1)], w1 = cf.wf[min(j0 + 1, KR - 1)];
+        const float w8 = cf.wf[min(j0 + 8, KR - 1)], w9 = cf.wf[min(j0 + 9, KR - 1)];
+        const Bf16x3Word p0 = split_bf16x3(x[0] * w0, x[1] * w1), p1 = split_bf16x3(x[2] * w0, x[3] * w1);
+        const Bf16x3Word p2 = split_bf16x3(x[4] * w8, x[5] * w9), p3 = split_bf16x3(x[6] * w8, x[7] * w9);
+        a[mt][ks][0][0] = p0.hi, a[mt][ks][0][1] = p1.hi, a[mt][ks][0][2] = p2.hi, a[mt][ks][0][3] = p3.hi;
+        a[mt][ks][1][0] = p0.mid, a[mt][ks][1][1] = p1.mid, a[mt][ks][1][2] = p2.mid, a[mt][ks][1][3] = p3.mid;
+        a[mt][ks][2][0] = p0.lo, a[mt][ks][2][1] = p1.lo, a[mt][ks][2][2] = p2.lo, a[mt][ks][2][3] = p3.lo;
+      }
+#pragma unroll 1
+    for (int ntp = 0; ntp < K / 16; ++ntp) {  // k rows 16 ntp .. + 15: two n-tiles of the transposed product
+      uint32_t c[2][4], addr[2];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        addr[mt] = slice_s + slice_offset(16 * ntp + 8 * (lane / 16) + lane % 8, (vb + 16 * mt) / 8 + (lane / 8) % 2);
+        ldmatrix_x4_trans(addr[mt], c[mt]);
+      }
+      float d[2][2][4];  // [mt][n-tile]
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          const uint32_t lo = c[mt][2 * nt], hi = c[mt][2 * nt + 1];  // rows v and v + 8
+          d[mt][nt][0] = decay0 * __uint_as_float(lo << 16);
+          d[mt][nt][1] = decay0 * __uint_as_float(lo & 0xffff0000u);
+          d[mt][nt][2] = decay0 * __uint_as_float(hi << 16);
+          d[mt][nt][3] = decay0 * __uint_as_float(hi & 0xffff0000u);
+        }
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks) {
+        if (ks >= ksteps) break;
+        uint32_t b[4];  // keys of entries 16 ks .. + 15, k rows 16 ntp .. + 15
+        ldmatrix_x4_trans(keys_s + ((kStXRows + 16 * ks + lane % 8 + 8 * ((lane / 8) % 2)) * kStKeyPitch +
+                                    16 * ntp + 8 * (lane / 16)) * 2,
+                          b);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+            for (int part = 0; part < 3; ++part) mma_bf16(d[mt][nt], a[mt][ks][part], b[2 * nt], b[2 * nt + 1]);
+      }
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        const uint32_t r[4] = {pack_bf16x2(d[mt][0][0], d[mt][0][1]), pack_bf16x2(d[mt][0][2], d[mt][0][3]),
+                               pack_bf16x2(d[mt][1][0], d[mt][1][1]), pack_bf16x2(d[mt][1][2], d[mt][1][3])};
+        stmatrix_x4_trans(addr[mt], r);
+      }
+    }
+    __syncwarp();
+    // The folded columns to the pool: 128 rows x 64 bytes, 16 bytes a lane a step, evict-first.
+    bf16* const s0w = static_cast<bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V + vb;
+#pragma unroll 4
+    for (int i = lane; i < K * 4; i += 32) {
+      const int k = i / 4, c = i % 4;
+      const uint4 w = *reinterpret_cast<const uint4*>(smem + slice_offset(k, vb / 8 + c));
+      __stcs(reinterpret_cast<uint4*>(s0w + k * V + 8 * c), w);
+    }
+  }
+
+  // P = X S over this warp's columns: 16 rows (drafts' keys, queries) x 32 columns, 8 k-steps.
+  float acc[4][4] = {};
+#pragma unroll
+  for (int ks = 0; ks < K / 16; ++ks) {
+    uint32_t a[4];
+    ldmatrix_x4(keys_s + ((lane % 8 + 8 * ((lane / 8) % 2)) * kStKeyPitch + 16 * ks + 8 * (lane / 16)) * 2, a);
+#pragma unroll
+    for (int np = 0; np < 2; ++np) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(slice_s + slice_offset(16 * ks + lane % 8 + 8 * ((lane / 8) % 2), vb / 8 + 2 * np + lane / 16),
+                        b);
+      mma_bf16(acc[2 * np], a, b[0], b[1]);
+      mma_bf16(acc[2 * np + 1], a, b[2], b[3]);
+    }
+  }
+  __syncthreads();  // every warp is done with the slice: P takes its place
+  float* const P = reinterpret_cast<float*>(smem);
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    const int r = lane / 4, c = vb + 8 * nt + 2 * (lane % 4);
+    *reinterpret_cast<float2*>(P + r * kStPPitch + c) = make_float2(acc[nt][0], acc[nt][1]);
+    *reinterpret_cast<float2*>(P + (r + 8) * kStPPitch + c) = make_float2(acc[nt][2], acc[nt][3]);
+  }
+  __syncthreads();
+
+  // Column tid: the drafts' deltas in order, then their outputs.
+  float u[M];
+#pragma unroll
+  for (int i = 0; i < M; ++i) {
+    float x = vals[i] - cf.ek[i] * P[i * kStPPitch + tid] - share_k[i];
+#pragma unroll
+    for (int ip = 0; ip < i; ++ip) x = fmaf(-cf.dk[i * M + ip], u[ip], x);
+    u[i] = cf.beta[i] * x;
+  }
+  float* const draft_deltas_out = pool.deltas + draft_entry * delta_stride + int64_t(h) * V + tid;
+#pragma unroll
+  for (int i = 0; i < M; ++i) {
+    float o = fmaf(cf.eq[i], P[(kStQ0 + i) * kStPPitch + tid], share_q[i]);
+#pragma unroll
+    for (int ip = 0; ip <= i; ++ip) o = fmaf(cf.dq[i * M + ip], u[ip], o);
+    store_output1(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V + tid, o);
+    // Past the entries (nothing reads there), or over a due row's entries 0 .. m - 1, which only this thread read.
+    draft_deltas_out[i * delta_stride] = u[i];
+  }
+  if (!flush) {
+    if (h % group == 0) write_draft_keys(p, row, draft_entry, M, hk, tid, kStThreads);  // the key group's first head
+  } else {
+    // This head's log-decays over entries 0 .. m - 1 (read by this block only, into shared memory, before the first
+    // barrier); the drafts' keys by the key group's last block to have read its entries.
+    if (tid < M) pool.log_decay[(draft_entry + tid) * HV + h] = cf.g[tid];
+    if (cf.misc[1] != 0.f) {
+      __threadfence();
+      write_draft_keys(p, row, draft_entry, M, hk, tid, kStThreads);
+    }
+  }
+}
+
+template <int M>
+cudaError_t launch_staged(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
+  const auto kernel = kvbuffer_verify_staged_kernel<M>;
+  const size_t smem = StLayout(p.pool.capacity, M).bytes;
+  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
+  if (describe) {
+    describe->kernel = VerifyKernel::staged;
+    describe->smem_bytes = smem;
+    describe->predicted_blocks_per_sm = smem_blocks_per_sm(smem);
+    describe->blocks_per_row = p.shape.heads_v;
+    return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kStThreads, smem,
+                                  describe->resident_blocks_per_sm);
+  }
+  return launch_kernel(kernel, dim3(p.shape.heads_v, p.batch), dim3(kStThreads), smem, stream, p.pdl, p);
+}
+
+}  // namespace
+
+std::string validate_staged_verify(const KVBufferVerifyParams& p) {
+  if (p.pool.state_dtype != StateDtype::bf16)
+    return std::string("state_dtype = ") + to_string(p.pool.state_dtype) +
+           ": kernel = staged takes bf16 checkpoints (allowed with fp32: kernel = automatic, cuda_cores or "
+           "tensor_cores)";
+  if (p.shape.head_dim_k != kStK || p.shape.head_dim_v != kStV)
+    return "kernel = staged takes head_dim_k = head_dim_v = " + std::to_string(kStK) + " (got " +
+           std::to_string(p.shape.head_dim_k) + " x " + std::to_string(p.shape.head_dim_v) + ")";
+  if (p.pool.capacity > kStMaxEntries)
+    return "pool.capacity = " + std::to_string(p.pool.capacity) + ": kernel = staged holds at most " +
+           std::to_string(kStMaxEntries) + " entries a slot (buffer_size - 1 + draft_tokens <= " +
+           std::to_string(kStMaxEntries) + ")";
+  if (!p.tile.is_auto())
+    return "tile = " + to_string(p.tile) + ": kernel = staged has one block shape (allowed: tile = auto)";
+  return "";
+}
+
+cudaError_t launch_staged_verify(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
+  switch (p.in.tokens) {
+    case 1: return launch_staged<1>(p, stream, describe);
+    case 2: return launch_staged<2>(p, stream, describe);
+    case 3: return launch_staged<3>(p, stream, describe);
+    case 4: return launch_staged<4>(p, stream, describe);
+    case 5: return launch_staged<5>(p, stream, describe);
+    case 6: return launch_staged<6>(p, stream, describe);
+    case 7: return launch_staged<7>(p, stream, describe);
+    case 8: return launch_staged<8>(p, stream, describe);
+  }
+  return cudaErrorInvalidValue;
+}
+static_assert(kMaxDraftTokens == 8, "launch_staged_verify covers 1 to 8 drafts");
+
+}  // namespace kvb
