@@ -627,19 +627,10 @@ cudaError_t launch_verify_tile(const KVBufferVerifyParams& p, cudaStream_t strea
 /// The draft count as a compile-time constant (every loop over drafts fully unrolled).
 template <int K, int VB>
 cudaError_t launch_verify_drafts(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
-  switch (p.in.tokens) {
-    case 1: return launch_verify_tile<K, VB, 1>(p, stream, describe);
-    case 2: return launch_verify_tile<K, VB, 2>(p, stream, describe);
-    case 3: return launch_verify_tile<K, VB, 3>(p, stream, describe);
-    case 4: return launch_verify_tile<K, VB, 4>(p, stream, describe);
-    case 5: return launch_verify_tile<K, VB, 5>(p, stream, describe);
-    case 6: return launch_verify_tile<K, VB, 6>(p, stream, describe);
-    case 7: return launch_verify_tile<K, VB, 7>(p, stream, describe);
-    case 8: return launch_verify_tile<K, VB, 8>(p, stream, describe);
-  }
-  return cudaErrorInvalidValue;
+  return with_draft_tokens(p.in.tokens, [&](auto m) {
+    return launch_verify_tile<K, VB, decltype(m)::value>(p, stream, describe);
+  });
 }
-static_assert(kMaxDraftTokens == 8, "launch_verify_drafts covers 1 to 8 drafts");
 
 }  // namespace
 

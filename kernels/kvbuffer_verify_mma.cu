@@ -776,18 +776,8 @@ std::string validate_tensor_core_verify(const KVBufferVerifyParams& p) {
 
 cudaError_t launch_tensor_core_verify(const KVBufferVerifyParams& p, cudaStream_t stream,
                                       KVBufferVerifyLaunch* describe) {
-  switch (p.in.tokens) {
-    case 1: return launch_tc_drafts<1>(p, stream, describe);
-    case 2: return launch_tc_drafts<2>(p, stream, describe);
-    case 3: return launch_tc_drafts<3>(p, stream, describe);
-    case 4: return launch_tc_drafts<4>(p, stream, describe);
-    case 5: return launch_tc_drafts<5>(p, stream, describe);
-    case 6: return launch_tc_drafts<6>(p, stream, describe);
-    case 7: return launch_tc_drafts<7>(p, stream, describe);
-    case 8: return launch_tc_drafts<8>(p, stream, describe);
-  }
-  return cudaErrorInvalidValue;
+  return with_draft_tokens(p.in.tokens,
+                           [&](auto m) { return launch_tc_drafts<decltype(m)::value>(p, stream, describe); });
 }
-static_assert(kMaxDraftTokens == 8, "launch_tensor_core_verify covers 1 to 8 drafts");
 
 }  // namespace kvb
