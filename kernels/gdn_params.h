@@ -329,6 +329,8 @@ std::string validate_tensor_core_verify(const KVBufferVerifyParams& p);
 /// "" when the staged verify kernel takes p (bf16 checkpoints, head_dim_k = head_dim_v = 128, pool capacity <= 32,
 /// tile auto), else the reason naming the field and the allowed values. validate(p) asks it when p.kernel is staged.
 std::string validate_staged_verify(const KVBufferVerifyParams& p);
+/// Largest pool capacity (B - 1 + m entries a slot) the staged verify kernel stages: two 16-entry products of its fold.
+constexpr int kStagedVerifyMaxEntries = 32;
 
 cudaError_t launch_recurrent_verify(const RecurrentVerifyParams& p, cudaStream_t stream);
 cudaError_t launch_recurrent_accept(const RecurrentAcceptParams& p, cudaStream_t stream);

@@ -45,7 +45,8 @@ static_assert(kStThreads == 32 * kStWarps, "32 value columns a warp");
 constexpr int kStKeyPitch = 136;               ///< bf16 a row of the key tile: 272 bytes, conflict-free ldmatrix
 constexpr int kStXRows = 16;                   ///< drafts' keys at rows 0 .. m - 1, queries at rows 8 .. 8 + m - 1
 constexpr int kStQ0 = 8;
-constexpr int kStMaxEntries = 32;              ///< buffer entries a row may hold (capacity): two 16-entry k-steps
+constexpr int kStMaxEntries = kStagedVerifyMaxEntries;  ///< buffer entries a row may hold (capacity)
+static_assert(kStMaxEntries == 32, "a due row's fold takes its entries in two 16-entry k-steps (held[32])");
 constexpr int kStPPitch = kStV + 4;            ///< floats a row of P (the products, over the landed slice)
 
 /// The 16-byte chunk c (0 .. 15) of slice row k: stored at chunk c ^ (k % 8) of that row (256 bytes), so that the

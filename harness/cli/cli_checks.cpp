@@ -70,4 +70,14 @@ std::string unknown_option(const CLI::App& app, int argc, const char* const* arg
   return "";
 }
 
+std::string one_line(const std::string& message) {
+  std::string out;
+  out.reserve(message.size());
+  for (const char c : message) {
+    if (c == '\n' || c == '\r') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
 }  // namespace kvb::cli

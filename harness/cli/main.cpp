@@ -44,7 +44,9 @@ int main(int argc, char** argv) {
   sweep_cmd->add_option("--out", sweep.out,
                         "result CSV (default results/<experiment name>.csv; resumed when it exists)")
       ->check(non_empty("a file path such as results/NAME.csv"));
-  sweep_cmd->add_option("--set", sweep.sets, "override an axis: AXIS=V1,V2,... (repeatable)");
+  // One value an occurrence, so that a file name after it is not taken as a second override.
+  sweep_cmd->add_option("--set", sweep.sets, "override an axis: AXIS=V1,V2,... (repeatable)")
+      ->allow_extra_args(false);
   sweep_cmd->add_flag("--dry-run", sweep.dry_run, "print the points and exit (works without a GPU)");
   sweep_cmd->add_option("--l2", sweep.l2, "L2 state between samples: cold (flushed) or hot")
       ->check(CLI::IsMember({"cold", "hot"}));
@@ -69,7 +71,8 @@ int main(int argc, char** argv) {
   merge_cmd->add_option("inputs", merge.inputs, "shard CSVs")->required();
   merge_cmd->add_option("--config", merge.config, "order rows as in this config's full grid; check its experiment")
       ->check(non_empty("a TOML file such as experiments/decode_latency.toml"));
-  merge_cmd->add_option("--set", merge.sets, "axis override of that grid: AXIS=V1,V2,... (repeatable)");
+  merge_cmd->add_option("--set", merge.sets, "axis override of that grid: AXIS=V1,V2,... (repeatable)")
+      ->allow_extra_args(false);
   merge_cmd->add_flag("--force", merge.force, "replace OUT when it exists");
 
   CompareCommandOptions compare;
@@ -153,13 +156,13 @@ int main(int argc, char** argv) {
     const int code = dispatch();
     return kvb::interrupt_signal() ? kvb::interrupt_exit_code() : code;
   } catch (const kvb::UsageError& e) {
-    fmt::print(stderr, "kvb: {}\n", e.what());
+    fmt::print(stderr, "kvb: {}\n", one_line(e.what()));
     return 2;
   } catch (const kvb::CudaError& e) {
-    fmt::print(stderr, "kvb: CUDA error: {}\n", e.what());
+    fmt::print(stderr, "kvb: CUDA error: {}\n", one_line(e.what()));
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "kvb: error: {}\n", e.what());
+    fmt::print(stderr, "kvb: error: {}\n", one_line(e.what()));
     return 1;
   }
 }

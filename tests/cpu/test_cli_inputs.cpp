@@ -56,6 +56,19 @@ TEST(CliInputs, ABadAxisValueNamesWhereItWasGiven) {
                  {bad + ":5: [axes] batch = '0' is out of range (allowed: integers 1 to 4096)"}, "config");
 }
 
+TEST(CliInputs, AValueHoldingALineBreakStaysOneLineAndSetTakesOneValue) {
+  TempDir dir;
+  const std::string config = kSource + "/experiments/spec_verify.toml";
+  expect_refused(run_kvb(dir, "sweep --config " + shell_quote(config) + " --dry-run --set \"$(printf 'verify_kernel=staged\\nfoo')\""),
+                 {"--set verify_kernel = 'staged\\nfoo' is not known"}, "line break");
+  // A file name after --set is not taken as a second override: merge reports its missing input, not OUT.
+  const std::string out = dir.file("out.csv");
+  expect_refused(run_kvb(dir, "merge --config " + shell_quote(config) + " --set batch=64 " +
+                                  shell_quote(out) + " " + shell_quote(dir.file("missing.csv"))),
+                 {"missing.csv"}, "--set then files");
+  EXPECT_FALSE(fs::exists(out));
+}
+
 TEST(CliInputs, AWordForANumberIsCalledSo) {
   TempDir dir;
   const std::string config = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml");

@@ -54,12 +54,12 @@ TEST(VerifyStateDtypeAxis, StagedKernelTakesBf16CheckpointsUpTo32EntriesASlot) {
                                  "buffer_size=16", "draft_tokens=8"}),
             "");
   EXPECT_EQ(verify_point_reason({"variant=kvbuffer_verify", "verify_kernel=staged", "state_dtype=fp32"}),
-            "state_dtype = fp32: kernel = staged takes bf16 checkpoints (allowed with fp32: kernel = automatic, "
-            "cuda_cores or tensor_cores)");
+            "verify_kernel = staged is not supported with state_dtype = fp32 (allowed with staged: state_dtype = "
+            "bf16)");
   EXPECT_EQ(verify_point_reason({"variant=kvbuffer_verify", "verify_kernel=staged", "state_dtype=bf16",
                                  "buffer_size=32", "draft_tokens=4"}),
-            "pool.capacity = 35: kernel = staged holds at most 32 entries a slot (buffer_size - 1 + draft_tokens <= "
-            "32)");
+            "verify_kernel = staged is not supported with buffer_size - 1 + draft_tokens = 35 (allowed with staged: at "
+            "most 32)");
   EXPECT_EQ(verify_point_reason({"variant=kvbuffer_verify", "verify_kernel=automatic", "state_dtype=bf16",
                                  "buffer_size=32", "draft_tokens=4"}),
             "");  // the tensor-core kernel takes it
