@@ -70,3 +70,10 @@ REPLAYSSM_VERIFY_US = _by(_ROWS, "replayssm_verify", "draft_tokens")
 REPLAYSSM_VERIFY_LABEL = "ReplaySSM verify alone (anchor, H200)"
 REPLAYSSM_VERIFY_COMMIT_US = _by(_ROWS, "replayssm_verify_flush_commit", "draft_tokens")
 REPLAYSSM_VERIFY_COMMIT_LABEL = "ReplaySSM verify + flush + commit, all (anchor, H200)"
+
+# FlashInfer 0.7.2's bf16-state ring verify (gdn_decode_bf16_wy_ucache; bf16 checkpoint, fp32 accumulators): verify
+# alone, and verify + flush in steady state. Draft tokens m -> {batch -> per-layer us}. Drawn on bf16-state figures.
+FLASHINFER_BF16_VERIFY_US = _by(_ROWS, "flashinfer_bf16_wy_verify", "draft_tokens")
+FLASHINFER_BF16_VERIFY_LABEL = "FlashInfer bf16-state verify alone (anchor, H200)"
+FLASHINFER_BF16_VERIFY_FLUSH_US = _by(_ROWS, "flashinfer_bf16_wy_verify_flush", "draft_tokens")
+FLASHINFER_BF16_VERIFY_FLUSH_LABEL = "FlashInfer bf16-state verify + flush, steady (anchor, H200)"

@@ -148,7 +148,8 @@ def read_state_floor_us(batch: float, state_bytes: float, read_gbps: float) -> f
     return batch * state_bytes / (read_gbps * 1e3)
 
 
-def is_qwen3_next_tp1(row: Mapping[str, str], path) -> bool:
-    """True when the row's shape is the one the anchors (results/anchors.csv) measured: HV = 32, K = V = 128, fp32 state."""
+def is_qwen3_next_tp1(row: Mapping[str, str], path, state_dtype: str = "fp32") -> bool:
+    """True when the row's shape is the one the anchors (results/anchors.csv) measured: HV = 32, K = V = 128, with
+    `state_dtype` states (fp32 for most anchors; bf16 for FlashInfer's bf16-state verify)."""
     hv, k, v = (style.num(row, c, path) for c in SHAPE_COLUMNS)
-    return (hv, k, v) == (32, 128, 128) and (row.get("state_dtype") or "").strip() == "fp32"
+    return (hv, k, v) == (32, 128, 128) and (row.get("state_dtype") or "").strip() == state_dtype

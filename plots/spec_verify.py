@@ -66,6 +66,7 @@ def build(rows, path):
         series_key(r, path)
     batches = sorted({int(style.num(r, "batch", path)) for r in rows})
     anchor_shape = dd.is_qwen3_next_tp1(rows[0], path)
+    bf16_anchor_shape = dd.is_qwen3_next_tp1(rows[0], path, "bf16")
     fig, axes = style.figure((8.4, 3.6 * len(batches)), nrows=len(batches), sharex=True)
     all_m: set[int] = set()
     for ax, batch in zip(axes, batches):
@@ -90,11 +91,16 @@ def build(rows, path):
                 if acc == accepted_values[0]:
                     ax.plot(m, [style.num(r, "verify_us_median", path) for r in pts], color=colour, ls=":",
                             lw=1.0, label=f"{label}, verify alone", zorder=2)
+        anchor_series = []
         if anchor_shape:
-            for series, label, marker in ((anchors.SPEC_VERIFY_US, anchors.SPEC_VERIFY_LABEL, "x"),
-                                          (anchors.REPLAYSSM_VERIFY_US, anchors.REPLAYSSM_VERIFY_LABEL, "1"),
-                                          (anchors.REPLAYSSM_VERIFY_COMMIT_US, anchors.REPLAYSSM_VERIFY_COMMIT_LABEL,
-                                           "D")):
+            anchor_series = [(anchors.SPEC_VERIFY_US, anchors.SPEC_VERIFY_LABEL, "x"),
+                             (anchors.REPLAYSSM_VERIFY_US, anchors.REPLAYSSM_VERIFY_LABEL, "1"),
+                             (anchors.REPLAYSSM_VERIFY_COMMIT_US, anchors.REPLAYSSM_VERIFY_COMMIT_LABEL, "D")]
+        elif bf16_anchor_shape:
+            anchor_series = [(anchors.FLASHINFER_BF16_VERIFY_US, anchors.FLASHINFER_BF16_VERIFY_LABEL, "1"),
+                             (anchors.FLASHINFER_BF16_VERIFY_FLUSH_US, anchors.FLASHINFER_BF16_VERIFY_FLUSH_LABEL, "D")]
+        if anchor_series:
+            for series, label, marker in anchor_series:
                 am = sorted(m for m, by_b in series.items() if batch in by_b)
                 if am:
                     ax.plot(am, [series[m][batch] for m in am], ls="none", marker=marker, ms=7,
@@ -111,11 +117,15 @@ def build(rows, path):
     last.set_xlabel("draft tokens m")
     layers = style.distinct(rows, "layers")
     kernels = style.distinct(rows, "kernel")
+    kernel_note = (f", KVBuffer verify kernel: {kernels[0]}" if len(kernels) == 1
+                   else f", KVBuffer verify kernels: {', '.join(kernels)}" if kernels else "")
     fig.suptitle("GDN speculative verification per layer" + (f", {layers[0]} layers per step" if layers else "")
-                 + (f", KVBuffer verify kernel: {kernels[0]}" if len(kernels) == 1 else ""), fontsize=10)
+                 + kernel_note, fontsize=10)
+    anchor_note = ("the FlashInfer tri-markers are verify alone" if bf16_anchor_shape
+                   else "the SGLang anchor and the ReplaySSM tri-markers are verify alone")
     style.footnote(fig, rows, path, extra="verify + accept: median, error bars p10..p90; accepted 0.7 = each draft "
                    "accepted with probability 0.7 until the first rejection, all = every draft accepted; "
-                   "plain launches; the SGLang anchor and the ReplaySSM tri-markers are verify alone")
+                   f"plain launches; {anchor_note}")
     return fig
 
 

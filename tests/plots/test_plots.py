@@ -598,6 +598,25 @@ def test_spec_verify_draws_replayssm_anchors_and_refuses_mixed_verify_kernels():
     assert "tensor_cores" in one._suptitle.get_text()
 
 
+def test_spec_verify_draws_flashinfers_bf16_anchors_on_bf16_figures_only():
+    """bf16-state rows at the anchors' shape get FlashInfer's bf16-state verify (alone, and + flush) as reference
+    markers and no fp32 anchor; fp32 rows get the fp32 anchors and not FlashInfer's bf16 ones."""
+    module = importlib.import_module("spec_verify")
+    rows = [dict(r, heads_v="32", head_dim_k="128", head_dim_v="128", batch="64")
+            for r in synthetic_spec_verify_rows() if r["status"] == "ok" and r["batch"] == "8"]
+    bf16 = [dict(r, state_dtype="bf16") for r in rows if r["variant"] == "kvbuffer_verify"]
+    fig = module.build(bf16, "synthetic")
+    labels = [line.get_label() for line in fig.axes[0].lines]
+    for series, name in ((anchors.FLASHINFER_BF16_VERIFY_US, "FlashInfer bf16-state verify alone"),
+                         (anchors.FLASHINFER_BF16_VERIFY_FLUSH_US, "FlashInfer bf16-state verify + flush")):
+        drawn = [line for line in fig.axes[0].lines if line.get_label().startswith(name)]
+        assert len(drawn) == 1
+        assert list(drawn[0].get_ydata()) == [series[m][64] for m in sorted(series)]
+    assert not any("SGLang" in label or "ReplaySSM" in label for label in labels)
+    fp32 = module.build(rows, "synthetic")
+    assert not any("FlashInfer" in line.get_label() for line in fp32.axes[0].lines)
+
+
 def test_spec_verify_draws_plain_launches_only():
     module = importlib.import_module("spec_verify")
     rows = [r for r in synthetic_spec_verify_rows() if r["status"] == "ok"]
