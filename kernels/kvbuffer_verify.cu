@@ -654,7 +654,6 @@ std::string validate(const KVBufferVerifyParams& p) {
       return std::string("state_dtype = ") + to_string(p.pool.state_dtype) +
              ": kernel = cuda_cores takes fp32 checkpoints (allowed with bf16: kernel = automatic, tensor_cores or "
              "staged)";
-    if (validate_staged_verify(p).empty() && p.kernel == VerifyKernel::automatic) return "";
     if (auto e = validate_tensor_core_verify(p); !e.empty())
       return std::string("state_dtype = ") + to_string(p.pool.state_dtype) + " takes the tensor-core kernel: " + e;
   }

@@ -53,19 +53,6 @@ constexpr int kStPPitch = kStV + 4;            ///< floats a row of P (the produ
 /// eight rows of an ldmatrix phase fall in eight distinct bank groups.
 __device__ __forceinline__ uint32_t slice_offset(int k, int c) { return uint32_t(k) * 256u + (uint32_t(c ^ (k & 7)) << 4); }
 
-/// Shared memory of one block (byte offsets), for `cap` entries a slot and M drafts.
-struct StLayout {
-  int key_rows;  ///< buffer-key rows of the key tile: cap rounded up to 16
-  int keys, gram, coef, bytes;
-  __host__ __device__ StLayout(int cap, int M) {
-    key_rows = (cap + 15) / 16 * 16;
-    keys = kStK * kStV * 2;  // after the slice
-    gram = keys + (kStXRows + key_rows) * kStKeyPitch * 2;
-    coef = gram + kStXRows * (kStXRows + key_rows) * 4;
-    bytes = coef + (2 * M * key_rows + 2 * M * M + 7 * M + 3 * key_rows + 16) * 4;
-  }
-};
-
 /// The per-block coefficients in shared memory (floats at StLayout::coef).
 template <int M>
 struct StCoef {
@@ -77,6 +64,8 @@ struct StCoef {
   float *rkd, *rqd; ///< [M] the drafts' 1 / |k_i| and r_q,i (the query scale included)
   float *suf, *rk, *wf;  ///< [key_rows] sums of the entries' log-decays after j, 1 / |k_j|, fold weights
   float* misc;      ///< [0]: sum of the entries' log-decays; [1]: 1 when this block writes a due row's keys
+  /// Floats the arrays above take, in their order below.
+  __host__ __device__ static int floats(int key_rows) { return 2 * M * key_rows + 2 * M * M + 7 * M + 3 * key_rows + 16; }
   __device__ StCoef(char* base, int key_rows) {
     float* f = reinterpret_cast<float*>(base);
     ck = f;
@@ -97,29 +86,40 @@ struct StCoef {
   }
 };
 
+/// Shared memory of one block (byte offsets), for `cap` entries a slot and M drafts.
+template <int M>
+struct StLayout {
+  int key_rows;  ///< buffer-key rows of the key tile: cap rounded up to 16
+  int keys, gram, coef, bytes;
+  __host__ __device__ explicit StLayout(int cap) {
+    key_rows = (cap + 15) / 16 * 16;
+    keys = kStK * kStV * 2;  // after the slice
+    gram = keys + (kStXRows + key_rows) * kStKeyPitch * 2;
+    coef = gram + kStXRows * (kStXRows + key_rows) * 4;
+    bytes = coef + StCoef<M>::floats(key_rows) * 4;
+  }
+};
+
 template <int M>
 __global__ void __launch_bounds__(kStThreads, kStMinBlocks) kvbuffer_verify_staged_kernel(const KVBufferVerifyParams p) {
   constexpr int K = kStK, V = kStV;
   extern __shared__ __align__(128) char smem[];
   const KVBufferPool& pool = p.pool;
   const int cap = pool.capacity;
-  const StLayout lay(cap, M);
+  const StLayout<M> lay(cap);
   const int KR = lay.key_rows, GP = kStXRows + KR;  // key rows, Gram pitch
-  // The row: from row_order (written by the kernel before this one, so read after the PDL wait) or in batch order.
-  if (p.row_order) pdl_wait();
+  // Nothing is requested before the PDL wait: the row order, the keys and the fill come from the kernels before.
+  pdl_wait();
+  pdl_launch_dependents();
+  // The row: from row_order or in batch order.
   const OrderedRow ordered = p.row_order ? p.row_order[blockIdx.y] : OrderedRow{int(blockIdx.y), p.slot[blockIdx.y]};
   const int h = blockIdx.x, row = ordered.row, slot = ordered.slot;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, group = p.shape.group(), hk = h / group;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  if (slot < 0 || slot >= pool.num_slots) {  // padding: nothing read, outputs zeroed after the PDL wait
-    pdl_wait();
-    pdl_launch_dependents();
+  if (slot < 0 || slot >= pool.num_slots) {  // padding: nothing read, outputs zeroed
     for (int i = 0; i < M; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V, 0, V, V);
     return;
   }
-
-  pdl_wait();
-  pdl_launch_dependents();
 
   // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams). The row order carries
   // the fill, so that nothing waits for its load.
@@ -132,6 +132,10 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks) kvbuffer_verify_stag
   bf16* const keys = reinterpret_cast<bf16*>(smem + lay.keys);
   const uint32_t keys_s = static_cast<uint32_t>(__cvta_generic_to_shared(keys));
   constexpr int kKeyChunks = K / 8;  // 16-byte pieces of a key row
+  // The A fragment of k-step ks over the drafts' rows 0 .. 15 (ldmatrix_x4: rows 0-7 / 8-15, columns 0-7 / 8-15).
+  const auto drafts_fragment = [&](int ks) {
+    return keys_s + ((lane % 8 + 8 * ((lane / 8) % 2)) * kStKeyPitch + 16 * ks + 8 * (lane / 16)) * 2;
+  };
   const auto key_source = [&](int kr) -> const bf16* {
     if (kr < M) return p.in.k + ((int64_t(row) * M + kr) * H + hk) * K;
     if (kr >= kStQ0 && kr < kStQ0 + M) return p.in.q + ((int64_t(row) * M + kr - kStQ0) * H + hk) * K;
@@ -232,7 +236,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks) kvbuffer_verify_stag
 #pragma unroll
       for (int ks = 0; ks < K / 16; ++ks) {
         uint32_t a[4], b[4];
-        ldmatrix_x4(keys_s + ((lane % 8 + 8 * ((lane / 8) % 2)) * kStKeyPitch + 16 * ks + 8 * (lane / 16)) * 2, a);
+        ldmatrix_x4(drafts_fragment(ks), a);
         ldmatrix_x4(keys_s + ((r0 + lane % 8 + 8 * (lane / 16)) * kStKeyPitch + 16 * ks + 8 * ((lane / 8) % 2)) * 2,
                     b);
         mma_bf16(d[0], a, b[0], b[1]);
@@ -261,12 +265,9 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks) kvbuffer_verify_stag
 #pragma unroll
     for (int c = 0; c < kKeyChunks; ++c) {
       const uint4 w = key[c];
-      const uint32_t x[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float lo = __uint_as_float(x[e] << 16), hi = __uint_as_float(x[e] & 0xffff0000u);
-        sum = fmaf(lo, lo, fmaf(hi, hi, sum));
-      }
+      const float4 x = widen_bf16x4(make_uint2(w.x, w.y)), y = widen_bf16x4(make_uint2(w.z, w.w));
+      sum = fmaf(x.w, x.w, fmaf(x.z, x.z, fmaf(x.y, x.y, fmaf(x.x, x.x, sum))));
+      sum = fmaf(y.w, y.w, fmaf(y.z, y.z, fmaf(y.y, y.y, fmaf(y.x, y.x, sum))));
     }
     cf.rk[lane] = rsqrtf(sum + kL2NormEps);
   }
@@ -363,11 +364,11 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks) kvbuffer_verify_stag
       for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
-          const uint32_t lo = c[mt][2 * nt], hi = c[mt][2 * nt + 1];  // rows v and v + 8
-          d[mt][nt][0] = decay0 * __uint_as_float(lo << 16);
-          d[mt][nt][1] = decay0 * __uint_as_float(lo & 0xffff0000u);
-          d[mt][nt][2] = decay0 * __uint_as_float(hi << 16);
-          d[mt][nt][3] = decay0 * __uint_as_float(hi & 0xffff0000u);
+          const float4 s = widen_bf16x4(make_uint2(c[mt][2 * nt], c[mt][2 * nt + 1]));  // rows v and v + 8
+          d[mt][nt][0] = decay0 * s.x;
+          d[mt][nt][1] = decay0 * s.y;
+          d[mt][nt][2] = decay0 * s.z;
+          d[mt][nt][3] = decay0 * s.w;
         }
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks) {
@@ -406,7 +407,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks) kvbuffer_verify_stag
 #pragma unroll
   for (int ks = 0; ks < K / 16; ++ks) {
     uint32_t a[4];
-    ldmatrix_x4(keys_s + ((lane % 8 + 8 * ((lane / 8) % 2)) * kStKeyPitch + 16 * ks + 8 * (lane / 16)) * 2, a);
+    ldmatrix_x4(drafts_fragment(ks), a);
 #pragma unroll
     for (int np = 0; np < 2; ++np) {
       uint32_t b[4];
@@ -461,7 +462,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks) kvbuffer_verify_stag
 template <int M>
 cudaError_t launch_staged(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
   const auto kernel = kvbuffer_verify_staged_kernel<M>;
-  const size_t smem = StLayout(p.pool.capacity, M).bytes;
+  const size_t smem = StLayout<M>(p.pool.capacity).bytes;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   if (describe) {
     describe->kernel = VerifyKernel::staged;

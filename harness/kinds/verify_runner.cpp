@@ -156,23 +156,21 @@ ExperimentKind spec_verify_experiment_kind() {
                          "with raw: automatic)", kernel);
     // The tensor-core and staged kernels' own limits (the checkpoints, shape, capacity and tile they take), refused
     // before anything runs.
-    if (kernel == "tensor_cores" || kernel == "staged") {
-      KVBufferVerifyParams p;
-      p.shape = point_shape(pt);
-      p.tile = point_tile(pt);
-      if (kernel == "tensor_cores") return validate_tensor_core_verify(p);
-      p.pool.state_dtype = point_state_dtype(pt);
-      p.pool.capacity = int(pt.get_int("buffer_size")) - 1 + int(pt.get_int("draft_tokens"));  // VerifyProblem's
-      // The staged kernel's limits in the axes' own names.
-      if (p.pool.state_dtype != StateDtype::bf16)
-        return fmt::format("verify_kernel = staged is not supported with state_dtype = {} (allowed with staged: "
-                           "state_dtype = bf16)", to_string(p.pool.state_dtype));
-      if (p.pool.capacity > kStagedVerifyMaxEntries)
-        return fmt::format("verify_kernel = staged is not supported with buffer_size - 1 + draft_tokens = {} "
-                           "(allowed with staged: at most {})", p.pool.capacity, kStagedVerifyMaxEntries);
-      return validate_staged_verify(p);
-    }
-    return std::string();
+    if (kernel != "tensor_cores" && kernel != "staged") return std::string();
+    KVBufferVerifyParams p;
+    p.shape = point_shape(pt);
+    p.tile = point_tile(pt);
+    if (kernel == "tensor_cores") return validate_tensor_core_verify(p);
+    // The staged kernel's limits in the axes' own names.
+    p.pool.state_dtype = point_state_dtype(pt);
+    p.pool.capacity = int(pt.get_int("buffer_size")) - 1 + int(pt.get_int("draft_tokens"));  // VerifyProblem's
+    if (p.pool.state_dtype != StateDtype::bf16)
+      return fmt::format("verify_kernel = staged is not supported with state_dtype = {} (allowed with staged: "
+                         "state_dtype = bf16)", to_string(p.pool.state_dtype));
+    if (p.pool.capacity > kStagedVerifyMaxEntries)
+      return fmt::format("verify_kernel = staged is not supported with buffer_size - 1 + draft_tokens = {} "
+                         "(allowed with staged: at most {})", p.pool.capacity, kStagedVerifyMaxEntries);
+    return validate_staged_verify(p);
   };
   k.run = run_verify_point;
   return k;
