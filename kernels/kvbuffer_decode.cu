@@ -17,6 +17,7 @@
 #include "kernels/kvbuffer_device.cuh"
 #include "kernels/launch_util.h"
 #include "kernels/pdl.cuh"
+#include "kernels/stagger.cuh"
 
 namespace kvb {
 namespace {
@@ -65,7 +66,7 @@ constexpr bool decode_kq_shared() {
 /// checkpoint's element type (float or bf16). MINB: the blocks per SM its registers must allow.
 template <int K, int VB, int THREADS, bool kStateless, typename S, int MINB>
 __global__ void __launch_bounds__(THREADS, MINB)
-    kvbuffer_decode_kernel(const KVBufferDecodeParams p, int early_blocks) {
+    kvbuffer_decode_kernel(const KVBufferDecodeParams p, int early_blocks, const FirstWaveStagger stagger) {
   using Tile = SmemTile<K, VB, THREADS, kStateless, S>;
   extern __shared__ __align__(128) char dyn_smem[];  // smem_bytes<K, VB, THREADS, kStateless, S>(capacity)
   // Blocks held to six an SM reduce their rows through half the shared memory, a's partials then b's: what lets the
@@ -78,6 +79,7 @@ __global__ void __launch_bounds__(THREADS, MINB)
   __shared__ __align__(8) uint64_t slice_landed;  // the checkpoint slice's bulk load (bulk below)
   // The row: from row_order (its slot and fill with it, one 16-byte load) or in batch order. Either is read before the
   // PDL wait: no kernel just before this one writes the slots or the order (KVBufferDecodeParams::row_order).
+  stagger_first_wave(stagger);
   const OrderedRow ordered = p.row_order ? p.row_order[blockIdx.z] : OrderedRow{int(blockIdx.z), p.slot[blockIdx.z]};
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = ordered.row;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
@@ -264,7 +266,11 @@ cudaError_t launch_typed(const KVBufferDecodeParams& p, cudaStream_t stream, KVB
     int early_blocks = 0;
     if (const cudaError_t e = pdl_first_wave_blocks(kernel, THREADS, smem, p.pdl, early_blocks); e != cudaSuccess)
       return e;
-    return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p, early_blocks);
+    // bf16 checkpoints launched with PDL: the first wave staggered (kernels/stagger.cuh).
+    FirstWaveStagger stagger;
+    const int ns = std::is_same<S, bf16>::value && p.pdl ? kFirstWaveStaggerNs : 0;
+    if (const cudaError_t e = first_wave_stagger(kernel, THREADS, smem, ns, stagger); e != cudaSuccess) return e;
+    return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p, early_blocks, stagger);
   };
   if constexpr (decode_kq_shared<K, VB, THREADS, kStateless, S>()) {
     const auto short_buffer = kvbuffer_decode_kernel<K, VB, THREADS, kStateless, S, kDecodeShortBufferBlocks>;

@@ -31,6 +31,7 @@
 #include "kernels/launch_util.h"
 #include "kernels/mma_tf32.cuh"
 #include "kernels/pdl.cuh"
+#include "kernels/stagger.cuh"
 #include "kernels/verify_launch.h"
 
 namespace kvb {
@@ -101,7 +102,8 @@ struct StLayout {
 };
 
 template <int M>
-__global__ void __launch_bounds__(kStThreads, kStMinBlocks) kvbuffer_verify_staged_kernel(const KVBufferVerifyParams p) {
+__global__ void __launch_bounds__(kStThreads, kStMinBlocks)
+    kvbuffer_verify_staged_kernel(const KVBufferVerifyParams p, const FirstWaveStagger stagger) {
   constexpr int K = kStK, V = kStV;
   extern __shared__ __align__(128) char smem[];
   const KVBufferPool& pool = p.pool;
@@ -111,6 +113,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks) kvbuffer_verify_stag
   // Nothing is requested before the PDL wait: the row order, the keys and the fill come from the kernels before.
   pdl_wait();
   pdl_launch_dependents();
+  stagger_first_wave(stagger);
   // The row: from row_order or in batch order.
   const OrderedRow ordered = p.row_order ? p.row_order[blockIdx.y] : OrderedRow{int(blockIdx.y), p.slot[blockIdx.y]};
   const int h = blockIdx.x, row = ordered.row, slot = ordered.slot;
@@ -472,7 +475,10 @@ cudaError_t launch_staged(const KVBufferVerifyParams& p, cudaStream_t stream, KV
     return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kStThreads, smem,
                                   describe->resident_blocks_per_sm);
   }
-  return launch_kernel(kernel, dim3(p.shape.heads_v, p.batch), dim3(kStThreads), smem, stream, p.pdl, p);
+  FirstWaveStagger stagger;
+  if (const cudaError_t e = first_wave_stagger(kernel, kStThreads, smem, kFirstWaveStaggerNs, stagger); e != cudaSuccess)
+    return e;
+  return launch_kernel(kernel, dim3(p.shape.heads_v, p.batch), dim3(kStThreads), smem, stream, p.pdl, p, stagger);
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 // once (fp32, or bf16 in layout kv: S, widened in shared memory, rounded where stored). Grid: (V slices, HV, N);
 // block: kThreads threads owning a K x VB slice of one value head's state.
 #include <string>
+#include <type_traits>
 
 #include "kernels/gdn_device.cuh"
 #include "kernels/gdn_params.h"
 #include "kernels/launch_util.h"
 #include "kernels/pdl.cuh"
+#include "kernels/stagger.cuh"
 
 namespace kvb {
 namespace {
@@ -14,7 +16,8 @@ namespace {
 using namespace dev;
 
 template <int K, int VB, int THREADS, typename S>
-__global__ void __launch_bounds__(THREADS) recurrent_decode_kv_kernel(const RecurrentDecodeParams p) {
+__global__ void __launch_bounds__(THREADS)
+    recurrent_decode_kv_kernel(const RecurrentDecodeParams p, const FirstWaveStagger stagger) {
   using Tile = SmemTile<K, VB, THREADS, false, S>;
   extern __shared__ __align__(16) float4 tile_smem[];  // K x VB elements of S
   __shared__ float red[2 * Tile::WARPS * VB];
@@ -24,6 +27,7 @@ __global__ void __launch_bounds__(THREADS) recurrent_decode_kv_kernel(const Recu
   const bool padding = slot < 0 || slot >= p.num_slots;
   S* state = static_cast<S*>(p.state) + (int64_t(padding ? 0 : slot) * HV + h) * K * V;
 
+  stagger_first_wave(stagger);
   Tile tile;
   tile.setup(tile_smem, v0, V);
   if (!padding) {
@@ -150,7 +154,11 @@ cudaError_t launch_tile(const RecurrentDecodeParams& p, cudaStream_t stream) {
       const auto kernel = recurrent_decode_kv_kernel<K, VB, THREADS, S>;
       const size_t smem = SmemTile<K, VB, THREADS, false, S>::bytes(0);
       if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
-      return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p);
+      // bf16 states: the first wave staggered (kernels/stagger.cuh).
+      FirstWaveStagger stagger;
+      const int ns = std::is_same<S, bf16>::value ? kFirstWaveStaggerNs : 0;
+      if (const cudaError_t e = first_wave_stagger(kernel, THREADS, smem, ns, stagger); e != cudaSuccess) return e;
+      return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p, stagger);
     };
     return p.state_dtype == StateDtype::bf16 ? launch_kv(bf16{}) : launch_kv(float{});
   } else if constexpr (K <= 128) {
