@@ -3,7 +3,8 @@
 Each entry of FIGURES names a script plots/SCRIPT.py (writing OUT_DIR/SCRIPT.png and .pdf), the CSV under
 results/ it reads and the command that writes that CSV. A figure whose CSV is not there is skipped, and the skip line
 names the command that makes it. A new figure is one new script plus one entry here; tests/plots checks that every
-figure script in plots/ is registered.
+figure script in plots/ is registered. STATE_DTYPE_FIGURES draws some of the same scripts from the CSVs that hold both
+state dtypes, on their bf16 rows (`--state-dtype bf16`: NAME_bf16.png and .pdf).
 
 Every CSV present is validated first (result_csv.py: kvb's rules): one that kvb would refuse stops the run before any
 figure is drawn. Each figure is written atomically (style.save). SIGINT or SIGTERM stops the run after the figure
@@ -38,6 +39,17 @@ class Figure:
     script: str
     csv: str
     made_by: str
+    state_dtype: str = "fp32"
+
+    @property
+    def name(self) -> str:
+        """The figure's file name without extension: the script's, with _bf16 for bf16 rows (style.draw_figure)."""
+        return self.script if self.state_dtype == "fp32" else f"{self.script}_{self.state_dtype}"
+
+    def args(self, csv_path: Path, out: Path) -> list:
+        """The script's command line for this figure."""
+        dtype = [] if self.state_dtype == "fp32" else ["--state-dtype", self.state_dtype]
+        return ["--csv", str(csv_path), "--out-dir", str(out)] + dtype
 
 
 _DECODE = "kvb sweep --config experiments/decode_latency.toml"
@@ -50,6 +62,14 @@ FIGURES = (
     Figure("short_context", "short_context.csv", "kvb sweep --config experiments/short_context.toml"),
     Figure("buffer_form", "buffer_form.csv", "kvb sweep --config experiments/buffer_form.toml"),
     Figure("accuracy", "accuracy.csv", "kvb sweep --config experiments/accuracy.toml"),
+)
+
+_DECODE_DTYPES = "kvb sweep --config experiments/decode_state_dtype.toml"
+STATE_DTYPE_FIGURES = (
+    Figure("decode_latency", "decode_state_dtype.csv", _DECODE_DTYPES, "bf16"),
+    Figure("decode_efficiency", "decode_state_dtype.csv", _DECODE_DTYPES, "bf16"),
+    Figure("spec_verify", "spec_verify_state_dtype.csv", "kvb sweep --config experiments/spec_verify_state_dtype.toml",
+           "bf16"),
 )
 
 # Modules in plots/ that are not figure scripts.
@@ -82,10 +102,10 @@ def _make(results: Path, out: Path) -> int:
 
     # Every CSV first, so that a bad one stops the run before any figure changes.
     todo, skipped = [], []
-    for fig in FIGURES:
+    for fig in FIGURES + STATE_DTYPE_FIGURES:
         csv_path = results / fig.csv
         if not csv_path.exists():
-            skipped.append(f"{fig.script} ({csv_path} not found; {fig.made_by} writes it)")
+            skipped.append(f"{fig.name} ({csv_path} not found; {fig.made_by} writes it)")
             continue
         module = importlib.import_module(fig.script)
         try:
@@ -101,18 +121,18 @@ def _make(results: Path, out: Path) -> int:
             stopped = style.pending_interrupt()
             break
         try:
-            code = module.main(["--csv", str(csv_path), "--out-dir", str(out)])
+            code = module.main(fig.args(csv_path, out))
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
         except style.Interrupted as e:
             code = e.code
         except Exception as e:  # a script's own error: reported, the other figures still drawn
-            print(f"{fig.script}: {type(e).__name__}: {e}", file=sys.stderr)
+            print(f"{fig.name}: {type(e).__name__}: {e}", file=sys.stderr)
             code = 1
         if code in (130, 143):
             stopped = code
             break
-        (made if code == 0 else failed).append(fig.script)
+        (made if code == 0 else failed).append(fig.name)
     stopped = stopped or style.pending_interrupt()
 
     print(f"made {len(made)} figure(s): {', '.join(made) or 'none'}")
@@ -121,7 +141,7 @@ def _make(results: Path, out: Path) -> int:
     if failed:
         print(f"failed {len(failed)}: {', '.join(failed)}", file=sys.stderr)
     if stopped:
-        not_made = [fig.script for fig, _, _ in todo if fig.script not in made and fig.script not in failed]
+        not_made = [fig.name for fig, _, _ in todo if fig.name not in made and fig.name not in failed]
         print(f"stopped by {'SIGINT' if stopped == 130 else 'SIGTERM'}; not made (left as they were): "
               f"{', '.join(not_made) or 'none'}", file=sys.stderr)
         return stopped

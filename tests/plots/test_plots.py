@@ -486,8 +486,8 @@ def test_make_all_runs_present_and_lists_skipped(tmp_path):
     r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(out))
     assert r.returncode == 0, r.stderr
     assert "made 0 figure(s)" in r.stdout
-    assert f"skipped {len(make_all.FIGURES)}:" in r.stdout
-    for name in FIGURE_IDS:
+    assert f"skipped {len(make_all.FIGURES) + len(make_all.STATE_DTYPE_FIGURES)}:" in r.stdout
+    for name in FIGURE_IDS + [f.name for f in make_all.STATE_DTYPE_FIGURES]:
         assert name in r.stdout
 
     for name, make in SYNTHETIC.items():
@@ -717,8 +717,9 @@ def test_make_all_skip_names_the_command(tmp_path):
         write_csv(results / name, SYNTHETIC[name]())
     r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(tmp_path / "figures"))
     assert r.returncode == 0, r.stderr
-    assert "skipped 3:" in r.stdout
+    assert f"skipped {3 + len(make_all.STATE_DTYPE_FIGURES)}:" in r.stdout
     assert "short_context.csv not found; kvb sweep --config experiments/short_context.toml writes it" in r.stdout
+    assert "decode_state_dtype.csv not found; kvb sweep --config experiments/decode_state_dtype.toml writes it" in r.stdout
     assert "accuracy.csv not found; kvb sweep --config experiments/accuracy.toml writes it" in r.stdout
     assert "buffer_form.csv not found; kvb sweep --config experiments/buffer_form.toml writes it" in r.stdout
 
@@ -890,6 +891,32 @@ def test_latency_scripts_refuse_impossible_latencies(value, tmp_path):
         assert r.returncode == 2, (fig.script, r.stderr)
         assert f"{column} = '{value}'" in r.stderr
         assert not (tmp_path / "figures").exists()
+
+
+def test_make_all_draws_the_bf16_figures_from_the_state_dtype_csvs(tmp_path):
+    """The CSVs that hold both state dtypes give NAME_bf16 figures from their bf16 rows; fp32 rows alone are refused by
+    the script, and make_all reports that figure failed while drawing the others."""
+    results, out = tmp_path / "results", tmp_path / "figures"
+    results.mkdir()
+    synthetic = {"decode_state_dtype.csv": synthetic_decode_rows, "spec_verify_state_dtype.csv":
+                 synthetic_spec_verify_rows}
+    assert {f.csv for f in make_all.STATE_DTYPE_FIGURES} == set(synthetic)
+    for name, make in synthetic.items():
+        rows = make()
+        write_csv(results / name, rows + [dict(r, state_dtype="bf16") for r in rows])
+    r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(out))
+    assert r.returncode == 0, r.stderr
+    assert f"made {len(make_all.STATE_DTYPE_FIGURES)} figure(s)" in r.stdout
+    for fig in make_all.STATE_DTYPE_FIGURES:
+        assert fig.name.endswith("_bf16")
+        assert_figure(out, fig.name)
+        assert not (out / f"{fig.script}.png").exists(), "an fp32 figure from a state-dtype CSV"
+
+    write_csv(results / "spec_verify_state_dtype.csv", synthetic_spec_verify_rows())  # fp32 rows only
+    r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(out))
+    assert r.returncode == 1
+    assert "failed 1: spec_verify_bf16" in r.stderr
+    assert "state_dtype bf16" in r.stderr
 
 
 def test_make_all_refuses_a_missing_results_folder(tmp_path):
