@@ -30,7 +30,13 @@ ConfigGrid load_config_grid(const std::string& config_path, const std::vector<st
   std::vector<AxisValues> overrides;
   for (const auto& set : sets) overrides.push_back(parse_axis_override(set));
   g.grid = make_grid(*g.kind, resolve_axes(*g.kind, g.config, overrides));
-  validate_points(*g.kind, g.grid);
+  try {
+    validate_points(*g.kind, g.grid);
+  } catch (const UsageError& e) {  // a point no kernel takes: named with the config (and the overrides) it came from
+    std::string source = config_path;
+    for (const auto& set : sets) source += " --set " + set;
+    throw UsageError(fmt::format("{}: {}", source, e.what()));
+  }
   return g;
 }
 

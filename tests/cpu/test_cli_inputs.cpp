@@ -103,10 +103,12 @@ TEST(CliInputs, MergeChecksTheConfigsPointsAsSweepDoes) {
   const std::string grid = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml") +
                            " --set buffer_form=raw --set launch=pdl";
   const std::string why = "launch = pdl is not supported with buffer_form = raw (allowed with raw: plain)";
-  expect_refused(run_kvb(dir, "sweep --dry-run" + grid), {"point variant=kvbuffer", why}, "sweep");
+  // The error names the config and the overrides the point came from.
+  const std::string source = "decode_latency.toml --set buffer_form=raw --set launch=pdl: point variant=kvbuffer";
+  expect_refused(run_kvb(dir, "sweep --dry-run" + grid), {source, why}, "sweep");
   expect_refused(run_kvb(dir, "merge " + shell_quote(dir.file("m.csv")) + " " +
                                   shell_quote(kSource + "/results/decode_latency.csv") + grid),
-                 {"point variant=kvbuffer", why}, "merge");
+                 {source, why}, "merge");
   EXPECT_FALSE(fs::exists(dir.file("m.csv")));
 }
 
