@@ -269,7 +269,7 @@ cudaError_t launch_typed(const KVBufferDecodeParams& p, cudaStream_t stream, KVB
     // bf16 checkpoints launched with PDL: the first wave staggered (kernels/stagger.cuh).
     FirstWaveStagger stagger;
     const int ns = std::is_same<S, bf16>::value && p.pdl ? kFirstWaveStaggerNs : 0;
-    if (const cudaError_t e = first_wave_stagger(kernel, THREADS, smem, ns, stagger); e != cudaSuccess) return e;
+    if (const cudaError_t e = first_wave_stagger(kernel, grid, THREADS, smem, ns, stagger); e != cudaSuccess) return e;
     return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p, early_blocks, stagger);
   };
   if constexpr (decode_kq_shared<K, VB, THREADS, kStateless, S>()) {

@@ -475,10 +475,12 @@ cudaError_t launch_staged(const KVBufferVerifyParams& p, cudaStream_t stream, KV
     return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kStThreads, smem,
                                   describe->resident_blocks_per_sm);
   }
+  const dim3 grid(p.shape.heads_v, p.batch);
   FirstWaveStagger stagger;
-  if (const cudaError_t e = first_wave_stagger(kernel, kStThreads, smem, kFirstWaveStaggerNs, stagger); e != cudaSuccess)
+  if (const cudaError_t e = first_wave_stagger(kernel, grid, kStThreads, smem, kFirstWaveStaggerNs, stagger);
+      e != cudaSuccess)
     return e;
-  return launch_kernel(kernel, dim3(p.shape.heads_v, p.batch), dim3(kStThreads), smem, stream, p.pdl, p, stagger);
+  return launch_kernel(kernel, grid, dim3(kStThreads), smem, stream, p.pdl, p, stagger);
 }
 
 }  // namespace

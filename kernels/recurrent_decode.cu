@@ -157,7 +157,8 @@ cudaError_t launch_tile(const RecurrentDecodeParams& p, cudaStream_t stream) {
       // bf16 states: the first wave staggered (kernels/stagger.cuh).
       FirstWaveStagger stagger;
       const int ns = std::is_same<S, bf16>::value ? kFirstWaveStaggerNs : 0;
-      if (const cudaError_t e = first_wave_stagger(kernel, THREADS, smem, ns, stagger); e != cudaSuccess) return e;
+      if (const cudaError_t e = first_wave_stagger(kernel, grid, THREADS, smem, ns, stagger); e != cudaSuccess)
+        return e;
       return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p, stagger);
     };
     return p.state_dtype == StateDtype::bf16 ? launch_kv(bf16{}) : launch_kv(float{});

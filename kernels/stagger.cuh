@@ -3,7 +3,7 @@
 // memory requests come in bursts with idle gaps between them. Holding each first-wave block for a share of about one
 // block's life, by its place among the blocks its SM holds, spreads their starts so that some blocks load while
 // others compute. The cost is a delay of at most (per_sm - 1) / per_sm of that time, once a launch; later blocks do
-// not wait.
+// not wait. A launch of fewer than two waves has no later wave to keep out of step, only a delay: it starts at once.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -45,18 +45,19 @@ __device__ __forceinline__ void stagger_first_wave(const FirstWaveStagger& s) {
 
 }  // namespace dev
 
-/// The stagger of `ns` nanoseconds for `kernel` (`threads` a block, `smem` bytes of dynamic shared memory), in `out`
-/// (ns 0: none, no query made). Returns the error of the occupancy query (resident_blocks_per_sm, cached), or
-/// cudaSuccess.
+/// The stagger of `ns` nanoseconds for a launch of `kernel` over `grid` (`threads` a block, `smem` bytes of dynamic
+/// shared memory), in `out`: none (ns 0) when `ns` is 0 (no query made) or the grid makes fewer than two waves.
+/// Returns the error of the occupancy query (resident_blocks_per_sm, cached), or cudaSuccess.
 template <typename Kernel>
-cudaError_t first_wave_stagger(Kernel kernel, int threads, size_t smem, int ns, FirstWaveStagger& out) {
+cudaError_t first_wave_stagger(Kernel kernel, dim3 grid, int threads, size_t smem, int ns, FirstWaveStagger& out) {
   out = FirstWaveStagger{};
   if (ns <= 0) return cudaSuccess;
   int per_sm = 0;
   if (const cudaError_t e = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem, per_sm);
       e != cudaSuccess)
     return e;
-  out = FirstWaveStagger{ns, sm_count(), per_sm};
+  const int64_t blocks = int64_t(grid.x) * grid.y * grid.z, wave = int64_t(per_sm) * sm_count();
+  if (per_sm > 0 && blocks >= 2 * wave) out = FirstWaveStagger{ns, sm_count(), per_sm};
   return cudaSuccess;
 }
 
