@@ -74,7 +74,8 @@ std::string one_line(const std::string& message) {
   std::string out;
   out.reserve(message.size());
   for (const char c : message) {
-    if (c == '\n' || c == '\r') out += "\\n";
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
     else out += c;
   }
   return out;

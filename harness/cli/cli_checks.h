@@ -25,8 +25,8 @@ CLI::Validator non_empty(const std::string& allowed);
 /// Looked at before CLI11's own parse errors, so that an unknown option is reported first.
 std::string unknown_option(const CLI::App& app, int argc, const char* const* argv);
 
-/// `message` with each line break (LF, CR) written as the two characters \n, so that an error stays one line whatever
-/// a value it quotes holds (a --set value, a config string or a CSV cell may hold one).
+/// `message` with each line break written as two characters (LF as \n, CR as \r), so that an error stays one line
+/// whatever a value it quotes holds (a --set value, a config string or a CSV cell may hold one).
 std::string one_line(const std::string& message);
 
 }  // namespace kvb::cli

@@ -1,6 +1,7 @@
 #include "harness/kinds/axis_checks.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 
@@ -9,8 +10,9 @@
 
 namespace kvb {
 namespace {
+/// The integer in `s` when the whole string is one decimal integer (strtoll's leading white space refused).
 bool parse_int(const std::string& s, long long& out) {
-  if (s.empty()) return false;
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s.front()))) return false;
   char* end = nullptr;
   errno = 0;
   out = std::strtoll(s.c_str(), &end, 10);

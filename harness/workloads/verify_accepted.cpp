@@ -1,5 +1,6 @@
 #include "harness/workloads/verify_accepted.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -12,9 +13,11 @@
 namespace kvb {
 namespace {
 
-/// The number in `value` when the whole string is one finite number.
+/// The number in `value` when the whole string is one finite decimal number (no leading white space, no hex).
 bool parse_number(const std::string& value, double& out) {
-  if (value.empty()) return false;
+  if (value.empty() || std::isspace(static_cast<unsigned char>(value.front())) ||
+      value.find_first_of("xX") != std::string::npos)
+    return false;
   char* end = nullptr;
   errno = 0;
   out = std::strtod(value.c_str(), &end);

@@ -69,6 +69,19 @@ TEST(CliInputs, AValueHoldingALineBreakStaysOneLineAndSetTakesOneValue) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+TEST(CliInputs, ANumberAfterWhiteSpaceOrInHexIsRefused) {
+  TempDir dir;
+  // strtoll and strtod skip leading white space and read hex: "64" and "\n64" would be two points of one batch.
+  const std::string grid = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml") +
+                           " --dry-run --set variant=recurrent --set launch=plain";
+  expect_refused(run_kvb(dir, "sweep" + grid + " --set \"$(printf 'batch=64,\n64')\""),
+                 {"batch = '\\n64' is not an integer"}, "line break before a number");
+  expect_refused(run_kvb(dir, "sweep" + grid + " --set \"$(printf 'batch=64,\f64')\""), {"is not an integer"},
+                 "form feed before a number");
+  const std::string verify = " --config " + shell_quote(kSource + "/experiments/spec_verify.toml") + " --dry-run";
+  expect_refused(run_kvb(dir, "sweep" + verify + " --set accepted=0x.8"), {"accepted = '0x.8' is not allowed"}, "hex");
+}
+
 TEST(CliInputs, AWordForANumberIsCalledSo) {
   TempDir dir;
   const std::string config = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml");

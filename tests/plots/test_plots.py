@@ -719,7 +719,8 @@ def test_make_all_skip_names_the_command(tmp_path):
     assert r.returncode == 0, r.stderr
     assert f"skipped {3 + len(make_all.STATE_DTYPE_FIGURES)}:" in r.stdout
     assert "short_context.csv not found; kvb sweep --config experiments/short_context.toml writes it" in r.stdout
-    assert "decode_state_dtype.csv not found; kvb sweep --config experiments/decode_state_dtype.toml writes it" in r.stdout
+    assert ("decode_state_dtype.csv not found; kvb sweep --config experiments/decode_state_dtype.toml writes it"
+            in r.stdout)
     assert "accuracy.csv not found; kvb sweep --config experiments/accuracy.toml writes it" in r.stdout
     assert "buffer_form.csv not found; kvb sweep --config experiments/buffer_form.toml writes it" in r.stdout
 
