@@ -10,6 +10,9 @@ files in tests/data/csv/cases/ are checked against both implementations (tests/d
  - latencies: each NAME_us_median, NAME_us_p10, NAME_us_p90 holds, where set, a finite number > 0 with
    p10 <= median <= p90, and is set in every row whose status is ok;
  - counts: whole numbers >= 0 where set;
+ - sizes (batch, buffer_size, draft_tokens, layers, heads_qk, heads_v, head_dim_k, head_dim_v): whole numbers >= 1
+   where set; floors, ratios to them and bandwidths (columns ending floor_us, _over_floor, _gbps): finite numbers > 0
+   where set; model bytes (ending model_bytes, model_read_bytes, model_write_bytes): finite numbers >= 0 where set;
  - state_dtype, where the kind has it: fp32, bf16, or empty (a row written before the column: fp32);
  - capacity: where set, bytes_per_request > 0 and max_requests_model, max_requests_measured x bytes_per_request
    <= budget_bytes;
@@ -31,6 +34,7 @@ SCHEMAS_CSV = Path(__file__).resolve().with_name("result_schemas.csv")
 
 _DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _COUNT = re.compile(r"\d+")
+_SIZE_COLUMNS = ("batch", "buffer_size", "draft_tokens", "layers", "heads_qk", "heads_v", "head_dim_k", "head_dim_v")
 
 
 class CsvError(ValueError):
@@ -171,6 +175,20 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
         for c in s.counts:
             if c in col and row[col[c]] and not _COUNT.fullmatch(row[col[c]]):
                 raise CsvError(f"{origin}:{line}: {c} = '{row[col[c]]}' (allowed: a whole number >= 0)")
+        for c in header:
+            text = row[col[c]]
+            if not text:
+                continue
+            if c in _SIZE_COLUMNS and not (_COUNT.fullmatch(text) and int(text) >= 1):
+                raise CsvError(f"{origin}:{line}: {c} = '{text}' (allowed: a whole number >= 1)")
+            if c.endswith(("floor_us", "_over_floor", "_gbps")):
+                v = _decimal(text)
+                if v is None or not (0 < v < float("inf")):
+                    raise CsvError(f"{origin}:{line}: {c} = '{text}' (allowed: a finite number > 0)")
+            if c.endswith(("model_bytes", "model_read_bytes", "model_write_bytes")):
+                v = _decimal(text)
+                if v is None or not (0 <= v < float("inf")):
+                    raise CsvError(f"{origin}:{line}: {c} = '{text}' (allowed: a finite number >= 0)")
         if "state_dtype" in col and row[col["state_dtype"]] not in ("", "fp32", "bf16"):
             raise CsvError(f"{origin}:{line}: state_dtype = '{row[col['state_dtype']]}' (allowed: fp32, bf16, or empty "
                            f"for fp32)")

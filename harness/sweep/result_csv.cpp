@@ -105,6 +105,10 @@ const CsvSchema& match_header(const std::vector<std::string>& header, const std:
   throw UsageError(fmt::format("{}:1: the header does not fit ({})", origin, allowed));
 }
 
+/// The columns that hold a size where set: a whole number >= 1.
+const std::vector<std::string> kSizeColumns = {"batch",   "buffer_size", "draft_tokens", "layers",
+                                               "heads_qk", "heads_v",    "head_dim_k",   "head_dim_v"};
+
 size_t index_of(const std::vector<std::string>& header, const std::string& name) {
   return size_t(std::find(header.begin(), header.end(), name) - header.begin());
 }
@@ -144,9 +148,21 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
   for (const auto& g : latency_groups(s))
     groups.push_back({g, index_of(t.header, g + "_median"), index_of(t.header, g + "_p10"),
                       index_of(t.header, g + "_p90")});
-  std::vector<size_t> counts, key;
+  std::vector<size_t> counts, key, sizes, positives, non_negatives;
   for (const auto& c : s.counts)
     if (contains(t.header, c)) counts.push_back(index_of(t.header, c));
+  // Sizes (whole numbers >= 1), floors, ratios to them and bandwidths (> 0), model bytes (>= 0), where set.
+  const auto ends_with = [](const std::string& c, const std::string& end) {
+    return c.size() >= end.size() && c.compare(c.size() - end.size(), end.size(), end) == 0;
+  };
+  for (size_t c = 0; c < t.header.size(); ++c) {
+    const std::string& name = t.header[c];
+    if (contains(kSizeColumns, name)) sizes.push_back(c);
+    if (ends_with(name, "floor_us") || ends_with(name, "_over_floor") || ends_with(name, "_gbps"))
+      positives.push_back(c);
+    if (ends_with(name, "model_bytes") || ends_with(name, "model_read_bytes") || ends_with(name, "model_write_bytes"))
+      non_negatives.push_back(c);
+  }
   for (const auto& c : s.key)
     if (contains(t.header, c)) key.push_back(index_of(t.header, c));
 
@@ -194,6 +210,25 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
       if (!text.empty() && !digits)
         throw UsageError(fmt::format("{}:{}: {} = '{}' (allowed: a whole number >= 0)", origin, line, t.header[c],
                                      text));
+    }
+    for (size_t c : sizes) {
+      const std::string& text = row[c];
+      const bool digits = std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+      if (!text.empty() && (!digits || text.find_first_not_of('0') == std::string::npos))
+        throw UsageError(fmt::format("{}:{}: {} = '{}' (allowed: a whole number >= 1)", origin, line, t.header[c],
+                                     text));
+    }
+    for (size_t c : positives) {
+      const double v = row[c].empty() ? 1.0 : decimal(row[c]);
+      if (!(std::isfinite(v) && v > 0))
+        throw UsageError(fmt::format("{}:{}: {} = '{}' (allowed: a finite number > 0)", origin, line, t.header[c],
+                                     row[c]));
+    }
+    for (size_t c : non_negatives) {
+      const double v = row[c].empty() ? 0.0 : decimal(row[c]);
+      if (!(std::isfinite(v) && v >= 0))
+        throw UsageError(fmt::format("{}:{}: {} = '{}' (allowed: a finite number >= 0)", origin, line, t.header[c],
+                                     row[c]));
     }
     if (state_dtype < row.size() && !row[state_dtype].empty() && row[state_dtype] != "fp32" &&
         row[state_dtype] != "bf16")

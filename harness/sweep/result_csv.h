@@ -34,6 +34,9 @@ std::vector<CsvSchema> csv_schemas(const std::vector<ExperimentKind>& kinds);
 ///  - latencies: every group of columns NAME_us_median, NAME_us_p10, NAME_us_p90 holds, where set, finite numbers
 ///    > 0 with p10 <= median <= p90, and is set in every row whose status is "ok";
 ///  - counts: whole numbers >= 0 where set;
+///  - sizes (batch, buffer_size, draft_tokens, layers, heads_qk, heads_v, head_dim_k, head_dim_v): whole numbers >= 1
+///    where set; floors, ratios to them and bandwidths (columns ending floor_us, _over_floor, _gbps): finite numbers
+///    > 0 where set; model bytes (ending model_bytes, model_read_bytes, model_write_bytes): finite numbers >= 0;
 ///  - state_dtype, where the kind has it: fp32, bf16, or empty (a row written before the column: fp32);
 ///  - capacity: where set, bytes_per_request > 0 and max_requests_model, max_requests_measured x bytes_per_request
 ///    <= budget_bytes;
