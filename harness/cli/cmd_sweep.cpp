@@ -29,12 +29,13 @@ ConfigGrid load_config_grid(const std::string& config_path, const std::vector<st
   }
   std::vector<AxisValues> overrides;
   for (const auto& set : sets) overrides.push_back(parse_axis_override(set));
-  g.grid = make_grid(*g.kind, resolve_axes(*g.kind, g.config, overrides));
+  const auto axes = resolve_axes(*g.kind, g.config, overrides);
   try {
+    g.grid = make_grid(*g.kind, axes);
     validate_points(*g.kind, g.grid);
-  } catch (const UsageError& e) {  // a point no kernel takes: named with the config (and the overrides) it came from
+  } catch (const UsageError& e) {  // a grid too large or a point no kernel takes: named with the config and overrides
     std::string source = config_path;
-    for (const auto& set : sets) source += " --set " + set;
+    for (const auto& set : sets) source += " --set " + (set.size() <= 80 ? set : set.substr(0, 72) + "...");
     throw UsageError(fmt::format("{}: {}", source, e.what()));
   }
   return g;
