@@ -55,7 +55,7 @@ def build(rows, path, phase: str = "staggered"):
     ax.yaxis.set_minor_formatter(style.NullFormatter())
     ax.set_ylabel("median latency / floor (ratio)")
     style.log2_batch_axis(ax, all_batches)
-    ax.set_title(f"GDN decode latency over the bandwidth floor, {phase} buffer phases")
+    ax.set_title(f"GDN decode latency over the bandwidth floor, {phase} buffer phases" + style.state_dtype_title(rows))
     style.legend_outside(ax, handles=handles)
     copy = ", ".join(f"{float(g):.0f}" for g in style.distinct(rows, "copy_gbps"))
     read = ", ".join(f"{float(g):.0f}" for g in style.distinct(rows, "read_gbps"))

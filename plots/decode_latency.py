@@ -128,7 +128,7 @@ def build(rows, path, phase: str = "staggered"):
     ax.set_ylabel("latency per layer (us), median, p10..p90")
     layers = style.distinct(rows, "layers")
     ax.set_title(f"GDN decode latency per layer, {phase} buffer phases"
-                 + (f", {layers[0]} layers per step" if layers else ""))
+                 + (f", {layers[0]} layers per step" if layers else "") + style.state_dtype_title(rows))
     style.legend_outside(ax, handles=handles)
     if rec_by_batch:
         b = axes[1]

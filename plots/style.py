@@ -210,6 +210,12 @@ def footnote_text(rows: Sequence[Mapping[str, str]], source) -> str:
     return " | ".join(parts)
 
 
+def state_dtype_title(rows: Sequence[Mapping[str, str]]) -> str:
+    """", bf16 states" (the dtypes joined with " + ") for a title when the rows' states are not all fp32, else ""."""
+    dtypes = distinct(rows, "state_dtype")
+    return f", {' + '.join(dtypes)} states" if dtypes and dtypes != ["fp32"] else ""
+
+
 def footnote(fig, rows: Sequence[Mapping[str, str]], source, extra: str | None = None) -> None:
     """Place `footnote_text` (and an optional second line `extra`) under the figure, left-aligned, small grey."""
     text = footnote_text(rows, source)

@@ -920,6 +920,18 @@ def test_make_all_draws_the_bf16_figures_from_the_state_dtype_csvs(tmp_path):
     assert "state_dtype bf16" in r.stderr
 
 
+@pytest.mark.parametrize("script", ["decode_latency", "decode_efficiency"])
+def test_decode_titles_name_bf16_states(script, tmp_path):
+    module = importlib.import_module(script)
+    path = tmp_path / "d.csv"
+    rows = synthetic_decode_rows()
+    for dtype, needle in (("fp32", None), ("bf16", ", bf16 states")):
+        fig = module.build([dict(r, state_dtype=dtype) for r in rows if r["status"] == "ok"], path)
+        title = fig.axes[0].get_title()
+        assert (needle in title) if needle else ("states" not in title), title
+        style.plt.close(fig)
+
+
 def test_make_all_refuses_a_missing_results_folder(tmp_path):
     r = run_script("make_all", "--results-dir", str(tmp_path / "nonexistent"), "--out-dir", str(tmp_path / "f"))
     assert r.returncode == 2
