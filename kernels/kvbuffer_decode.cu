@@ -266,10 +266,10 @@ cudaError_t launch_typed(const KVBufferDecodeParams& p, cudaStream_t stream, KVB
     int early_blocks = 0;
     if (const cudaError_t e = pdl_first_wave_blocks(kernel, THREADS, smem, p.pdl, early_blocks); e != cudaSuccess)
       return e;
-    // bf16 checkpoints launched with PDL: the first wave staggered (kernels/stagger.cuh).
-    FirstWaveStagger stagger;
+    // bf16 checkpoints launched with PDL: the first wave (early_blocks, the resident blocks of every SM) staggered
+    // (kernels/stagger.cuh).
     const int ns = std::is_same<S, bf16>::value && p.pdl ? kFirstWaveStaggerNs : 0;
-    if (const cudaError_t e = first_wave_stagger(kernel, grid, THREADS, smem, ns, stagger); e != cudaSuccess) return e;
+    const FirstWaveStagger stagger = first_wave_stagger(early_blocks / sm_count(), grid, ns);
     return launch_kernel(kernel, grid, THREADS, smem, stream, p.pdl, p, early_blocks, stagger);
   };
   if constexpr (decode_kq_shared<K, VB, THREADS, kStateless, S>()) {

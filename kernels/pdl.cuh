@@ -13,6 +13,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <utility>
 
 #include "kernels/launch_util.h"
@@ -35,11 +36,14 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
+/// This block's place in the launch order: blockIdx.x fastest, then y, then z.
+__device__ __forceinline__ int64_t linear_block_index() {
+  return (int64_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+}
+
 /// True for a block of the launch's first wave: linear block index < first_wave (pdl_first_wave_blocks; 0 for a
 /// plain launch). Such a block may copy its own state or checkpoint slice before pdl_wait().
-__device__ __forceinline__ bool pdl_first_wave(int first_wave) {
-  return int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)) < first_wave;
-}
+__device__ __forceinline__ bool pdl_first_wave(int first_wave) { return linear_block_index() < first_wave; }
 
 }  // namespace dev
 

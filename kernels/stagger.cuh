@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "kernels/launch_util.h"
+#include "kernels/pdl.cuh"
 
 namespace kvb {
 
@@ -30,7 +31,7 @@ namespace dev {
 /// nanoseconds (%globaltimer); the block scheduler hands the first wave out one block an SM at a time, so b / sms is
 /// the block's place among those its SM holds. Returns at once for every other block and when s.ns is 0.
 __device__ __forceinline__ void stagger_first_wave(const FirstWaveStagger& s) {
-  const int64_t b = (int64_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  const int64_t b = linear_block_index();
   if (s.ns <= 0 || b >= int64_t(s.sms) * s.per_sm) return;
   const int place = int(b / s.sms) % s.per_sm;
   if (place == 0) return;
@@ -45,9 +46,17 @@ __device__ __forceinline__ void stagger_first_wave(const FirstWaveStagger& s) {
 
 }  // namespace dev
 
-/// The stagger of `ns` nanoseconds for a launch of `kernel` over `grid` (`threads` a block, `smem` bytes of dynamic
-/// shared memory), in `out`: none (ns 0) when `ns` is 0 (no query made) or the grid makes fewer than two waves.
-/// Returns the error of the occupancy query (resident_blocks_per_sm, cached), or cudaSuccess.
+/// The stagger of `ns` nanoseconds for a launch over `grid` of a kernel that holds `per_sm` blocks an SM: none (ns 0)
+/// when `ns` is 0 or the grid makes fewer than two waves.
+inline FirstWaveStagger first_wave_stagger(int per_sm, dim3 grid, int ns) {
+  const int sms = sm_count();
+  const int64_t blocks = int64_t(grid.x) * grid.y * grid.z, wave = int64_t(per_sm) * sms;
+  return ns > 0 && per_sm > 0 && blocks >= 2 * wave ? FirstWaveStagger{ns, sms, per_sm} : FirstWaveStagger{};
+}
+
+/// The same for a launch of `kernel` (`threads` a block, `smem` bytes of dynamic shared memory), its blocks an SM
+/// asked of the occupancy query (resident_blocks_per_sm, cached; not asked when `ns` is 0), in `out`. Returns the
+/// query's error, or cudaSuccess.
 template <typename Kernel>
 cudaError_t first_wave_stagger(Kernel kernel, dim3 grid, int threads, size_t smem, int ns, FirstWaveStagger& out) {
   out = FirstWaveStagger{};
@@ -56,8 +65,7 @@ cudaError_t first_wave_stagger(Kernel kernel, dim3 grid, int threads, size_t sme
   if (const cudaError_t e = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), threads, smem, per_sm);
       e != cudaSuccess)
     return e;
-  const int64_t blocks = int64_t(grid.x) * grid.y * grid.z, wave = int64_t(per_sm) * sm_count();
-  if (per_sm > 0 && blocks >= 2 * wave) out = FirstWaveStagger{ns, sm_count(), per_sm};
+  out = first_wave_stagger(per_sm, grid, ns);
   return cudaSuccess;
 }
 

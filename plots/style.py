@@ -200,8 +200,8 @@ def footnote_text(rows: Sequence[Mapping[str, str]], source) -> str:
     dates = sorted({t[:10] for t in distinct(rows, "timestamp")})
     date = (dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}") if dates else "date unknown"
     sha = " + ".join(distinct(rows, "git_sha")) or "unknown"
-    dtypes = distinct(rows, "state_dtype")
-    parts = [gpu] + ([f"{' + '.join(dtypes)} states"] if dtypes and dtypes != ["fp32"] else [])
+    dtypes = state_dtypes_named(rows)
+    parts = [gpu] + ([dtypes] if dtypes else [])
     if driver:
         parts.append(f"driver {driver}")
     if cuda:
@@ -210,10 +210,16 @@ def footnote_text(rows: Sequence[Mapping[str, str]], source) -> str:
     return " | ".join(parts)
 
 
-def state_dtype_title(rows: Sequence[Mapping[str, str]]) -> str:
-    """", bf16 states" (the dtypes joined with " + ") for a title when the rows' states are not all fp32, else ""."""
+def state_dtypes_named(rows: Sequence[Mapping[str, str]]) -> str:
+    """"bf16 states" (the dtypes joined with " + ") when the rows' states are not all fp32, else ""."""
     dtypes = distinct(rows, "state_dtype")
-    return f", {' + '.join(dtypes)} states" if dtypes and dtypes != ["fp32"] else ""
+    return f"{' + '.join(dtypes)} states" if dtypes and dtypes != ["fp32"] else ""
+
+
+def state_dtype_title(rows: Sequence[Mapping[str, str]]) -> str:
+    """", bf16 states" to end a title when the rows' states are not all fp32 (state_dtypes_named), else ""."""
+    named = state_dtypes_named(rows)
+    return f", {named}" if named else ""
 
 
 def footnote(fig, rows: Sequence[Mapping[str, str]], source, extra: str | None = None) -> None:

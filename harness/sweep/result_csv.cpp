@@ -52,6 +52,16 @@ bool is_decimal(const std::string& s) {
   return i == s.size();
 }
 
+/// Whether `s` ends with `end`.
+bool ends_with(const std::string& s, const std::string& end) {
+  return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+}
+
+/// Whether `s` is a whole number written in decimal digits only (empty: true).
+bool all_digits(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
 /// The value of a number the rules accept, or NaN.
 double decimal(const std::string& s) { return is_decimal(s) ? std::strtod(s.c_str(), nullptr) : std::nan(""); }
 
@@ -60,7 +70,7 @@ std::vector<std::string> latency_groups(const CsvSchema& s) {
   std::vector<std::string> out;
   const std::string suffix = "_us_median";
   for (const auto& c : s.columns) {
-    if (c.size() <= suffix.size() || c.compare(c.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    if (c.size() <= suffix.size() || !ends_with(c, suffix)) continue;
     const std::string name = c.substr(0, c.size() - suffix.size());
     if (contains(s.columns, name + "_us_p10") && contains(s.columns, name + "_us_p90")) out.push_back(name + "_us");
   }
@@ -152,9 +162,6 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
   for (const auto& c : s.counts)
     if (contains(t.header, c)) counts.push_back(index_of(t.header, c));
   // Sizes (whole numbers >= 1), floors, ratios to them and bandwidths (> 0), model bytes (>= 0), where set.
-  const auto ends_with = [](const std::string& c, const std::string& end) {
-    return c.size() >= end.size() && c.compare(c.size() - end.size(), end.size(), end) == 0;
-  };
   for (size_t c = 0; c < t.header.size(); ++c) {
     const std::string& name = t.header[c];
     if (contains(kSizeColumns, name)) sizes.push_back(c);
@@ -206,15 +213,13 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
     }
     for (size_t c : counts) {
       const std::string& text = row[c];
-      const bool digits = std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-      if (!text.empty() && !digits)
+      if (!all_digits(text))
         throw UsageError(fmt::format("{}:{}: {} = '{}' (allowed: a whole number >= 0)", origin, line, t.header[c],
                                      text));
     }
     for (size_t c : sizes) {
       const std::string& text = row[c];
-      const bool digits = std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-      if (!text.empty() && (!digits || text.find_first_not_of('0') == std::string::npos))
+      if (!text.empty() && (!all_digits(text) || text.find_first_not_of('0') == std::string::npos))
         throw UsageError(fmt::format("{}:{}: {} = '{}' (allowed: a whole number >= 1)", origin, line, t.header[c],
                                      text));
     }
