@@ -139,28 +139,40 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   const auto drafts_fragment = [&](int ks) {
     return keys_s + ((lane % 8 + 8 * ((lane / 8) % 2)) * kStKeyPitch + 16 * ks + 8 * (lane / 16)) * 2;
   };
-  const auto key_source = [&](int kr) -> const bf16* {
-    if (kr < M) return p.in.k + ((int64_t(row) * M + kr) * H + hk) * K;
-    if (kr >= kStQ0 && kr < kStQ0 + M) return p.in.q + ((int64_t(row) * M + kr - kStQ0) * H + hk) * K;
-    if (kr >= kStXRows && kr - kStXRows < n) return pool.keys + ((e0 + kr - kStXRows) * H + hk) * K;
-    return nullptr;
-  };
-  for (int idx = tid; idx < (kStXRows + KR) * kKeyChunks; idx += kStThreads) {
-    const int kr = idx / kKeyChunks, c = idx % kKeyChunks;
-    const bf16* src = key_source(kr);
-    if (src) cp_async16(keys + kr * kStKeyPitch + c * 8, src + c * 8, true);
-    else *reinterpret_cast<uint4*>(keys + kr * kStKeyPitch + c * 8) = make_uint4(0, 0, 0, 0);
+  {
+    // Thread tid copies chunk c = tid % 16 of tile rows k0 + 8 r, k0 = tid / 16: row k0 the drafts' raw key k0, row
+    // 8 + k0 their raw query k0 (zero rows from m on), rows 16 + j entry j's raw key (zero rows from n on).
+    const int k0 = tid / kKeyChunks, c = tid % kKeyChunks;
+    bf16* const dst = keys + k0 * kStKeyPitch + c * 8;
+    const int64_t draft = (int64_t(row) * M + min(k0, M - 1)) * H + hk;
+    cp_async16(dst, p.in.k + draft * K + c * 8, k0 < M);
+    cp_async16(dst + kStQ0 * kStKeyPitch, p.in.q + draft * K + c * 8, k0 < M);
+    const bf16* const entry = pool.keys + ((e0 + k0) * H + hk) * K + c * 8;
+    const int64_t entry_stride = int64_t(8) * H * K;  // eight entries on
+#pragma unroll
+    for (int r = 0; r < kStMaxEntries / 8; ++r) {
+      if (8 * r >= KR) break;
+      const int j = k0 + 8 * r;
+      cp_async16(dst + (kStXRows + 8 * r) * kStKeyPitch, j < n ? entry + r * entry_stride : entry, j < n);
+    }
   }
   cp_async_commit();
   const bf16* const s0 = static_cast<const bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V;
   const uint32_t slice_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-#pragma unroll 4
-  for (int i = tid; i < K * 16; i += kStThreads)
-    cp_async16(smem + slice_offset(i / 16, i % 16), s0 + (i / 16) * V + (i % 16) * 8, true);
+  {
+    // Thread tid copies chunk c = tid % 16 of slice rows k0 + 8 r, k0 = tid / 16: all in one swizzled column
+    // (k0 + 8 r = k0 mod 8), 2 KiB apart in shared memory and 8 rows apart in the pool.
+    const int k0 = tid / 16, c = tid % 16;
+    char* const dst = smem + slice_offset(k0, c);
+    const bf16* const src = s0 + k0 * V + c * 8;
+#pragma unroll
+    for (int r = 0; r < K / 8; ++r) cp_async16(dst + r * 8 * 256, src + r * 8 * V, true);
+  }
   cp_async_commit();
 
   const int64_t draft_entry = e0 + (flush ? 0 : n);  // the drafts' first buffer entry
-  const int64_t delta_stride = int64_t(HV) * V;
+  const int64_t delta_stride = int64_t(HV) * V;  // one token (entry) to the next, in value-head rows
+  const int64_t token_offset = (int64_t(row) * M * HV + h) * V + tid;  // draft 0's column tid, in v and o
   const float* const deltas = pool.deltas + e0 * delta_stride + int64_t(h) * V;
 
   // Everything small at once: gate inputs (warp 3, lane i: draft i), the entries' log-decays (warp 2, lane j: entry
@@ -170,7 +182,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   const float lg_j = warp == 2 && lane < n ? pool.log_decay[(e0 + lane) * HV + h] : 0.f;
   float vals[M];
 #pragma unroll
-  for (int i = 0; i < M; ++i) vals[i] = __bfloat162float(p.in.v[((int64_t(row) * M + i) * HV + h) * V + tid]);
+  for (int i = 0; i < M; ++i) vals[i] = __bfloat162float(p.in.v[token_offset + i * delta_stride]);
   // A row that is not due: the entries' deltas of column tid (the buffer's share). A due row: its fold's A
   // fragments, the weighted deltas of rows v = 32 warp + 16 mt + lane / 4 (+ 8), entries 16 ks + 2 (lane % 4) (+ 1,
   // + 8, + 9), loaded now, weighted once the weights are known.
@@ -354,12 +366,16 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
         a[mt][ks][1][0] = p0.mid, a[mt][ks][1][1] = p1.mid, a[mt][ks][1][2] = p2.mid, a[mt][ks][1][3] = p3.mid;
         a[mt][ks][2][0] = p0.lo, a[mt][ks][2][1] = p1.lo, a[mt][ks][2][2] = p2.lo, a[mt][ks][2][3] = p3.lo;
       }
+    uint32_t fold_row[2];  // lane's ldmatrix row at ntp = 0; row 16 ntp + r, its swizzle fixed by lane % 8
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+      fold_row[mt] = slice_s + slice_offset(8 * (lane / 16) + lane % 8, (vb + 16 * mt) / 8 + (lane / 8) % 2);
 #pragma unroll 1
     for (int ntp = 0; ntp < K / 16; ++ntp) {  // k rows 16 ntp .. + 15: two n-tiles of the transposed product
       uint32_t c[2][4], addr[2];
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
-        addr[mt] = slice_s + slice_offset(16 * ntp + 8 * (lane / 16) + lane % 8, (vb + 16 * mt) / 8 + (lane / 8) % 2);
+        addr[mt] = fold_row[mt] + ntp * 16 * 256;
         ldmatrix_x4_trans(addr[mt], c[mt]);
       }
       float d[2][2][4];  // [mt][n-tile]
@@ -397,15 +413,23 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
     __syncwarp();
     // The folded columns to the pool: 128 rows x 64 bytes, 16 bytes a lane a step, evict-first.
     bf16* const s0w = static_cast<bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V + vb;
-#pragma unroll 4
-    for (int i = lane; i < K * 4; i += 32) {
-      const int k = i / 4, c = i % 4;
-      const uint4 w = *reinterpret_cast<const uint4*>(smem + slice_offset(k, vb / 8 + c));
-      __stcs(reinterpret_cast<uint4*>(s0w + k * V + 8 * c), w);
+    {
+      // Lane: chunk c = lane % 4 of rows k0 + 8 s, k0 = lane / 4 (one swizzled column, 2 KiB apart).
+      const int k0 = lane / 4, c = lane % 4;
+      const char* const src = smem + slice_offset(k0, vb / 8 + c);
+      bf16* const dst = s0w + k0 * V + 8 * c;
+#pragma unroll
+      for (int s = 0; s < K / 8; ++s)
+        __stcs(reinterpret_cast<uint4*>(dst + s * 8 * V), *reinterpret_cast<const uint4*>(src + s * 8 * 256));
     }
   }
 
-  // P = X S over this warp's columns: 16 rows (drafts' keys, queries) x 32 columns, 8 k-steps.
+  // P = X S over this warp's columns: 16 rows (drafts' keys, queries) x 32 columns, 8 k-steps. Lane's ldmatrix row
+  // in k-step ks: 16 ks + r0, r0 = lane % 8 + 8 ((lane / 8) % 2), its swizzle fixed by lane % 8 (16 rows = 4 KiB).
+  uint32_t product_row[2];
+#pragma unroll
+  for (int np = 0; np < 2; ++np)
+    product_row[np] = slice_s + slice_offset(lane % 8 + 8 * ((lane / 8) % 2), vb / 8 + 2 * np + lane / 16);
   float acc[4][4] = {};
 #pragma unroll
   for (int ks = 0; ks < K / 16; ++ks) {
@@ -414,8 +438,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
 #pragma unroll
     for (int np = 0; np < 2; ++np) {
       uint32_t b[4];
-      ldmatrix_x4_trans(slice_s + slice_offset(16 * ks + lane % 8 + 8 * ((lane / 8) % 2), vb / 8 + 2 * np + lane / 16),
-                        b);
+      ldmatrix_x4_trans(product_row[np] + ks * 16 * 256, b);
       mma_bf16(acc[2 * np], a, b[0], b[1]);
       mma_bf16(acc[2 * np + 1], a, b[2], b[3]);
     }
@@ -440,14 +463,23 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
     u[i] = cf.beta[i] * x;
   }
   float* const draft_deltas_out = pool.deltas + draft_entry * delta_stride + int64_t(h) * V + tid;
+  float o[M];
 #pragma unroll
   for (int i = 0; i < M; ++i) {
-    float o = fmaf(cf.eq[i], P[(kStQ0 + i) * kStPPitch + tid], share_q[i]);
+    o[i] = fmaf(cf.eq[i], P[(kStQ0 + i) * kStPPitch + tid], share_q[i]);
 #pragma unroll
-    for (int ip = 0; ip <= i; ++ip) o = fmaf(cf.dq[i * M + ip], u[ip], o);
-    store_output1(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V + tid, o);
+    for (int ip = 0; ip <= i; ++ip) o[i] = fmaf(cf.dq[i * M + ip], u[ip], o[i]);
     // Past the entries (nothing reads there), or over a due row's entries 0 .. m - 1, which only this thread read.
     draft_deltas_out[i * delta_stride] = u[i];
+  }
+  if (p.o_dtype == OutputDtype::fp32) {
+    float* const out = static_cast<float*>(p.o) + token_offset;
+#pragma unroll
+    for (int i = 0; i < M; ++i) out[i * delta_stride] = o[i];
+  } else {
+    bf16* const out = static_cast<bf16*>(p.o) + token_offset;
+#pragma unroll
+    for (int i = 0; i < M; ++i) out[i * delta_stride] = __float2bfloat16_rn(o[i]);
   }
   if (!flush) {
     if (h % group == 0) write_draft_keys(p, row, draft_entry, M, hk, tid, kStThreads);  // the key group's first head
