@@ -267,7 +267,7 @@ struct RecurrentAcceptParams {
 /// automatic: the launcher's choice. fp32 checkpoints: the tensor-core kernel where it takes the launch and was
 /// measured the faster (at least 15 rows x value heads an SM with 3 drafts or more, 32 with 1 or 2), else the
 /// CUDA-core kernel; bf16 checkpoints: the staged kernel where it takes the launch and was measured the faster (6
-/// drafts or more; 4 or more at 32 rows x value heads an SM), else the tensor-core kernel.
+/// drafts or more; every draft count from 15 rows x value heads an SM), else the tensor-core kernel.
 /// describe_kvbuffer_verify_launch says which runs.
 enum class VerifyKernel : int { automatic = 0, cuda_cores = 1, tensor_cores = 2, staged = 3 };
 inline const char* to_string(VerifyKernel k) {

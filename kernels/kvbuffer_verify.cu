@@ -671,9 +671,9 @@ cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, 
   const int64_t items = int64_t(p.batch) * p.shape.heads_v;
   const bool tc_measured_faster = items >= 15 * int64_t(sm_count());
   // bf16 checkpoints: the staged kernel where it takes them and was measured the faster (docs/FINDINGS.md): from 6
-  // drafts, and from 4 where the batch gives at least 32 (row, value head) items an SM (batch 256 of Qwen3-Next on
-  // an H200); else the tensor-core kernel (validate).
-  const bool staged_measured_faster = p.in.tokens >= 6 || (p.in.tokens >= 4 && items >= 32 * int64_t(sm_count()));
+  // drafts, and at every draft count from 15 (row, value head) items an SM (batch 64 of Qwen3-Next on an H200);
+  // else the tensor-core kernel (validate).
+  const bool staged_measured_faster = p.in.tokens >= 6 || items >= 15 * int64_t(sm_count());
   if (p.kernel == VerifyKernel::staged ||
       (p.kernel == VerifyKernel::automatic && p.pool.state_dtype == StateDtype::bf16 && staged_measured_faster &&
        validate_staged_verify(p).empty()))

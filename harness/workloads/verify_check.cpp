@@ -174,6 +174,16 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     return due;
   };
 
+  // Outputs: a row that folded with bf16 checkpoints reads its own rounded fold, which can sit one bf16 unit from the
+  // reference's in a few elements: its outputs, like its drafts' deltas, are held to 2^-7 (DESIGN.md section 4);
+  // every other row's to the output tolerance (KVBuffer verify's own for fp32 outputs).
+  double o_err_folded = 0.0;
+  const auto add_outputs = [&](bool folded_bf16, double err) {
+    double& into = folded_bf16 ? o_err_folded : out.o_err;
+    into = std::max(into, err);
+  };
+  const double o_tol = kvb && cfg.o_dtype == OutputDtype::fp32 ? tol::kVerifyOutputFp32 : tol::output(cfg.o_dtype);
+
   if (kvb) poison_draft_entries([](const RowCase& c) { return c.n; });
   else fill_bytes(p.scratch(0), size_t(N) * m * se * 4, 0xff, stream);
   const std::vector<double> o_all =
@@ -200,7 +210,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
       expected.push_back(ref::kvbuffer_state(s, after));
       accepted_slots.push_back(std::move(after));
     }
-    out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, row_outputs(o_all, c), int64_t(m) * HV));
+    add_outputs(kvb && bf16_states && folded.back(), ref::max_rel_err(o_ref, row_outputs(o_all, c), int64_t(m) * HV));
     ++out.rows;
   }
 
@@ -240,7 +250,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
       std::vector<double> o_ref;
       std::vector<ref::BufferEntry> entries;
       const bool due = verify_row(c, n, slot, o_ref, entries, false);  // folds a due slot, as the kernel does
-      out.o_err = std::max(out.o_err, ref::max_rel_err(o_ref, row_outputs(o_next, c), int64_t(m) * HV));
+      add_outputs(bf16_states && due, ref::max_rel_err(o_ref, row_outputs(o_next, c), int64_t(m) * HV));
       errs.add(due, ref::max_rel_err(ref::kvbuffer_state(s, slot), device_state(c, due ? 0 : n), HV),
                fmt::format("row {} at {} entries: its state after the next verify", c.row, n));
       if (due) ++out.folded_rows;
@@ -248,8 +258,12 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
   }
   out.state_err = std::max(errs.shared, errs.folded);
   if (out.detail.empty())
-    out.detail = check_verdict(out.outputs_written, out.state_err, out.o_err, tol::output(cfg.o_dtype),
-                               tol::state(cfg.state_dtype));
+    out.detail = check_verdict(out.outputs_written, out.state_err, out.o_err, o_tol, tol::state(cfg.state_dtype));
+  const double o_tol_folded = std::max(o_tol, tol::kStateBf16);
+  if (out.detail.empty() && !(o_err_folded <= o_tol_folded))
+    out.detail = fmt::format("output error {:.3g} above {:.3g} in a row that folded its bf16 checkpoint", o_err_folded,
+                             o_tol_folded);
+  out.o_err = std::max(out.o_err, o_err_folded);
   if (out.detail.empty() && bf16_states) out.detail = bf16_verdict(errs, out.folded_checkpoints);
   return out;
 }

@@ -16,7 +16,7 @@ namespace kvb {
 /// Result of a verify check. state_err covers, recurrent: the intermediate states in scratch and the state after
 /// accept; KVBuffer: the draft deltas and the state after accept, materialised (ref::kvbuffer_state) from the
 /// device's checkpoint and buffer, and a folded row's stored checkpoint. o_err covers the outputs of every draft of
-/// the checked rows.
+/// the checked rows (with bf16 checkpoints a folded row's held to 2^-7, as its deltas: DESIGN.md section 4).
 struct VerifyCheck : LaunchCheck {
   /// bf16 checkpoints: the stored checkpoints of the rows that folded, element by element against the reference's
   /// fold rounded the same way (empty with fp32 checkpoints).

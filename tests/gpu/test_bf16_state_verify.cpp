@@ -11,6 +11,7 @@
 // state_dtype. The workload tests skip without a CUDA device; the refusal needs none.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -64,7 +65,7 @@ void run_bf16_rounds(const VerifyConfig& cfg, int rounds) {
   KVBufferVerifyLaunch launch;
   ASSERT_EQ(describe_kvbuffer_verify_launch(prob.kvbuffer_verify_params(0), launch), cudaSuccess);
   // automatic takes the staged kernel for bf16 checkpoints from 6 drafts at this batch (32 rows: too few items an
-  // SM for the rule's 4-draft half), the tensor-core kernel below.
+  // SM for the rule's every-draft-count half), the tensor-core kernel below.
   const VerifyKernel automatic = cfg.draft_tokens >= 6 ? VerifyKernel::staged : VerifyKernel::tensor_cores;
   EXPECT_EQ(launch.kernel, cfg.kernel == VerifyKernel::automatic ? automatic : cfg.kernel);
   CudaStream stream;
@@ -78,7 +79,8 @@ void run_bf16_rounds(const VerifyConfig& cfg, int rounds) {
     EXPECT_GT(chk.state_err, 0.0) << "round " << round;  // compared against float64: never exactly equal
     EXPECT_GT(chk.o_err, 0.0) << "round " << round;
     EXPECT_LE(chk.state_err, tol::state(StateDtype::bf16)) << "round " << round;
-    EXPECT_LE(chk.o_err, test::verify_output_tol(cfg.kernel, cfg.o_dtype)) << "round " << round;
+    // A folded row's outputs read its rounded fold, as its deltas do: 2^-7 (DESIGN.md section 4).
+    EXPECT_LE(chk.o_err, std::max(test::verify_output_tol(cfg.kernel, cfg.o_dtype), tol::kStateBf16)) << "round " << round;
     folded += chk.folded_rows;
     units.equal += chk.folded_checkpoints.equal;
     units.one += chk.folded_checkpoints.one;
