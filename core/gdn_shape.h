@@ -30,6 +30,13 @@ struct GdnShape {
   int head_dim_v = 128;  ///< V
 
   KVB_HOST_DEVICE int group() const { return heads_v / heads_qk; }
+  /// Value head h's key head, h / group(), by two float operations instead of two integer divisions (for a kernel's
+  /// first instructions): (h + 1/2) H / HV lies at least 1 / (2 group()) from an integer, and the two correctly
+  /// rounded operations err by at most 2^-23 of it, so truncation is exact for h < 2^22 (a kernel that uses it caps
+  /// heads_v below that in its validation).
+  KVB_HOST_DEVICE int key_head(int h) const {
+    return static_cast<int>((float(h) + 0.5f) * (float(heads_qk) / float(heads_v)));
+  }
   /// Elements of one request's state in one layer: HV * K * V.
   KVB_HOST_DEVICE int64_t state_elems() const { return int64_t(heads_v) * head_dim_k * head_dim_v; }
   /// Bytes of one request's state in one layer stored as `d` (Qwen3-Next: 2 MiB fp32, 1 MiB bf16).

@@ -48,6 +48,7 @@ constexpr int kStXRows = 16;                   ///< drafts' keys at rows 0 .. m 
 constexpr int kStQ0 = 8;
 constexpr int kStMaxEntries = kStagedVerifyMaxEntries;  ///< buffer entries a row may hold (capacity)
 static_assert(kStMaxEntries == 32, "a due row's fold takes its entries in two 16-entry k-steps (held[32])");
+constexpr int kStMaxValueHeads = 1 << 16;    ///< value heads a launch may have (GdnShape::key_head exact)
 constexpr int kStPPitch = kStV + 4;            ///< floats a row of P (the products, over the landed slice)
 
 /// The 16-byte chunk c (0 .. 15) of slice row k: stored at chunk c ^ (k % 8) of that row (256 bytes), so that the
@@ -117,7 +118,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   // The row: from row_order or in batch order.
   const OrderedRow ordered = p.row_order ? p.row_order[blockIdx.y] : OrderedRow{int(blockIdx.y), p.slot[blockIdx.y]};
   const int h = blockIdx.x, row = ordered.row, slot = ordered.slot;
-  const int H = p.shape.heads_qk, HV = p.shape.heads_v, group = p.shape.group(), hk = h / group;
+  const int H = p.shape.heads_qk, HV = p.shape.heads_v, hk = p.shape.key_head(h);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   if (slot < 0 || slot >= pool.num_slots) {  // padding: nothing read, outputs zeroed
     for (int i = 0; i < M; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V, 0, V, V);
@@ -180,9 +181,9 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   GateInputs gate_in;
   if (warp == 3 && lane < M) gate_in = load_gate_inputs(p.in, int64_t(row) * M + lane, h, HV);
   const float lg_j = warp == 2 && lane < n ? pool.log_decay[(e0 + lane) * HV + h] : 0.f;
-  float vals[M];
+  bf16 vals[M];  // widened where the deltas use them, so that no thread waits for them before the first barrier
 #pragma unroll
-  for (int i = 0; i < M; ++i) vals[i] = __bfloat162float(p.in.v[token_offset + i * delta_stride]);
+  for (int i = 0; i < M; ++i) vals[i] = p.in.v[token_offset + i * delta_stride];
   // A row that is not due: the entries' deltas of column tid (the buffer's share). A due row: its fold's A
   // fragments, the weighted deltas of rows v = 32 warp + 16 mt + lane / 4 (+ 8), entries 16 ks + 2 (lane % 4) (+ 1,
   // + 8, + 9), loaded now, weighted once the weights are known.
@@ -457,7 +458,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   float u[M];
 #pragma unroll
   for (int i = 0; i < M; ++i) {
-    float x = vals[i] - cf.ek[i] * P[i * kStPPitch + tid] - share_k[i];
+    float x = __bfloat162float(vals[i]) - cf.ek[i] * P[i * kStPPitch + tid] - share_k[i];
 #pragma unroll
     for (int ip = 0; ip < i; ++ip) x = fmaf(-cf.dk[i * M + ip], u[ip], x);
     u[i] = cf.beta[i] * x;
@@ -482,7 +483,8 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
     for (int i = 0; i < M; ++i) out[i * delta_stride] = __float2bfloat16_rn(o[i]);
   }
   if (!flush) {
-    if (h % group == 0) write_draft_keys(p, row, draft_entry, M, hk, tid, kStThreads);  // the key group's first head
+    if (h == 0 || p.shape.key_head(h - 1) != hk)  // the key group's first head
+      write_draft_keys(p, row, draft_entry, M, hk, tid, kStThreads);
   } else {
     // This head's log-decays over entries 0 .. m - 1 (read by this block only, into shared memory, before the first
     // barrier); the drafts' keys by the key group's last block to have read its entries.
@@ -525,6 +527,9 @@ std::string validate_staged_verify(const KVBufferVerifyParams& p) {
   if (p.shape.head_dim_k != kStK || p.shape.head_dim_v != kStV)
     return "kernel = staged takes head_dim_k = head_dim_v = " + std::to_string(kStK) + " (got " +
            std::to_string(p.shape.head_dim_k) + " x " + std::to_string(p.shape.head_dim_v) + ")";
+  if (p.shape.heads_v > kStMaxValueHeads)  // GdnShape::key_head is exact below 2^22
+    return "heads_v = " + std::to_string(p.shape.heads_v) + ": kernel = staged takes at most " +
+           std::to_string(kStMaxValueHeads) + " value heads";
   if (p.pool.capacity > kStMaxEntries)
     return "pool.capacity = " + std::to_string(p.pool.capacity) + ": kernel = staged holds at most " +
            std::to_string(kStMaxEntries) + " entries a slot (buffer_size - 1 + draft_tokens <= " +

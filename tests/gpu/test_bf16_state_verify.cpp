@@ -173,6 +173,12 @@ TEST(Bf16StateVerifyValidation, StagedKernelRefusesFp32CheckpointsAndLargeBuffer
   EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   p.kernel = VerifyKernel::automatic;  // the tensor-core kernel takes it
   EXPECT_EQ(validate(p), "");
+  p = test::unread_verify_params(GdnShape{1 << 15, 1 << 17, 128, 128}, 1, 4, 16, OutputDtype::bf16);
+  p.kernel = VerifyKernel::staged;
+  p.pool.state_dtype = StateDtype::bf16;
+  e = validate(p);
+  EXPECT_NE(e.find("heads_v = 131072"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
 }
 
 TEST(Bf16StateVerifyValidation, CudaCoreKernelRefusesBf16CheckpointsNamingStateDtype) {
