@@ -238,17 +238,13 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   cp_async_wait_group<1>();  // this thread's key copies have landed
   __syncthreads();  // keys, gates, decay sums in shared memory
 
-  // A due row has read the pool's keys for the last time: it counts its arrival in its key group; the last block
-  // writes the drafts' keys over entries 0 .. m - 1 at the end.
-  if (flush && tid == 0)
-    cf.misc[1] = last_in_key_group(p, row, hk, atomicAdd(key_group_arrivals(p, row, hk), 1), 1) ? 1.f : 0.f;
-  if (warp < 2) {
-    // Key products, exact bf16 operands: warp 0 the drafts' rows against themselves (columns 0 .. 15), warp 1
-    // against the entries' keys (columns 16 .. 16 + n - 1; a row that is not due).
-    const int cols = warp == 0 ? kStXRows : (flush ? 0 : n);
-    for (int c0 = 0; c0 < cols; c0 += 16) {
+  if (warp != 2) {
+    // Key products, exact bf16 operands, one 16-column block a warp: warp 0 the drafts' rows against themselves
+    // (columns 0 .. 15), warps 1 and 3 against entries 0 .. 15 and 16 .. 31 (columns 16 + j, j < n; a row that is
+    // not due).
+    const int c0 = warp == 3 ? 16 : 0, r0 = warp == 0 ? 0 : kStXRows + c0;
+    if (warp == 0 || (!flush && c0 < n)) {
       float d[2][4] = {};
-      const int r0 = warp == 0 ? 0 : kStXRows + c0;
 #pragma unroll
       for (int ks = 0; ks < K / 16; ++ks) {
         uint32_t a[4], b[4];
@@ -258,7 +254,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
         mma_bf16(d[0], a, b[0], b[1]);
         mma_bf16(d[1], a, b[2], b[3]);
       }
-      const int gr = lane / 4, gc = (warp == 0 ? 0 : kStXRows + c0) + 2 * (lane % 4);
+      const int gr = lane / 4, gc = r0 + 2 * (lane % 4);
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
         gram[gr * GP + gc + 8 * nt] = d[nt][0];
@@ -274,18 +270,25 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
         cf.rqd[lane] = p.in.scale * rsqrtf(gram[(kStQ0 + lane) * GP + kStQ0 + lane] + kL2NormEps);
       }
     }
-  } else if (warp == 2 && lane < n) {
-    // Entry j's 1 / |k_j|, lane j over its key (no chain of reductions).
+    // A due row has read the pool's keys for the last time: it counts its arrival in its key group (warp 3, idle in a
+    // due row, so that no product waits for the atomic); the last block writes the drafts' keys over entries
+    // 0 .. m - 1 at the end, where the flag is read.
+    if (warp == 3 && flush && lane == 0)
+      cf.misc[1] = last_in_key_group(p, row, hk, atomicAdd(key_group_arrivals(p, row, hk), 1), 1) ? 1.f : 0.f;
+  } else if (lane < n) {
+    // Entry j's 1 / |k_j|, lane j over its key (no chain of reductions), in four partial sums.
     const uint4* key = reinterpret_cast<const uint4*>(keys + (kStXRows + lane) * kStKeyPitch);
-    float sum = 0.f;
+    float sum[4] = {};
 #pragma unroll
     for (int c = 0; c < kKeyChunks; ++c) {
       const uint4 w = key[c];
       const float4 x = widen_bf16x4(make_uint2(w.x, w.y)), y = widen_bf16x4(make_uint2(w.z, w.w));
-      sum = fmaf(x.w, x.w, fmaf(x.z, x.z, fmaf(x.y, x.y, fmaf(x.x, x.x, sum))));
-      sum = fmaf(y.w, y.w, fmaf(y.z, y.z, fmaf(y.y, y.y, fmaf(y.x, y.x, sum))));
+      sum[0] = fmaf(y.x, y.x, fmaf(x.x, x.x, sum[0]));
+      sum[1] = fmaf(y.y, y.y, fmaf(x.y, x.y, sum[1]));
+      sum[2] = fmaf(y.z, y.z, fmaf(x.z, x.z, sum[2]));
+      sum[3] = fmaf(y.w, y.w, fmaf(x.w, x.w, sum[3]));
     }
-    cf.rk[lane] = rsqrtf(sum + kL2NormEps);
+    cf.rk[lane] = rsqrtf((sum[0] + sum[1]) + (sum[2] + sum[3]) + kL2NormEps);
   }
   __syncthreads();  // key products, norms
 
