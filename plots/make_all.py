@@ -8,7 +8,8 @@ state dtypes, on their bf16 rows (`--state-dtype bf16`: NAME_bf16.png and .pdf).
 
 Every CSV present is validated first (result_csv.py: kvb's rules): one that kvb would refuse stops the run before any
 figure is drawn. Each figure is written atomically (style.save). SIGINT or SIGTERM stops the run after the figure
-under way (a second one at once, leaving that figure as it was), and the made and not made ones are listed.
+under way (a second one at once, leaving that figure as it was), and the made and not made ones are listed; while the
+plotting libraries load it stops at once, in one line, nothing written.
 
 Usage: python3 plots/make_all.py [--results-dir results] [--out-dir results/figures]
 Exit status: 0 when every figure whose CSV exists was made (skipped ones do not count), 1 when a script failed,
@@ -19,9 +20,25 @@ stopped it.
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def _stopped_while_loading(signum, _frame) -> None:
+    """SIGINT or SIGTERM while the plotting libraries load, before any file is touched: one line, 130 / 143."""
+    print(f"{signal.Signals(signum).name}: stopped while loading, nothing written", file=sys.stderr, flush=True)
+    os._exit(128 + signum)
+
+
+# Until main() installs its between-figures handlers (style.stop_between_steps), a signal ends the run at once.
+signal.signal(signal.SIGINT, _stopped_while_loading)
+signal.signal(signal.SIGTERM, _stopped_while_loading)
+if os.environ.get("KVB_TEST_STOP_AT") == "loading":  # the tests of interrupted runs (style._test_stop_point)
+    del os.environ["KVB_TEST_STOP_AT"]
+    os.kill(os.getpid(), signal.SIGSTOP)
 
 PLOTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PLOTS_DIR.parent

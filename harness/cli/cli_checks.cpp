@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "harness/sweep/experiment_kind.h"
+
 namespace kvb::cli {
 
 CLI::Validator integer_in(long long lo, long long hi) {
@@ -18,7 +20,7 @@ CLI::Validator integer_in(long long lo, long long hi) {
         char* end = nullptr;
         const long long v = std::strtoll(value.c_str(), &end, 10);
         if (value.empty() || std::isspace(static_cast<unsigned char>(value[0])) || *end != '\0' || errno == ERANGE)
-          return fmt::format("'{}' is not an integer ({})", value, allowed);
+          return fmt::format("'{}' is not an integer ({})", shown_value(value), allowed);
         if (v < lo || v > hi) return fmt::format("{} is out of range ({})", value, allowed);
         return "";
       },

@@ -35,7 +35,7 @@ ConfigGrid load_config_grid(const std::string& config_path, const std::vector<st
     validate_points(*g.kind, g.grid);
   } catch (const UsageError& e) {  // a grid too large or a point no kernel takes: named with the config and overrides
     std::string source = config_path;
-    for (const auto& set : sets) source += " --set " + (set.size() <= 80 ? set : set.substr(0, 72) + "...");
+    for (const auto& set : sets) source += " --set " + shown_value(set);
     throw UsageError(fmt::format("{}: {}", source, e.what()));
   }
   return g;

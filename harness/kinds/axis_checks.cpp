@@ -24,8 +24,8 @@ AxisCheck int_axis(const std::string& name, long long lo, long long hi) {
   const std::string words = fmt::format("integers {} to {}", lo, hi);
   return {[=](const std::string& v) -> std::string {
             long long x = 0;
-            if (!parse_int(v, x)) return fmt::format("{} = '{}' is not an integer (allowed: {})", name, v, words);
-            if (x < lo || x > hi) return fmt::format("{} = '{}' is out of range (allowed: {})", name, v, words);
+            if (!parse_int(v, x)) return fmt::format("{} = '{}' is not an integer (allowed: {})", name, shown_value(v), words);
+            if (x < lo || x > hi) return fmt::format("{} = '{}' is out of range (allowed: {})", name, shown_value(v), words);
             return "";
           },
           words};
@@ -36,7 +36,7 @@ AxisCheck int_set_axis(const std::string& name, const std::vector<long long>& al
   return {[=](const std::string& v) -> std::string {
             long long x = 0;
             if (!parse_int(v, x) || std::find(allowed.begin(), allowed.end(), x) == allowed.end())
-              return fmt::format("{} = '{}' is not supported (allowed: {})", name, v, words);
+              return fmt::format("{} = '{}' is not supported (allowed: {})", name, shown_value(v), words);
             return "";
           },
           words};
@@ -46,7 +46,7 @@ AxisCheck word_axis(const std::string& name, const std::vector<std::string>& all
   const std::string words = fmt::format("{}", fmt::join(allowed, ", "));
   return {[=](const std::string& v) -> std::string {
             if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
-              return fmt::format("{} = '{}' is not known (allowed: {})", name, v, words);
+              return fmt::format("{} = '{}' is not known (allowed: {})", name, shown_value(v), words);
             return "";
           },
           words};

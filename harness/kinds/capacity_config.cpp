@@ -85,7 +85,7 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& flag
     char* end = nullptr;
     const long v = t.empty() ? 0 : std::strtol(t.c_str(), &end, 10);
     if (t.empty() || *end != '\0' || errno == ERANGE)
-      throw UsageError(fmt::format("{}: '{}' is not an integer ({})", flag, t, allowed_list(lo, hi)));
+      throw UsageError(fmt::format("{}: '{}' is not an integer ({})", flag, shown_value(t), allowed_list(lo, hi)));
     if (v < lo || v > hi)
       throw UsageError(fmt::format("{}: {} is out of range ({})", flag, v, allowed_list(lo, hi)));
     out.push_back(int(v));

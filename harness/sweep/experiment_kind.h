@@ -16,6 +16,10 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A value as an error message quotes it: whole up to 80 characters, else its first 72 and how long it was, so that
+/// a pasted file or a runaway string still gives a one-line error.
+std::string shown_value(const std::string& value);
+
 /// One sweep point: (axis, value) in the experiment's axis order, values as written in the config.
 /// An axis that does not apply to the point's variant holds "" (and is written empty in the CSV).
 struct Point {

@@ -82,6 +82,20 @@ TEST(CliInputs, ANumberAfterWhiteSpaceOrInHexIsRefused) {
   expect_refused(run_kvb(dir, "sweep" + verify + " --set accepted=0x.8"), {"accepted = '0x.8' is not allowed"}, "hex");
 }
 
+TEST(CliInputs, AnOverLongValueIsQuotedInPart) {
+  TempDir dir;
+  // A value of 100,000 characters (a pasted file, a runaway script) gives a short line naming its length.
+  const std::string grid = " --config " + shell_quote(kSource + "/experiments/spec_verify.toml") + " --dry-run";
+  const std::string digits = std::string(99999, '9') + "x";
+  for (const std::string& set : {"batch=" + digits, "verify_kernel=" + digits}) {
+    const Result r = run_kvb(dir, "sweep" + grid + " --set " + set);
+    expect_refused(r, {"'" + std::string(72, '9') + "... (100000 characters)'"}, set.substr(0, 12));
+    EXPECT_LT(r.err.size(), 400u) << r.err.substr(0, 400);
+  }
+  const Result r = run_kvb(dir, "sweep" + grid + " --min-samples " + digits);
+  expect_refused(r, {"--min-samples: '" + std::string(72, '9') + "... (100000 characters)'"}, "--min-samples");
+}
+
 TEST(CliInputs, AWordForANumberIsCalledSo) {
   TempDir dir;
   const std::string config = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml");

@@ -1023,6 +1023,23 @@ def test_signal_during_savefig_leaves_the_figure_whole(sig, code, tmp_path):
     assert not _temporaries(out)
 
 
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_make_all_stopped_while_loading_says_so_in_one_line(sig, code, tmp_path):
+    out = tmp_path / "figures"
+    env = dict(os.environ, KVB_TEST_STOP_AT="loading")
+    p = subprocess.Popen([sys.executable, str(PLOTS_DIR / "make_all.py"), "--out-dir", str(out)], cwd=REPO_ROOT,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, status = os.waitpid(p.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), "make_all did not reach its stop point"
+    os.kill(p.pid, sig)
+    os.kill(p.pid, signal.SIGCONT)
+    stdout, err = p.communicate(timeout=60)
+    assert p.returncode == code, err
+    assert err.strip() == f"{signal.Signals(sig).name}: stopped while loading, nothing written"
+    assert stdout == ""
+    assert not out.exists()
+
+
 def test_make_all_stops_between_figures_on_a_signal(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
