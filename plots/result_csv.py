@@ -14,6 +14,7 @@ files in tests/data/csv/cases/ are checked against both implementations (tests/d
    where set; floors, ratios to them and bandwidths (columns ending floor_us, _over_floor, _gbps): finite numbers > 0
    where set; model bytes (ending model_bytes, model_read_bytes, model_write_bytes): finite numbers >= 0 where set;
  - state_dtype, where the kind has it: fp32, bf16, or empty (a row written before the column: fp32);
+ - timestamp, where set: a UTC time as YYYY-MM-DDTHH:MM:SSZ (a file cut inside it and given a line end is refused);
  - capacity: where set, bytes_per_request > 0 and max_requests_model, max_requests_measured x bytes_per_request
    <= budget_bytes;
  - one row per point (the kind's key columns), and one GPU (every non-empty gpu value the same).
@@ -140,6 +141,9 @@ def _decimal(text: str) -> float | None:
     return float(text) if _DECIMAL.fullmatch(text) else None
 
 
+_UTC_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+
+
 def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
              known: dict[str, Schema] | None = None) -> Schema:
     """Checks a parsed result CSV against the rules (module docstring); returns the schema it follows. Raises
@@ -192,6 +196,9 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
         if "state_dtype" in col and row[col["state_dtype"]] not in ("", "fp32", "bf16"):
             raise CsvError(f"{origin}:{line}: state_dtype = '{row[col['state_dtype']]}' (allowed: fp32, bf16, or empty "
                            f"for fp32)")
+        if "timestamp" in col and row[col["timestamp"]] and not _UTC_TIMESTAMP.fullmatch(row[col["timestamp"]]):
+            raise CsvError(f"{origin}:{line}: timestamp = '{row[col['timestamp']]}' (allowed: a UTC time as "
+                           f"YYYY-MM-DDTHH:MM:SSZ, or empty)")
         if ok and "bytes_per_request" in col and "budget_bytes" in col and row[col["bytes_per_request"]]:
             # capacity: where set, bytes_per_request > 0 and the requests fit the budget
             each_text, budget_text = row[col["bytes_per_request"]], row[col["budget_bytes"]]

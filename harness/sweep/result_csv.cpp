@@ -119,6 +119,15 @@ const CsvSchema& match_header(const std::vector<std::string>& header, const std:
 const std::vector<std::string> kSizeColumns = {"batch",   "buffer_size", "draft_tokens", "layers",
                                                "heads_qk", "heads_v",    "head_dim_k",   "head_dim_v"};
 
+/// True for a UTC time as the sweeps write it: YYYY-MM-DDTHH:MM:SSZ.
+bool utc_timestamp(const std::string& s) {
+  static const std::string form = "dddd-dd-ddTdd:dd:ddZ";
+  if (s.size() != form.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (form[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != form[i]) return false;
+  return true;
+}
+
 size_t index_of(const std::vector<std::string>& header, const std::string& name) {
   return size_t(std::find(header.begin(), header.end(), name) - header.begin());
 }
@@ -182,6 +191,7 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
     if (capacity && contains(t.header, c)) request_counts.push_back(index_of(t.header, c));
   // The stored states' element type, where the kind has the column (empty: a row written before it, fp32).
   const size_t state_dtype = contains(t.header, "state_dtype") ? index_of(t.header, "state_dtype") : std::string::npos;
+  const size_t timestamp = contains(t.header, "timestamp") ? index_of(t.header, "timestamp") : std::string::npos;
   std::map<std::string, size_t> first_line;  // point key -> line
   std::string first_gpu;
   size_t gpu_line = 0;
@@ -239,6 +249,9 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
         row[state_dtype] != "bf16")
       throw UsageError(fmt::format("{}:{}: state_dtype = '{}' (allowed: fp32, bf16, or empty for fp32)", origin, line,
                                    row[state_dtype]));
+    if (timestamp < row.size() && !row[timestamp].empty() && !utc_timestamp(row[timestamp]))
+      throw UsageError(fmt::format("{}:{}: timestamp = '{}' (allowed: a UTC time as YYYY-MM-DDTHH:MM:SSZ, or empty)",
+                                   origin, line, row[timestamp]));
     if (ok && per_request < row.size() && !row[per_request].empty()) {  // capacity: the requests fit the budget
       const double each = decimal(row[per_request]), budget = decimal(row[budget_col]);
       if (!(std::isfinite(each) && each > 0))
