@@ -131,7 +131,8 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   const bool flush = n >= pool.buffer_size;
 
   // Two groups of copies: the key tile (the drafts' raw keys and queries, then the n entries' raw keys; zero rows
-  // elsewhere), then the whole slice, which lands while the drafts' coefficients are formed.
+  // elsewhere), then, after the small loads below, the whole slice, which lands while the drafts' coefficients are
+  // formed.
   const int64_t e0 = int64_t(slot) * cap;
   bf16* const keys = reinterpret_cast<bf16*>(smem + lay.keys);
   const uint32_t keys_s = static_cast<uint32_t>(__cvta_generic_to_shared(keys));
@@ -158,6 +159,29 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
     }
   }
   cp_async_commit();
+
+  const int64_t draft_entry = e0 + (flush ? 0 : n);  // the drafts' first buffer entry
+  const int64_t delta_stride = int64_t(HV) * V;  // one token (entry) to the next, in value-head rows
+  const int64_t token_offset = (int64_t(row) * M * HV + h) * V + tid;  // draft 0's column tid, in v and o
+  const float* const deltas = pool.deltas + e0 * delta_stride + int64_t(h) * V;
+
+  // In the order they are needed: gate inputs (warp 3, lane i: draft i) and the entries' log-decays (warp 2, lane j:
+  // entry j) before the first barrier, a row's buffered deltas for its share, then the slice, the drafts' values of
+  // column tid and a due row's fold fragments.
+  GateInputs gate_in;
+  if (warp == 3 && lane < M) gate_in = load_gate_inputs(p.in, int64_t(row) * M + lane, h, HV);
+  const float lg_j = warp == 2 && lane < n ? pool.log_decay[(e0 + lane) * HV + h] : 0.f;
+  // A row that is not due: the entries' deltas of column tid (the buffer's share). A due row: its fold's A
+  // fragments, the weighted deltas of rows v = 32 warp + 16 mt + lane / 4 (+ 8), entries 16 ks + 2 (lane % 4) (+ 1,
+  // + 8, + 9), loaded now, weighted once the weights are known.
+  float held[2 * 2 * 8];  // not due: held[j], j < 32; due: [mt][ks][8]
+  if (!flush) {
+#pragma unroll
+    for (int j = 0; j < kStMaxEntries; ++j) {
+      if (j >= n) break;
+      held[j] = deltas[j * delta_stride + tid];
+    }
+  }
   const bf16* const s0 = static_cast<const bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V;
   const uint32_t slice_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   {
@@ -170,31 +194,10 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
     for (int r = 0; r < K / 8; ++r) cp_async16(dst + r * 8 * 256, src + r * 8 * V, true);
   }
   cp_async_commit();
-
-  const int64_t draft_entry = e0 + (flush ? 0 : n);  // the drafts' first buffer entry
-  const int64_t delta_stride = int64_t(HV) * V;  // one token (entry) to the next, in value-head rows
-  const int64_t token_offset = (int64_t(row) * M * HV + h) * V + tid;  // draft 0's column tid, in v and o
-  const float* const deltas = pool.deltas + e0 * delta_stride + int64_t(h) * V;
-
-  // Everything small at once: gate inputs (warp 3, lane i: draft i), the entries' log-decays (warp 2, lane j: entry
-  // j), the drafts' values of column tid.
-  GateInputs gate_in;
-  if (warp == 3 && lane < M) gate_in = load_gate_inputs(p.in, int64_t(row) * M + lane, h, HV);
-  const float lg_j = warp == 2 && lane < n ? pool.log_decay[(e0 + lane) * HV + h] : 0.f;
   bf16 vals[M];  // widened where the deltas use them, so that no thread waits for them before the first barrier
 #pragma unroll
   for (int i = 0; i < M; ++i) vals[i] = p.in.v[token_offset + i * delta_stride];
-  // A row that is not due: the entries' deltas of column tid (the buffer's share). A due row: its fold's A
-  // fragments, the weighted deltas of rows v = 32 warp + 16 mt + lane / 4 (+ 8), entries 16 ks + 2 (lane % 4) (+ 1,
-  // + 8, + 9), loaded now, weighted once the weights are known.
-  float held[2 * 2 * 8];  // not due: held[j], j < 32; due: [mt][ks][8]
-  if (!flush) {
-#pragma unroll
-    for (int j = 0; j < kStMaxEntries; ++j) {
-      if (j >= n) break;
-      held[j] = deltas[j * delta_stride + tid];
-    }
-  } else {
+  if (flush) {
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
