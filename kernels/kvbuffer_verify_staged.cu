@@ -165,9 +165,9 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   const int64_t token_offset = (int64_t(row) * M * HV + h) * V + tid;  // draft 0's column tid, in v and o
   const float* const deltas = pool.deltas + e0 * delta_stride + int64_t(h) * V;
 
-  // In the order they are needed: gate inputs (warp 3, lane i: draft i) and the entries' log-decays (warp 2, lane j:
-  // entry j) before the first barrier, a row's buffered deltas for its share, then the slice, the drafts' values of
-  // column tid and a due row's fold fragments.
+  // Before the slice: what the first barrier waits for (gate inputs, warp 3, lane i: draft i; the entries'
+  // log-decays, warp 2, lane j: entry j) and a row's buffered deltas (its share, or a due row's fold fragments, which
+  // the fold takes as soon as the slice lands); after it, the drafts' values of column tid.
   GateInputs gate_in;
   if (warp == 3 && lane < M) gate_in = load_gate_inputs(p.in, int64_t(row) * M + lane, h, HV);
   const float lg_j = warp == 2 && lane < n ? pool.log_decay[(e0 + lane) * HV + h] : 0.f;
@@ -181,6 +181,18 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
       if (j >= n) break;
       held[j] = deltas[j * delta_stride + tid];
     }
+  } else {
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int v = 32 * warp + 16 * mt + g + 8 * ((e / 2) % 2);
+          const int j = 16 * ks + 2 * t + (e % 2) + 8 * (e / 4);
+          held[(mt * 2 + ks) * 8 + e] = j < n ? deltas[j * delta_stride + v] : 0.f;
+        }
   }
   const bf16* const s0 = static_cast<const bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V;
   const uint32_t slice_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -197,19 +209,6 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   bf16 vals[M];  // widened where the deltas use them, so that no thread waits for them before the first barrier
 #pragma unroll
   for (int i = 0; i < M; ++i) vals[i] = p.in.v[token_offset + i * delta_stride];
-  if (flush) {
-    const int g = lane / 4, t = lane % 4;
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-      for (int ks = 0; ks < 2; ++ks)
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const int v = 32 * warp + 16 * mt + g + 8 * ((e / 2) % 2);
-          const int j = 16 * ks + 2 * t + (e % 2) + 8 * (e / 4);
-          held[(mt * 2 + ks) * 8 + e] = j < n ? deltas[j * delta_stride + v] : 0.f;
-        }
-  }
   float* const gram = reinterpret_cast<float*>(smem + lay.gram);
   const StCoef<M> cf(smem + lay.coef, KR);
   // What needs no key: the drafts' gates and their running sums (warp 3), the sums of the entries' log-decays after
