@@ -19,26 +19,28 @@ stopped it.
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import sys
-from dataclasses import dataclass
-from pathlib import Path
 
 
 def _stopped_while_loading(signum, _frame) -> None:
     """SIGINT or SIGTERM while the plotting libraries load, before any file is touched: one line, 130 / 143."""
-    print(f"{signal.Signals(signum).name}: stopped while loading, nothing written", file=sys.stderr, flush=True)
+    os.write(2, f"{signal.Signals(signum).name}: stopped while loading, nothing written\n".encode())
     os._exit(128 + signum)
 
 
-# Until main() installs its between-figures handlers (style.stop_between_steps), a signal ends the run at once.
+# First of all (until main() installs its between-figures handlers, style.stop_between_steps), a signal ends the run
+# at once; one that comes while Python itself starts, before this line, is Python's to handle.
 signal.signal(signal.SIGINT, _stopped_while_loading)
 signal.signal(signal.SIGTERM, _stopped_while_loading)
 if os.environ.get("KVB_TEST_STOP_AT") == "loading":  # the tests of interrupted runs (style._test_stop_point)
     del os.environ["KVB_TEST_STOP_AT"]
     os.kill(os.getpid(), signal.SIGSTOP)
+
+import importlib  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 PLOTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PLOTS_DIR.parent

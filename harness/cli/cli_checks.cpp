@@ -1,6 +1,7 @@
 // Command-line checks with messages that name what is allowed (cli_checks.h).
 #include "harness/cli/cli_checks.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -80,7 +81,20 @@ std::string one_line(const std::string& message) {
     else if (c == '\r') out += "\\r";
     else out += c;
   }
-  return out;
+  // Every run of characters without a space (a value, a path, a quoted line) as shown_value shows it, its quotes and
+  // closing punctuation kept.
+  std::string shown;
+  for (size_t i = 0; i < out.size();) {
+    const size_t end = std::min(out.find(' ', i), out.size());
+    const std::string word = out.substr(i, end - i);
+    const size_t first = std::min(word.find_first_not_of("'\"("), word.size());
+    const size_t last = word.find_last_not_of("'\":,;)");
+    if (last == std::string::npos || last < first) shown += word;
+    else shown += word.substr(0, first) + shown_value(word.substr(first, last + 1 - first)) + word.substr(last + 1);
+    if (end < out.size()) shown += ' ';
+    i = end + 1;
+  }
+  return shown;
 }
 
 }  // namespace kvb::cli

@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
       found = found || sub->get_name() == argv[1];
     }
     if (!found) {
-      fmt::print(stderr, "kvb: unknown subcommand '{}' (allowed: {})\n", argv[1], known);
+      fmt::print(stderr, "{}\n", one_line(fmt::format("kvb: unknown subcommand '{}' (allowed: {})", argv[1], known)));
       return 2;
     }
   }
@@ -125,13 +125,13 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     // An unknown option first: CLI11 reports a missing required one before it.
     if (const std::string unknown = unknown_option(app, argc, argv); !unknown.empty()) {
-      fmt::print(stderr, "{}\n", unknown);
+      fmt::print(stderr, "{}\n", one_line(unknown));
       return 2;
     }
     // Point at the help of the subcommand being parsed (the last one given), else the top level's.
     std::string help = "kvb --help";
     for (const CLI::App* sub : app.get_subcommands()) help = "kvb " + sub->get_name() + " --help";
-    fmt::print(stderr, "kvb: {} (see {})\n", e.what(), help);
+    fmt::print(stderr, "kvb: {} (see {})\n", one_line(e.what()), help);
     return 2;
   }
   if (min_opt->count()) sweep.min_samples = min_samples;

@@ -1,6 +1,8 @@
 // Point accessors of the experiment contract (experiment_kind.h).
 #include "harness/sweep/experiment_kind.h"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstdlib>
 
@@ -13,8 +15,14 @@ const std::string& Point::get(const std::string& axis) const {
 }
 
 std::string shown_value(const std::string& value) {
-  if (value.size() <= 80) return value;
-  return value.substr(0, 72) + "... (" + std::to_string(value.size()) + " characters)";
+  // Characters are UTF-8 code points: counted by their lead bytes, cut only before one.
+  const auto lead = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; };
+  const size_t chars = size_t(std::count_if(value.begin(), value.end(), lead));
+  if (chars <= 80) return value;
+  size_t cut = 0;
+  for (size_t seen = 0; cut < value.size(); ++cut)
+    if (lead(value[cut]) && seen++ == 72) break;
+  return value.substr(0, cut) + "... (" + std::to_string(chars) + " characters)";
 }
 
 long long Point::get_int(const std::string& axis) const {

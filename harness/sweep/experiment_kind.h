@@ -16,8 +16,8 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A value as an error message quotes it: whole up to 80 characters, else its first 72 and how long it was, so that
-/// a pasted file or a runaway string still gives a one-line error.
+/// A value as an error message quotes it: whole up to 80 characters (UTF-8 code points), else its first 72 and how
+/// many it has, so that a pasted file or a runaway string still gives a short error.
 std::string shown_value(const std::string& value);
 
 /// One sweep point: (axis, value) in the experiment's axis order, values as written in the config.

@@ -96,6 +96,35 @@ TEST(CliInputs, AnOverLongValueIsQuotedInPart) {
   expect_refused(r, {"--min-samples: '" + std::string(72, '9') + "... (100000 characters)'"}, "--min-samples");
 }
 
+TEST(CliInputs, EveryLongWordOfAnErrorIsShortenedWholeCharactersAndQuotesKept) {
+  TempDir dir;
+  const std::string config = shell_quote(kSource + "/experiments/spec_verify.toml");
+  const std::string grid = " --config " + config + " --dry-run";
+  const std::string x2000(2000, 'x');
+  // Axis names, rates, paths, options: each quoted in part, its quote or colon kept.
+  expect_refused(run_kvb(dir, "sweep" + grid + " --set " + x2000 + "=1"),
+                 {"unknown axis '" + std::string(72, 'x') + "... (2000 characters)' for"}, "axis name");
+  expect_refused(run_kvb(dir, "sweep" + grid + " --set accepted=" + x2000),
+                 {"accepted = '" + std::string(72, 'x') + "... (2000 characters)' is not allowed"}, "rate");
+  expect_refused(run_kvb(dir, "sweep --config /tmp/" + x2000 + ".toml"), {"... (2010 characters): no such file"},
+                 "path");
+  expect_refused(run_kvb(dir, "sweep" + grid + " --" + x2000), {"... (2002 characters)' (allowed: --help"},
+                 "option");
+  // Characters are UTF-8 code points: 51 two-byte ones are quoted whole, 100 three-byte ones cut between two.
+  std::string e51 = "a", euro100;
+  for (int i = 0; i < 50; ++i) e51 += "\u00e9";
+  for (int i = 0; i < 100; ++i) euro100 += "\u20ac";
+  expect_refused(run_kvb(dir, "sweep" + grid + " --set variant=" + e51), {"variant = '" + e51 + "' is not known"},
+                 "51 characters");
+  std::string euro72;
+  for (int i = 0; i < 72; ++i) euro72 += "\u20ac";
+  expect_refused(run_kvb(dir, "sweep" + grid + " --set variant=" + euro100),
+                 {"variant = '" + euro72 + "... (100 characters)' is not known"}, "100 characters");
+  // A line break in a value CLI11 refuses stays one line.
+  expect_refused(run_kvb(dir, "sweep" + grid + " --min-samples \"$(printf '1\\n2')\""), {"'1\\n2' is not an integer"},
+                 "CLI11's own error");
+}
+
 TEST(CliInputs, AWordForANumberIsCalledSo) {
   TempDir dir;
   const std::string config = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml");
