@@ -93,13 +93,13 @@ std::string validate_verify_state_dtype_point(const Point& pt) {
   p.shape = point_shape(pt);
   p.tile = point_tile(pt);
   if (!p.tile.is_auto())
-    return fmt::format("state_dtype = bf16 is not supported with tile = {}: the tensor-core verify kernel, the one "
-                       "that takes bf16 checkpoints, has one block shape (allowed with bf16: tile = auto)",
+    return fmt::format("state_dtype = bf16 is not supported with tile = {}: the verify kernels that take bf16 "
+                       "checkpoints (tensor_cores, staged) have one block shape each (allowed with bf16: tile = auto)",
                        to_string(p.tile));
   if (!validate_tensor_core_verify(p).empty())
-    return fmt::format("state_dtype = bf16 is not supported with head_dim_k x head_dim_v = {} x {}: the tensor-core "
-                       "verify kernel, the one that takes bf16 checkpoints, refuses them (allowed with bf16: 128 x "
-                       "128; other head dims: fp32)", p.shape.head_dim_k, p.shape.head_dim_v);
+    return fmt::format("state_dtype = bf16 is not supported with head_dim_k x head_dim_v = {} x {}: the verify "
+                       "kernels that take bf16 checkpoints (tensor_cores, staged) refuse them (allowed with bf16: 128 "
+                       "x 128; other head dims: fp32)", p.shape.head_dim_k, p.shape.head_dim_v);
   return "";
 }
 

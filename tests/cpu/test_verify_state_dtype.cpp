@@ -76,11 +76,11 @@ TEST(VerifyStateDtypeAxis, RefusesBf16WhereNoVerifyKernelTakesItInOneLine) {
        "state_dtype = bf16 is not supported with verify_kernel = cuda_cores (allowed with cuda_cores: fp32; bf16 with "
        "automatic, tensor_cores and staged)"},
       {{"variant=kvbuffer_verify", "tile=128x256", "state_dtype=bf16"},
-       "state_dtype = bf16 is not supported with tile = 128x256: the tensor-core verify kernel, the one that takes "
-       "bf16 checkpoints, has one block shape (allowed with bf16: tile = auto)"},
+       "state_dtype = bf16 is not supported with tile = 128x256: the verify kernels that take bf16 checkpoints "
+       "(tensor_cores, staged) have one block shape each (allowed with bf16: tile = auto)"},
       {{"variant=kvbuffer_verify", "head_dim_v=64", "state_dtype=bf16"},
-       "state_dtype = bf16 is not supported with head_dim_k x head_dim_v = 128 x 64: the tensor-core verify kernel, "
-       "the one that takes bf16 checkpoints, refuses them (allowed with bf16: 128 x 128; other head dims: fp32)"},
+       "state_dtype = bf16 is not supported with head_dim_k x head_dim_v = 128 x 64: the verify kernels that take "
+       "bf16 checkpoints (tensor_cores, staged) refuse them (allowed with bf16: 128 x 128; other head dims: fp32)"},
   };
   for (const auto& [sets, want] : cases) {
     const std::string e = verify_point_reason(sets);
