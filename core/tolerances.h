@@ -25,5 +25,13 @@ constexpr double kStateBf16 = 1.0 / 128;
 constexpr double state(StateDtype d) { return d == StateDtype::bf16 ? kStateBf16 : kStateFp32; }
 /// Output tolerance for an output dtype.
 constexpr double output(OutputDtype d) { return d == OutputDtype::bf16 ? kOutputBf16 : kOutputFp32; }
+/// Output tolerance of KVBuffer verify's drafts: kOutputBf16 for bf16 outputs, kVerifyOutputFp32 for fp32 ones.
+constexpr double verify_output(OutputDtype d) { return d == OutputDtype::bf16 ? kOutputBf16 : kVerifyOutputFp32; }
+/// The same for a row that folded its bf16 checkpoint: its drafts read its own rounded fold, which can sit one bf16
+/// unit from the reference's in a few elements, so its outputs, like its deltas, are held to at least kStateBf16
+/// (DESIGN.md section 4).
+constexpr double folded_bf16_verify_output(OutputDtype d) {
+  return verify_output(d) > kStateBf16 ? verify_output(d) : kStateBf16;
+}
 
 }  // namespace kvb::tol

@@ -17,10 +17,8 @@ CLI::Validator integer_in(long long lo, long long hi) {
   const std::string allowed = fmt::format("allowed: integers {} to {}", lo, hi);
   return CLI::Validator(
       [lo, hi, allowed](std::string& value) -> std::string {
-        errno = 0;
-        char* end = nullptr;
-        const long long v = std::strtoll(value.c_str(), &end, 10);
-        if (value.empty() || std::isspace(static_cast<unsigned char>(value[0])) || *end != '\0' || errno == ERANGE)
+        long long v = 0;
+        if (!parse_integer(value, v))
           return fmt::format("'{}' is not an integer ({})", shown_value(value), allowed);
         if (v < lo || v > hi) return fmt::format("{} is out of range ({})", value, allowed);
         return "";

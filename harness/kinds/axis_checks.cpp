@@ -1,31 +1,20 @@
 #include "harness/kinds/axis_checks.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
-#include <cstdlib>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 namespace kvb {
-namespace {
-/// The integer in `s` when the whole string is one decimal integer (strtoll's leading white space refused).
-bool parse_int(const std::string& s, long long& out) {
-  if (s.empty() || std::isspace(static_cast<unsigned char>(s.front()))) return false;
-  char* end = nullptr;
-  errno = 0;
-  out = std::strtoll(s.c_str(), &end, 10);
-  return errno == 0 && end && *end == '\0';
-}
-}  // namespace
 
 AxisCheck int_axis(const std::string& name, long long lo, long long hi) {
   const std::string words = fmt::format("integers {} to {}", lo, hi);
   return {[=](const std::string& v) -> std::string {
             long long x = 0;
-            if (!parse_int(v, x)) return fmt::format("{} = '{}' is not an integer (allowed: {})", name, shown_value(v), words);
-            if (x < lo || x > hi) return fmt::format("{} = '{}' is out of range (allowed: {})", name, shown_value(v), words);
+            if (!parse_integer(v, x))
+              return fmt::format("{} = '{}' is not an integer (allowed: {})", name, shown_value(v), words);
+            if (x < lo || x > hi)
+              return fmt::format("{} = '{}' is out of range (allowed: {})", name, shown_value(v), words);
             return "";
           },
           words};
@@ -35,7 +24,7 @@ AxisCheck int_set_axis(const std::string& name, const std::vector<long long>& al
   const std::string words = fmt::format("{}", fmt::join(allowed, ", "));
   return {[=](const std::string& v) -> std::string {
             long long x = 0;
-            if (!parse_int(v, x) || std::find(allowed.begin(), allowed.end(), x) == allowed.end())
+            if (!parse_integer(v, x) || std::find(allowed.begin(), allowed.end(), x) == allowed.end())
               return fmt::format("{} = '{}' is not supported (allowed: {})", name, shown_value(v), words);
             return "";
           },

@@ -81,10 +81,8 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& flag
   std::string item;
   while (std::getline(in, item, ',')) {
     const std::string t = trim(item);
-    errno = 0;
-    char* end = nullptr;
-    const long v = t.empty() ? 0 : std::strtol(t.c_str(), &end, 10);
-    if (t.empty() || *end != '\0' || errno == ERANGE)
+    long long v = 0;
+    if (!parse_integer(t, v))
       throw UsageError(fmt::format("{}: '{}' is not an integer ({})", flag, shown_value(t), allowed_list(lo, hi)));
     if (v < lo || v > hi)
       throw UsageError(fmt::format("{}: {} is out of range ({})", flag, v, allowed_list(lo, hi)));

@@ -2,7 +2,7 @@
 #include "harness/sweep/experiment_kind.h"
 
 #include <algorithm>
-
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 
@@ -25,13 +25,18 @@ std::string shown_value(const std::string& value) {
   return value.substr(0, cut) + "... (" + std::to_string(chars) + " characters)";
 }
 
+bool parse_integer(const std::string& text, long long& out) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return false;
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtoll(text.c_str(), &end, 10);
+  return errno == 0 && end == text.c_str() + text.size();
+}
+
 long long Point::get_int(const std::string& axis) const {
   const std::string& value = get(axis);
-  errno = 0;
-  char* end = nullptr;
-  const long long parsed = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || end != value.c_str() + value.size() || errno == ERANGE)
-    throw UsageError(axis + " = '" + shown_value(value) + "' is not an integer");
+  long long parsed = 0;
+  if (!parse_integer(value, parsed)) throw UsageError(axis + " = '" + shown_value(value) + "' is not an integer");
   return parsed;
 }
 

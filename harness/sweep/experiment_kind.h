@@ -20,6 +20,11 @@ struct UsageError : std::runtime_error {
 /// many it has, so that a pasted file or a runaway string still gives a short error.
 std::string shown_value(const std::string& value);
 
+/// The integer in `text` when the whole of it is one decimal integer in range of long long (no leading white space,
+/// which strtoll would skip, nothing after it); false otherwise. Every integer the command line, a config or a point
+/// gives is read by it.
+bool parse_integer(const std::string& text, long long& out);
+
 /// One sweep point: (axis, value) in the experiment's axis order, values as written in the config.
 /// An axis that does not apply to the point's variant holds "" (and is written empty in the CSV).
 struct Point {

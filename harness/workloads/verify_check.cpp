@@ -182,7 +182,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     double& into = folded_bf16 ? o_err_folded : out.o_err;
     into = std::max(into, err);
   };
-  const double o_tol = kvb && cfg.o_dtype == OutputDtype::fp32 ? tol::kVerifyOutputFp32 : tol::output(cfg.o_dtype);
+  const double o_tol = kvb ? tol::verify_output(cfg.o_dtype) : tol::output(cfg.o_dtype);
 
   if (kvb) poison_draft_entries([](const RowCase& c) { return c.n; });
   else fill_bytes(p.scratch(0), size_t(N) * m * se * 4, 0xff, stream);
@@ -259,7 +259,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
   out.state_err = std::max(errs.shared, errs.folded);
   if (out.detail.empty())
     out.detail = check_verdict(out.outputs_written, out.state_err, out.o_err, o_tol, tol::state(cfg.state_dtype));
-  const double o_tol_folded = std::max(o_tol, tol::kStateBf16);
+  const double o_tol_folded = tol::folded_bf16_verify_output(cfg.o_dtype);
   if (out.detail.empty() && !(o_err_folded <= o_tol_folded))
     out.detail = fmt::format("output error {:.3g} above {:.3g} in a row that folded its bf16 checkpoint", o_err_folded,
                              o_tol_folded);

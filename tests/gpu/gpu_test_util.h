@@ -61,9 +61,7 @@ inline std::vector<VerifyKernel> verify_kernels_for(const KVBufferVerifyParams& 
 
 /// Tolerance of a verify kernel's draft outputs against the float64 reference (DESIGN.md section 4): tol::kOutputBf16
 /// for bf16 outputs, tol::kVerifyOutputFp32 for fp32 outputs, from either kernel.
-inline double verify_output_tol(VerifyKernel, OutputDtype d) {
-  return d == OutputDtype::bf16 ? tol::kOutputBf16 : tol::kVerifyOutputFp32;
-}
+inline double verify_output_tol(VerifyKernel, OutputDtype d) { return tol::verify_output(d); }
 
 inline std::vector<double> to_double(const std::vector<float>& x) { return {x.begin(), x.end()}; }
 using kvb::to_bf16;  // harness/workloads/device_tokens.h
