@@ -33,8 +33,10 @@ from pathlib import Path
 
 SCHEMAS_CSV = Path(__file__).resolve().with_name("result_schemas.csv")
 
-_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-_COUNT = re.compile(r"\d+")
+# Digits are ASCII 0-9 only, as kvb reads them: Python's \d, int() and float() would also take other scripts' digits
+# (Arabic-Indic, full-width), which kvb refuses.
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_COUNT = re.compile(r"[0-9]+")
 _SIZE_COLUMNS = ("batch", "buffer_size", "draft_tokens", "layers", "heads_qk", "heads_v", "head_dim_k", "head_dim_v")
 
 

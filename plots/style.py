@@ -153,9 +153,12 @@ def rows_of_state_dtype(rows: Sequence[Mapping[str, str]], state_dtype: str, pat
 
 
 def num(row: Mapping[str, str], column: str, path) -> float:
-    """Value of `column` in `row` as a float; exits 2 naming the file, column and value when it is not a number."""
+    """Value of `column` in `row` as a float; exits 2 naming the file, column and value when it is not a number (digits
+    are ASCII 0-9 only, as kvb reads them: float() alone would take other scripts' digits too)."""
     text = (row.get(column) or "").strip()
     try:
+        if not text.isascii():
+            raise ValueError(text)
         return float(text)
     except ValueError:
         fail(f"CSV {path} column {column}: '{text}' is not a number")

@@ -894,6 +894,41 @@ def test_latency_scripts_refuse_impossible_latencies(value, tmp_path):
         assert not (tmp_path / "figures").exists()
 
 
+@pytest.mark.parametrize("digits", ["٦٤", "６４", "6٤", "۶۴"], ids=["arabic_indic", "full_width", "mixed", "persian"])
+def test_digits_other_than_ascii_are_refused_as_kvb_refuses_them(digits, tmp_path, capsys):
+    """A size, a latency or a count written in another script's digits (which Python's int() and float() would read
+    as 64) is refused with the one-line message of any bad value, naming file, line and column; a figure's own
+    number reading (style.num) refuses them too, and a script given such a file exits 2 writing nothing."""
+    for column, allowed in (("batch", "a whole number >= 1"),
+                            ("latency_us_median", "a finite number of microseconds > 0")):
+        rows = synthetic_decode_rows()
+        rows[0][column] = digits
+        path = write_csv(tmp_path / f"{column}.csv", rows)
+        with pytest.raises(result_csv.CsvError) as e:
+            result_csv.read(path)
+        assert str(e.value) == f"{path}:2: {column} = '{digits}' (allowed: {allowed})"
+    rows = synthetic_capacity_rows()
+    rows[0]["max_requests_model"] = digits
+    path = write_csv(tmp_path / "capacity.csv", rows)
+    with pytest.raises(result_csv.CsvError) as e:
+        result_csv.read(path)
+    assert str(e.value) == f"{path}:2: max_requests_model = '{digits}' (allowed: a whole number >= 0)"
+
+    with pytest.raises(SystemExit) as e:
+        style.num({"context_len": digits}, "context_len", "x.csv")
+    assert e.value.code == 2
+    assert capsys.readouterr().err.strip() == f"CSV x.csv column context_len: '{digits}' is not a number"
+    assert style.num({"context_len": "64"}, "context_len", "x.csv") == 64.0
+
+    rows = synthetic_decode_rows()
+    rows[2]["batch"] = digits
+    path = write_csv(tmp_path / "decode_latency.csv", rows)
+    r = run_script("decode_latency", "--csv", str(path), "--out-dir", str(tmp_path / "figures"))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == f"{path}:4: batch = '{digits}' (allowed: a whole number >= 1)\n"
+    assert not (tmp_path / "figures").exists()
+
+
 def test_make_all_draws_the_bf16_figures_from_the_state_dtype_csvs(tmp_path):
     """The CSVs that hold both state dtypes give NAME_bf16 figures from their bf16 rows; fp32 rows alone are refused by
     the script, and make_all reports that figure failed while drawing the others."""
