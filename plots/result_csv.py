@@ -5,10 +5,13 @@ writes them today (the CPU test ResultCsv.SchemasFileMatchesTheKinds keeps it eq
 files in tests/data/csv/cases/ are checked against both implementations (tests/data/csv/cases.csv).
 
  - the text: UTF-8 (a byte-order mark is skipped), CRLF or LF line ends, every record as many fields as the header,
-   and a line end after the last one (a file without one was cut short);
+   and a line end after the last one (a file without one was cut short); parsed as kvb parses it (`parse`): a quote
+   only around a whole field, a carriage return without a line feed after it a character of its field, a line of
+   only "" blank;
  - known columns: the header is one kind's columns, less some of those an older kvb did not write, in its order;
  - latencies: each NAME_us_median, NAME_us_p10, NAME_us_p90 holds, where set, a finite number > 0 with
    p10 <= median <= p90, and is set in every row whose status is ok;
+ - numbers in ASCII digits 0-9 only (another script's digits are refused, as kvb refuses them);
  - counts: whole numbers >= 0 where set;
  - sizes (batch, buffer_size, draft_tokens, layers, heads_qk, heads_v, head_dim_k, head_dim_v): whole numbers >= 1
    where set; floors, ratios to them and bandwidths (columns ending floor_us, _over_floor, _gbps): finite numbers > 0
@@ -26,7 +29,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,32 +83,82 @@ def schemas(path: Path = SCHEMAS_CSV) -> dict[str, Schema]:
     return {k: Schema(k, *(tuple(p[f]) for f in ("columns", "key", "added_later", "counts"))) for k, p in parts.items()}
 
 
+_UNQUOTED_RUN = re.compile(r'[^,"\r\n]+')
+
+
 def parse(text: str, origin) -> tuple[list[str], list[list[str]], list[int]]:
-    """(header, rows, the line each row starts on) of CSV `text`; raises CsvError "ORIGIN:LINE: malformed CSV: ..."."""
+    """(header, rows, the line each row starts on) of CSV `text`, read as kvb's parse_csv (harness/sweep/csv.cpp) reads
+    it, so that both accept and refuse the same files; raises CsvError "ORIGIN:LINE: malformed CSV: ...".
+
+    A field is quoted (doubled quotes inside, a comma, line end or the end of the text after its closing quote) or
+    unquoted (no quote in it). A record ends at LF or CRLF; a carriage return without a line feed after it is a
+    character of its field, not a line end. A line that holds no field, or only an empty quoted one (""), is blank
+    and holds no row. Lines are counted by their line feeds."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    if not text:
+    records: list[list[str]] = []
+    record_lines: list[int] = []
+    record: list[str] = []
+    field: list[str] = []
+    quoted = field_started = False
+    line = record_line = 1
+    i, n = 0, len(text)
+    while i < n:
+        if quoted:
+            close = text.find('"', i)
+            if close < 0:
+                raise CsvError(f"{origin}:{record_line}: malformed CSV: unterminated quoted field")
+            field.append(text[i:close])
+            line += text.count("\n", i, close)
+            if close + 1 < n and text[close + 1] == '"':
+                field.append('"')
+                i = close + 2
+                continue
+            quoted = False
+            if close + 1 < n and text[close + 1] not in ",\n\r":
+                raise CsvError(f"{origin}:{line}: malformed CSV: text after a closing quote")
+            i = close + 1
+            continue
+        run = _UNQUOTED_RUN.match(text, i)
+        if run:
+            field.append(run.group())
+            field_started = True
+            i = run.end()
+            continue
+        c = text[i]
+        if c == '"':
+            if field_started:
+                raise CsvError(f"{origin}:{line}: malformed CSV: quote inside an unquoted field")
+            quoted = field_started = True
+        elif c == ",":
+            record.append("".join(field))
+            field, field_started = [], False
+        elif c == "\n":
+            record.append("".join(field))
+            records.append(record)
+            record_lines.append(record_line)
+            record, field, field_started = [], [], False
+            line += 1
+            record_line = line
+        elif not (c == "\r" and i + 1 < n and text[i + 1] == "\n"):  # a CRLF's CR: the LF ends the record
+            field.append(c)
+            field_started = True
+        i += 1
+    if quoted:  # a quote that opens a field at the very end of the text
+        raise CsvError(f"{origin}:{record_line}: malformed CSV: unterminated quoted field")
+    # Every record kvb writes ends with a line end: a last record without one was cut short.
+    if field_started or record:
+        raise CsvError(f"{origin}:{record_line}: malformed CSV: the last record has no line end (a truncated file?)")
+    if not records:
         return [], [], []
-    if not text.endswith("\n"):
-        last = text.count("\n") + 1
-        raise CsvError(f"{origin}:{last}: malformed CSV: the last record has no line end (a truncated file?)")
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    header: list[str] = []
-    rows, lines = [], []
-    start = 1
-    try:
-        for record in reader:
-            if not header:
-                header = record
-            elif record:  # a blank line holds no record
-                if len(record) != len(header):
-                    raise CsvError(f"{origin}:{start}: malformed CSV: {len(record)} fields, the header has "
-                                   f"{len(header)}")
-                rows.append(record)
-                lines.append(start)
-            start = reader.line_num + 1
-    except csv.Error as e:
-        raise CsvError(f"{origin}:{start}: malformed CSV: {e}") from None
+    header, rows, lines = records[0], [], []
+    for record, start in zip(records[1:], record_lines[1:]):
+        if record == [""]:  # a blank line
+            continue
+        if len(record) != len(header):
+            raise CsvError(f"{origin}:{start}: malformed CSV: {len(record)} fields, the header has {len(header)}")
+        rows.append(record)
+        lines.append(start)
     return header, rows, lines
 
 

@@ -841,6 +841,41 @@ def test_shared_csv_cases_as_kvb_judges_them(name, expect):
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("text,expect", [
+    # A line of only "" is a blank line (kvb cannot tell it from one), wherever it is after the header.
+    ('a,b\n1,2\n""\n3,4\n', [["1", "2"], ["3", "4"]]),
+    ('a,b\n1,2\n""\r\n', [["1", "2"]]),
+    ('""\na,b\n1,2\n', ":2: malformed CSV: 2 fields, the header has 1"),
+    # A carriage return without a line feed after it ends no record: it is a character of its field.
+    ("a,b\n1,2\r3,4\n", ":2: malformed CSV: 3 fields, the header has 2"),
+    ("a,b\r1,2\r", ":1: malformed CSV: the last record has no line end (a truncated file?)"),
+    ("a,b\n1,x\ry\n", [["1", "x\ry"]]),
+    ("a,b\r\n1,2\r\n", [["1", "2"]]),
+    # A quote opens a field or closes it; inside an unquoted field it is refused.
+    ('a,b\n1,2\n3,x"y\n', ":3: malformed CSV: quote inside an unquoted field"),
+    ('a,b\n1,x"\n', ":2: malformed CSV: quote inside an unquoted field"),
+    ('a,b\n1, "x"\n', ":2: malformed CSV: quote inside an unquoted field"),
+    ('a,b\n1,"x"y\n', ":2: malformed CSV: text after a closing quote"),
+    ('a,b\n1,"x\ny"",z"\n', [["1", 'x\ny",z']]),
+    ('a,b\n1,"x\ny\n2,3\n', ":2: malformed CSV: unterminated quoted field"),
+    ('a,b\n1,2\n"', ":3: malformed CSV: unterminated quoted field"),
+], ids=["quoted_empty_line", "quoted_empty_last_line", "quoted_empty_first_line", "bare_cr_line_end",
+        "bare_cr_only", "bare_cr_in_field", "crlf", "quote_in_field", "quote_ending_field", "quote_after_space",
+        "text_after_closing_quote", "quoted_line_break_and_quote", "unterminated", "lone_quote_at_end"])
+def test_parse_judges_as_kvbs_parse_csv(text, expect):
+    """result_csv.parse accepts and refuses what kvb's parse_csv (harness/sweep/csv.cpp) does, at the same line: a
+    line of only "" is blank, a bare carriage return is field text (so a record ended by one runs into the next), a
+    quote inside an unquoted field is refused."""
+    if isinstance(expect, list):
+        header, rows, _ = result_csv.parse(text, "t.csv")
+        assert header == ["a", "b"]
+        assert rows == expect
+        return
+    with pytest.raises(result_csv.CsvError) as e:
+        result_csv.parse(text, "t.csv")
+    assert str(e.value) == f"t.csv{expect}"
+
+
 def test_every_case_file_is_listed():
     listed = {p.values[0] for p in _cases()}
     assert listed == {p.name for p in (CASES_DIR / "cases").glob("*.csv")}
