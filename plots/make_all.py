@@ -146,7 +146,7 @@ def _make(results: Path, out: Path) -> int:
         except style.Interrupted as e:
             code = e.code
         except Exception as e:  # a script's own error: reported, the other figures still drawn
-            print(f"{fig.name}: {type(e).__name__}: {e}", file=sys.stderr)
+            print(result_csv.one_line(f"{fig.name}: {type(e).__name__}: {e}"), file=sys.stderr)
             code = 1
         if code in (130, 143):
             stopped = code

@@ -22,7 +22,8 @@ files in tests/data/csv/cases/ are checked against both implementations (tests/d
    <= budget_bytes;
  - one row per point (the kind's key columns), and one GPU (every non-empty gpu value the same).
 
-A file that breaks a rule raises CsvError with one line: "PATH:LINE: what is wrong (what is allowed)".
+A file that breaks a rule raises CsvError with one line: "PATH:LINE: what is wrong (what is allowed)", a line break
+in a value, a column name or the path written \\n (\\r for a carriage return) as kvb writes it.
 """
 
 from __future__ import annotations
@@ -42,8 +43,18 @@ _COUNT = re.compile(r"[0-9]+")
 _SIZE_COLUMNS = ("batch", "buffer_size", "draft_tokens", "layers", "heads_qk", "heads_v", "head_dim_k", "head_dim_v")
 
 
+def one_line(message: str) -> str:
+    """`message` on one line, as kvb writes its errors: each line feed written \\n and each carriage return \\r (a
+    quoted CSV cell, a column name or a path may hold either)."""
+    return message.replace("\n", "\\n").replace("\r", "\\r")
+
+
 class CsvError(ValueError):
-    """A result CSV that is malformed or breaks a rule; str() is the one-line message."""
+    """A result CSV that is malformed or breaks a rule; str() is the one-line message (line breaks escaped by
+    one_line)."""
+
+    def __init__(self, message: str):
+        super().__init__(one_line(message))
 
 
 @dataclass(frozen=True)

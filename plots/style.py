@@ -93,8 +93,9 @@ apply_rc()
 
 
 def fail(message: str) -> NoReturn:
-    """Print `message` as one line on stderr and exit with status 2 (bad input)."""
-    print(message, file=sys.stderr)
+    """Print `message` as one line on stderr (line breaks written \\n and \\r, result_csv.one_line) and exit with
+    status 2 (bad input)."""
+    print(result_csv.one_line(message), file=sys.stderr)
     raise SystemExit(2)
 
 
@@ -397,10 +398,11 @@ def save(fig, out_dir, name: str) -> list[Path]:
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line on stderr (PROG: error: MESSAGE), exit status 2."""
+    """An ArgumentParser whose usage errors are one line on stderr (PROG: error: MESSAGE, line breaks written \\n and
+    \\r), exit status 2."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, result_csv.one_line(f"{self.prog}: error: {message}") + "\n")
 
 
 def parser(description: str, default_csv: str) -> argparse.ArgumentParser:

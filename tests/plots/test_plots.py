@@ -929,6 +929,47 @@ def test_latency_scripts_refuse_impossible_latencies(value, tmp_path):
         assert not (tmp_path / "figures").exists()
 
 
+def test_every_error_is_one_line_with_its_line_breaks_escaped(tmp_path):
+    """A line break in a quoted cell, a column name or a path is written \\n (a carriage return \\r) in the error, as
+    kvb writes it, so that every error stays one line: the CSV reader's, a figure script's own (style.fail) and the
+    command line's."""
+    rows = synthetic_decode_rows()
+    rows[2]["gpu"] = "Synthetic\nGPU X2"
+    path = write_csv(tmp_path / "decode_latency.csv", rows)
+    r = run_script("decode_latency", "--csv", str(path), "--out-dir", str(tmp_path / "figures"))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == (f"{path}:4: gpu 'Synthetic\\nGPU X2' differs from 'Synthetic GPU X1' on line 2 (allowed: one "
+                        "GPU per file)\n")
+    assert not (tmp_path / "figures").exists()
+
+    rows = synthetic_decode_rows()
+    rows[0]["state_dtype"] = "fp\r\n32"
+    path = write_csv(tmp_path / "dtype.csv", rows)
+    with pytest.raises(result_csv.CsvError) as e:
+        result_csv.read(path)
+    assert str(e.value) == f"{path}:2: state_dtype = 'fp\\r\\n32' (allowed: fp32, bf16, or empty for fp32)"
+
+    path = write_csv(tmp_path / "header.csv", [dict(r, **{"fla\nvour": "x"}) for r in synthetic_decode_rows()])
+    with pytest.raises(result_csv.CsvError) as e:
+        result_csv.read(path)
+    assert "\n" not in str(e.value) and f"{path}:1: unknown column 'fla\\nvour'" in str(e.value)
+
+    with pytest.raises(result_csv.CsvError) as e:
+        result_csv.read(tmp_path / "two\nlines.csv")
+    assert str(e.value) == f"{tmp_path}/two\\nlines.csv: no such file (allowed: a result CSV of kvb)"
+
+    rows = synthetic_short_context_rows()
+    rows[3]["stateless"] = "maybe\nnot"
+    path = write_csv(tmp_path / "short_context.csv", rows)
+    r = run_script("short_context", "--csv", str(path), "--out-dir", str(tmp_path / "figures"))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == f"CSV {path} column stateless: 'maybe\\nnot' is not true or false\n"
+
+    r = run_script("decode_latency", "--csv", str(path), "--no-such\nflag")
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "--no-such\\nflag" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("digits", ["٦٤", "６４", "6٤", "۶۴"], ids=["arabic_indic", "full_width", "mixed", "persian"])
 def test_digits_other_than_ascii_are_refused_as_kvb_refuses_them(digits, tmp_path, capsys):
     """A size, a latency or a count written in another script's digits (which Python's int() and float() would read
