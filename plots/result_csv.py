@@ -17,7 +17,9 @@ files in tests/data/csv/cases/ are checked against both implementations (tests/d
    where set; floors, ratios to them and bandwidths (columns ending floor_us, _over_floor, _gbps): finite numbers > 0
    where set; model bytes (ending model_bytes, model_read_bytes, model_write_bytes): finite numbers >= 0 where set;
  - state_dtype, where the kind has it: fp32, bf16, or empty (a row written before the column: fp32);
- - timestamp, where set: a UTC time as YYYY-MM-DDTHH:MM:SSZ (a file cut inside it and given a line end is refused);
+ - timestamp, where set: a UTC time as YYYY-MM-DDTHH:MM:SSZ (a file cut inside it and given a line end is refused)
+   that exists: month 01-12, day 01 to the month's length (29 February in leap years only), hour 00-23, minute and
+   second 00-59 (kvb checks the form only);
  - capacity: where set, bytes_per_request > 0 and max_requests_model, max_requests_measured x bytes_per_request
    <= budget_bytes;
  - one row per point (the kind's key columns), and one GPU (every non-empty gpu value the same).
@@ -206,7 +208,23 @@ def _decimal(text: str) -> float | None:
     return float(text) if _DECIMAL.fullmatch(text) else None
 
 
-_UTC_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+_UTC_TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})Z")
+_DAYS_IN_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _utc_timestamp(text: str) -> bool:
+    """Whether `text` is a UTC time as YYYY-MM-DDTHH:MM:SSZ that exists: any year 0000-9999, month 01-12, day 01 to
+    the month's length in the Gregorian calendar (29 February in a year divisible by 4 and not by 100, or by 400),
+    hour 00-23, minute and second 00-59 (no leap second: the sweeps write the clock's time, which has none)."""
+    m = _UTC_TIMESTAMP.fullmatch(text)
+    if not m:
+        return False
+    year, month, day, hour, minute, second = (int(g) for g in m.groups())
+    if not 1 <= month <= 12:
+        return False
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    days = 29 if month == 2 and leap else _DAYS_IN_MONTH[month - 1]
+    return 1 <= day <= days and hour <= 23 and minute <= 59 and second <= 59
 
 
 def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
@@ -261,7 +279,7 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
         if "state_dtype" in col and row[col["state_dtype"]] not in ("", "fp32", "bf16"):
             raise CsvError(f"{origin}:{line}: state_dtype = '{row[col['state_dtype']]}' (allowed: fp32, bf16, or empty "
                            f"for fp32)")
-        if "timestamp" in col and row[col["timestamp"]] and not _UTC_TIMESTAMP.fullmatch(row[col["timestamp"]]):
+        if "timestamp" in col and row[col["timestamp"]] and not _utc_timestamp(row[col["timestamp"]]):
             raise CsvError(f"{origin}:{line}: timestamp = '{row[col['timestamp']]}' (allowed: a UTC time as "
                            f"YYYY-MM-DDTHH:MM:SSZ, or empty)")
         if ok and "bytes_per_request" in col and "budget_bytes" in col and row[col["bytes_per_request"]]:

@@ -929,6 +929,31 @@ def test_latency_scripts_refuse_impossible_latencies(value, tmp_path):
         assert not (tmp_path / "figures").exists()
 
 
+@pytest.mark.parametrize("timestamp,valid", [
+    ("2026-01-01T00:00:00Z", True), ("2026-12-31T23:59:59Z", True), ("0000-01-01T00:00:00Z", True),
+    ("2024-02-29T12:00:00Z", True), ("2000-02-29T12:00:00Z", True), ("2026-04-30T00:00:00Z", True),
+    ("2026-00-10T00:00:00Z", False), ("2026-13-01T00:00:00Z", False), ("2026-99-01T00:00:00Z", False),
+    ("2026-01-00T00:00:00Z", False), ("2026-01-32T00:00:00Z", False), ("2026-04-31T00:00:00Z", False),
+    ("2026-06-31T00:00:00Z", False), ("2026-09-31T00:00:00Z", False), ("2026-11-31T00:00:00Z", False),
+    ("2026-02-29T00:00:00Z", False), ("1900-02-29T00:00:00Z", False), ("2024-02-30T00:00:00Z", False),
+    ("2026-01-01T24:00:00Z", False), ("2026-01-01T25:00:00Z", False), ("2026-01-01T00:60:00Z", False),
+    ("2026-01-01T00:00:60Z", False), ("2026-01-01T00:00:99Z", False),
+])
+def test_timestamps_are_times_that_exist(timestamp, valid, tmp_path):
+    """A timestamp of the right form is refused when its month, day (for its month and year), hour, minute or second
+    is out of range, with the message of a timestamp of the wrong form."""
+    rows = synthetic_decode_rows()
+    rows[1]["timestamp"] = timestamp
+    path = write_csv(tmp_path / "decode_latency.csv", rows)
+    if valid:
+        assert result_csv.read(path)
+        return
+    with pytest.raises(result_csv.CsvError) as e:
+        result_csv.read(path)
+    assert str(e.value) == (f"{path}:3: timestamp = '{timestamp}' (allowed: a UTC time as YYYY-MM-DDTHH:MM:SSZ, or "
+                            "empty)")
+
+
 def test_every_error_is_one_line_with_its_line_breaks_escaped(tmp_path):
     """A line break in a quoted cell, a column name or a path is written \\n (a carriage return \\r) in the error, as
     kvb writes it, so that every error stays one line: the CSV reader's, a figure script's own (style.fail) and the
