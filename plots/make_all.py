@@ -13,8 +13,8 @@ plotting libraries load it stops at once, in one line, nothing written.
 
 Usage: python3 plots/make_all.py [--results-dir results] [--out-dir results/figures]
 Exit status: 0 when every figure whose CSV exists was made (skipped ones do not count), 1 when a script failed,
-2 for bad input (a results folder that does not exist, a CSV kvb would refuse), 130 / 143 when SIGINT / SIGTERM
-stopped it.
+2 for bad input (a results folder that does not exist, a path too long for the file system, a CSV kvb would refuse),
+130 / 143 when SIGINT / SIGTERM stopped it.
 """
 
 from __future__ import annotations
@@ -113,6 +113,14 @@ def main(argv=None) -> int:
 
 
 def _make(results: Path, out: Path) -> int:
+    # Paths too long for the file system first: looking them up would end in a traceback.
+    style.check_path_fits("--results-dir", results)
+    style.check_path_fits("--out-dir", out, max((style.temporary_name(f.name) for f in FIGURES + STATE_DTYPE_FIGURES),
+                                                key=len))
+    for fig in FIGURES + STATE_DTYPE_FIGURES:
+        problem = result_csv.path_too_long(results / fig.csv)
+        if problem:
+            style.fail(f"{result_csv.shown_value(str(results / fig.csv))}: {problem}")
     if not results.is_dir():
         style.fail(f"--results-dir {results}: {'not a folder' if results.exists() else 'no such folder'} (allowed: "
                    f"the folder of the result CSVs, such as results)")

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,51 @@ def one_line(message: str) -> str:
     """`message` on one line, as kvb writes its errors: each line feed written \\n and each carriage return \\r (a
     quoted CSV cell, a column name or a path may hold either)."""
     return message.replace("\n", "\\n").replace("\r", "\\r")
+
+
+def shown_value(value: str) -> str:
+    """`value` as an error quotes it, as kvb's shown_value does: whole up to 80 characters, else its first 72 and its
+    length, so that a pasted value or a long path cannot bury the message."""
+    return value if len(value) <= 80 else f"{value[:72]}... ({len(value)} characters)"
+
+
+def _nearest_folder(path: Path) -> Path:
+    """The nearest folder of `path` (itself included) that exists; the root when none does."""
+    for folder in (path, *path.parents):
+        try:
+            if folder.is_dir():
+                return folder
+        except OSError:  # a name in it too long to look up: a folder above it answers
+            continue
+    return Path(path.anchor or os.sep)
+
+
+def path_too_long(path, inside: str = "") -> str | None:
+    """What keeps `path` from fitting the file system's limits, as the end of a one-line error, or None: a name in it
+    over NAME_MAX bytes, or the whole path (made absolute), with os.sep and `inside` (a file to be made in it) added,
+    PATH_MAX bytes or more. The limits are those of its nearest existing folder (255 and 4096 where it does not say),
+    checked before anything looks the path up, which would fail with a traceback instead."""
+    p = Path(os.path.abspath(path))
+    folder = _nearest_folder(p)
+
+    def limit(name: str, fallback: int) -> int:
+        try:
+            value = os.pathconf(folder, name)
+        except (OSError, ValueError):
+            return fallback
+        return value if value and value > 0 else fallback
+
+    name_max, path_max = limit("PC_NAME_MAX", 255), limit("PC_PATH_MAX", 4096)
+    for part in Path(path).parts:
+        size = len(os.fsencode(part))
+        if size > name_max:
+            return f"the name '{part[:40]}...' has {size} bytes (allowed: at most {name_max} per name)"
+    size = len(os.fsencode(str(p)))
+    room = len(os.fsencode(os.sep + inside)) if inside else 0
+    if size + room >= path_max:
+        fits = f", so that {inside} fits in it" if inside else ""
+        return f"the path has {size} bytes (allowed: fewer than {path_max - room}{fits})"
+    return None
 
 
 class CsvError(ValueError):
@@ -311,9 +357,12 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
 
 def read(path, kind: str | None = None) -> list[dict[str, str]]:
     """Every row of the result CSV at `path` as a dict, after the checks of `parse` and `validate`; with `kind`, the
-    file must be a CSV of that kind. Raises CsvError naming the file (and line) when it is missing, unreadable,
-    malformed or breaks a rule."""
+    file must be a CSV of that kind. Raises CsvError naming the file (and line) when its path is too long for the file
+    system (the path shortened, shown_value), or it is missing, unreadable, malformed or breaks a rule."""
     p = Path(path)
+    problem = path_too_long(p)
+    if problem:
+        raise CsvError(f"{shown_value(str(path))}: {problem}")
     if not p.exists():
         raise CsvError(f"{path}: no such file (allowed: a result CSV of kvb)")
     if p.is_dir():

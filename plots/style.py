@@ -7,8 +7,8 @@ writes NAME.png and NAME.pdf with `save`: each to a temporary file in the same f
 once both are whole, so an interrupted run leaves every figure as it was or new.
 
 Only the standard library's csv module and matplotlib (Agg backend, no display needed) are used.
-Bad input (a missing file, a CSV kvb would refuse, a missing column, a value that is not a number, no usable rows)
-prints one line to stderr and exits with status 2, writing nothing. SIGINT and SIGTERM stop a script after removing
+Bad input (a missing file, a path too long for the file system, a CSV kvb would refuse, a missing column, a value that
+is not a number, no usable rows) prints one line to stderr and exits with status 2, writing nothing. SIGINT and SIGTERM stop a script after removing
 its temporary files, with exit status 130 and 143.
 """
 
@@ -97,6 +97,19 @@ def fail(message: str) -> NoReturn:
     status 2 (bad input)."""
     print(result_csv.one_line(message), file=sys.stderr)
     raise SystemExit(2)
+
+
+def check_path_fits(flag: str, path, inside: str = "") -> None:
+    """Exit 2 with one line naming `flag` and `path` (shortened when long) when the path, with `inside` made in it,
+    does not fit the file system's limits (result_csv.path_too_long), before anything looks it up or writes."""
+    problem = result_csv.path_too_long(path, inside)
+    if problem:
+        fail(f"{flag} {result_csv.shown_value(str(path))}: {problem}")
+
+
+def temporary_name(figure: str) -> str:
+    """The longest name a figure's files take while being written (write_files_atomic): FIGURE.png.tmp.XXXXXXXX."""
+    return f"{figure}.png.tmp.XXXXXXXX"
 
 
 def require_columns(df_or_rows, names: Iterable[str], path) -> None:
@@ -419,14 +432,17 @@ def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | Non
                 state_dtype: str | None = None) -> None:
     """Read the rows with `read_rows(csv_path)` (those of `state_dtype` only, when given), draw `build(rows,
     csv_path[, phase])` and save it as OUT_DIR/NAME.png and .pdf, or NAME_bf16.png and .pdf for bf16 rows, so that
-    they never replace the fp32 figure. Bad input exits 2 (SystemExit) before anything is written."""
+    they never replace the fp32 figure. Bad input (an --out-dir too long for the file system among it) exits 2
+    (SystemExit) before anything is written."""
+    figure = name if state_dtype in (None, "fp32") else f"{name}_{state_dtype}"
+    check_path_fits("--out-dir", out_dir, temporary_name(figure))
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         fail(f"--out-dir {out_dir}: exists and is not a folder")
     rows = read_rows(csv_path)
     if state_dtype is not None:
         rows = rows_of_state_dtype(rows, state_dtype, csv_path)
     fig = build(rows, csv_path) if phase is None else build(rows, csv_path, phase)
-    save(fig, out_dir, name if state_dtype in (None, "fp32") else f"{name}_{state_dtype}")
+    save(fig, out_dir, figure)
 
 
 def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=None, with_phase: bool = False,

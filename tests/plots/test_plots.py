@@ -1068,6 +1068,66 @@ def test_decode_titles_name_bf16_states(script, tmp_path):
         style.plt.close(fig)
 
 
+def _all_paths(folder: Path) -> set[str]:
+    return {os.path.join(d, n) for d, dirs, files in os.walk(folder) for n in dirs + files}
+
+
+def _existing_folder_of_length(parent: Path, length: int) -> str:
+    """A folder made under `parent` whose absolute path has `length` characters (more than PATH_MAX allows in one
+    call, so it is made one name at a time)."""
+    names, left = [], length - len(str(parent))
+    while left > 0:
+        size = min(200, left - 1)
+        if left - (size + 1) == 1:  # the last name would have no character: one fewer here
+            size -= 1
+        names.append("d" * size)
+        left -= size + 1
+    fd = os.open(parent, os.O_RDONLY)
+    try:
+        for name in names:
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    path = os.path.join(str(parent), *names)
+    assert len(path) == length
+    return path
+
+
+def test_paths_too_long_for_the_file_system_are_refused_in_one_line(tmp_path):
+    """A --csv, --out-dir or --results-dir with a name over NAME_MAX bytes, or whose whole path (with the temporary
+    file a figure is written through, or a CSV in the results folder) reaches PATH_MAX: exit 2 with one line naming
+    the flag and the path (its first 72 characters and its length), no traceback, nothing written."""
+    results = tmp_path / "results"
+    results.mkdir()
+    csv_path = write_csv(results / "capacity.csv", synthetic_capacity_rows())
+    out = str(tmp_path / "out")
+    long_name = str(tmp_path / "new" / ("n" * 300))
+    deep = str(tmp_path / "new" / "/".join(["d" * 200] * 21))  # every name fits, the whole path does not
+    full = _existing_folder_of_length(tmp_path, 4096 - len("/decode_latency.csv") + 2)  # fits; its CSVs do not
+    name_reason, path_reason = "the name 'nnnnnnnn", "the path has "
+    cases = [
+        ("capacity", ["--csv", long_name + ".csv", "--out-dir", out], "", long_name + ".csv", name_reason),
+        ("capacity", ["--csv", str(csv_path), "--out-dir", long_name], "--out-dir ", long_name, name_reason),
+        ("capacity", ["--csv", str(csv_path), "--out-dir", deep], "--out-dir ", deep, path_reason),
+        ("make_all", ["--results-dir", long_name, "--out-dir", out], "--results-dir ", long_name, name_reason),
+        ("make_all", ["--results-dir", deep, "--out-dir", out], "--results-dir ", deep, path_reason),
+        ("make_all", ["--results-dir", str(results), "--out-dir", long_name], "--out-dir ", long_name, name_reason),
+        ("make_all", ["--results-dir", str(results), "--out-dir", deep], "--out-dir ", deep, path_reason),
+        ("make_all", ["--results-dir", full, "--out-dir", out], "", f"{full}/decode_latency.csv", path_reason),
+    ]
+    before = _all_paths(tmp_path)
+    for script, args, flag, path, reason in cases:
+        r = run_script(script, *args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        assert r.stderr.startswith(f"{flag}{path[:72]}... ({len(path)} characters): {reason}"), r.stderr
+        assert r.stdout == ""
+        assert _all_paths(tmp_path) == before, "nothing may be written"
+
+
 def test_make_all_refuses_a_missing_results_folder(tmp_path):
     r = run_script("make_all", "--results-dir", str(tmp_path / "nonexistent"), "--out-dir", str(tmp_path / "f"))
     assert r.returncode == 2
