@@ -62,8 +62,8 @@ class Figure:
 
     @property
     def name(self) -> str:
-        """The figure's file name without extension: the script's, with _bf16 for bf16 rows (style.draw_figure)."""
-        return self.script if self.state_dtype == "fp32" else f"{self.script}_{self.state_dtype}"
+        """The figure's file name without extension: the script's, with _bf16 for bf16 rows (style.figure_name)."""
+        return style.figure_name(self.script, self.state_dtype)
 
     def args(self, csv_path: Path, out: Path) -> list:
         """The script's command line for this figure."""

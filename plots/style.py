@@ -8,8 +8,8 @@ once both are whole, so an interrupted run leaves every figure as it was or new.
 
 Only the standard library's csv module and matplotlib (Agg backend, no display needed) are used.
 Bad input (a missing file, a path too long for the file system, a CSV kvb would refuse, a missing column, a value that
-is not a number, no usable rows) prints one line to stderr and exits with status 2, writing nothing. SIGINT and SIGTERM stop a script after removing
-its temporary files, with exit status 130 and 143.
+is not a number, no usable rows) prints one line to stderr and exits with status 2, writing nothing. SIGINT and
+SIGTERM stop a script after removing its temporary files, with exit status 130 and 143.
 """
 
 from __future__ import annotations
@@ -428,13 +428,19 @@ def parser(description: str, default_csv: str) -> argparse.ArgumentParser:
     return p
 
 
+def figure_name(name: str, state_dtype: str | None = None) -> str:
+    """The file name (without extension) of script `name`'s figure of `state_dtype` rows: NAME for fp32 (or every
+    dtype), NAME_bf16 for bf16, so that a bf16 figure never replaces the fp32 one."""
+    return name if state_dtype in (None, "fp32") else f"{name}_{state_dtype}"
+
+
 def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | None = None,
                 state_dtype: str | None = None) -> None:
     """Read the rows with `read_rows(csv_path)` (those of `state_dtype` only, when given), draw `build(rows,
     csv_path[, phase])` and save it as OUT_DIR/NAME.png and .pdf, or NAME_bf16.png and .pdf for bf16 rows, so that
     they never replace the fp32 figure. Bad input (an --out-dir too long for the file system among it) exits 2
     (SystemExit) before anything is written."""
-    figure = name if state_dtype in (None, "fp32") else f"{name}_{state_dtype}"
+    figure = figure_name(name, state_dtype)
     check_path_fits("--out-dir", out_dir, temporary_name(figure))
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         fail(f"--out-dir {out_dir}: exists and is not a folder")
@@ -450,7 +456,7 @@ def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=Non
     """The command line of one figure script: parse --csv/--out-dir (and --phase when `with_phase`, --state-dtype
     when `with_state_dtype`: a figure that draws every state dtype has none) and draw_figure.
     Returns the exit status: 0, 2 for bad input (exits inside read_rows), 130 or 143 when SIGINT or SIGTERM stopped
-    it (the figure left as it was)."""
+    it (the figure left as it was, and named in the notice: NAME_bf16 for a bf16 figure)."""
     p = parser(doc.split("\n\n")[0], default_csv)
     if with_phase:
         p.add_argument("--phase", choices=("staggered", "aligned"), default="staggered",
@@ -461,11 +467,11 @@ def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=Non
     args = p.parse_args(argv)
     if argv is None:
         stop_on_signals()
+    state_dtype = args.state_dtype if with_state_dtype else None
     try:
-        draw_figure(name, read_rows, build, args.csv, args.out_dir, args.phase if with_phase else None,
-                    args.state_dtype if with_state_dtype else None)
+        draw_figure(name, read_rows, build, args.csv, args.out_dir, args.phase if with_phase else None, state_dtype)
     except Interrupted as e:
-        print(f"{name}: stopped by {e}; the figure is as it was", file=sys.stderr)
+        print(f"{figure_name(name, state_dtype)}: stopped by {e}; the figure is as it was", file=sys.stderr)
         return e.code
     return 0
 

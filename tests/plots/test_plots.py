@@ -1255,6 +1255,44 @@ def test_make_all_stops_between_figures_on_a_signal(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == [f"{first}.pdf", f"{first}.png"]
 
 
+def test_make_all_stopped_in_a_bf16_figure_names_that_figure(tmp_path, monkeypatch, capsys):
+    """A second signal while make_all draws decode_efficiency's bf16 figure stops it at once (Interrupted raised where
+    the figure is saved, as stop_between_steps raises it); the script's notice names the figure it was drawing,
+    decode_efficiency_bf16, as make_all's lists do, never the fp32 figure decode_efficiency."""
+    results, out = tmp_path / "results", tmp_path / "figures"
+    results.mkdir()
+    rows = synthetic_decode_rows()
+    write_csv(results / "decode_state_dtype.csv", rows + [dict(r, state_dtype="bf16") for r in rows])
+    real_save = style.save
+
+    def save(fig, out_dir, name):
+        if name == "decode_efficiency_bf16":
+            style.plt.close(fig)
+            raise style.Interrupted(signal.SIGTERM)
+        return real_save(fig, out_dir, name)
+
+    monkeypatch.setattr(style, "save", save)
+    assert make_all.main(["--results-dir", str(results), "--out-dir", str(out)]) == 143
+    captured = capsys.readouterr()
+    assert "made 1 figure(s): decode_latency_bf16" in captured.out
+    err = captured.err.splitlines()
+    assert "decode_efficiency_bf16: stopped by SIGTERM; the figure is as it was" in err, err
+    assert not any(line.startswith("decode_efficiency:") for line in err), err
+    assert "stopped by SIGTERM; not made (left as they were): decode_efficiency_bf16" in err, err
+    assert sorted(p.name for p in out.iterdir()) == ["decode_latency_bf16.pdf", "decode_latency_bf16.png"]
+
+    def interrupted_save(fig, out_dir, name):
+        style.plt.close(fig)
+        raise style.Interrupted(signal.SIGINT)
+
+    monkeypatch.setattr(style, "save", interrupted_save)
+    module = importlib.import_module("decode_efficiency")
+    for dtype, figure in (("fp32", "decode_efficiency"), ("bf16", "decode_efficiency_bf16")):
+        assert module.main(["--csv", str(results / "decode_state_dtype.csv"), "--out-dir", str(out),
+                            "--state-dtype", dtype]) == 130
+        assert capsys.readouterr().err == f"{figure}: stopped by SIGINT; the figure is as it was\n"
+
+
 @pytest.mark.parametrize("column,value,message", [
     ("state_err_at_64", "nan", "allowed: a finite error >= 0"),
     ("o_err_at_512", "-1", "allowed: a finite error >= 0"),
