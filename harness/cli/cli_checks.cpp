@@ -74,7 +74,7 @@ std::string unknown_option(const CLI::App& app, int argc, const char* const* arg
 std::string one_line(const std::string& message) {
   std::string out;
   out.reserve(message.size());
-  for (const char c : message) {
+  for (const char c : nul_escaped(message)) {
     if (c == '\n') out += "\\n";
     else if (c == '\r') out += "\\r";
     else out += c;

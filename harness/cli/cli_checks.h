@@ -26,9 +26,9 @@ CLI::Validator non_empty(const std::string& allowed);
 std::string unknown_option(const CLI::App& app, int argc, const char* const* argv);
 
 /// `message` with each line break written as two characters (LF as \n, CR as \r), so that an error stays one line
-/// whatever a value it quotes holds (a --set value, a config string or a CSV cell may hold one), and each run of
-/// characters without a space over 80 characters shortened as shown_value does (a pasted value, a path, a CSV line).
-/// Every error kvb prints goes through it.
+/// whatever a value it quotes holds (a --set value, a config string or a CSV cell may hold one), each NUL byte as
+/// \x00 (nul_escaped: a terminal shows none), and each run of characters without a space over 80 characters
+/// shortened as shown_value does (a pasted value, a path, a CSV line). Every error kvb prints goes through it.
 std::string one_line(const std::string& message);
 
 }  // namespace kvb::cli

@@ -7,8 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
 #include "harness/measure/device_info.h"
+#include "harness/sweep/experiment_kind.h"
+#include "harness/sweep/input_file.h"
 #include "harness/sweep/interrupt.h"
 #include "harness/workloads/golden_gpu.h"
 #include "reference/golden_case.h"
@@ -32,11 +35,26 @@ void report_skipped(const std::string& file, size_t width, const std::string& en
   fmt::print("{:<{}}  {:<12}  skipped: {}\n", file, width, engine, why);
 }
 
-/// An error line on stderr, after the table's lines so far (stdout is buffered, stderr is not).
+/// An error line on stderr (one_line), after the table's lines so far (stdout is buffered, stderr is not).
 template <typename... Args>
 void error_line(fmt::format_string<Args...> format, Args&&... args) {
   std::fflush(stdout);
-  fmt::print(stderr, "kvb check-golden: {}\n", fmt::format(format, std::forward<Args>(args)...));
+  fmt::print(stderr, "kvb check-golden: {}\n", one_line(fmt::format(format, std::forward<Args>(args)...)));
+}
+
+/// "" when the gdn-case file `path` holds no NUL byte, else why not: the line and column of the first one, and that
+/// line with it written \x00. A gdn-case file is plain text, and the reader's errors, which quote the line at fault,
+/// would end at the NUL.
+std::string nul_byte(const std::string& path) {
+  const std::string text = read_input_file(path, "FILE", "a gdn-case v1 file such as tests/data/golden/draft4.gdn");
+  const size_t nul = text.find('\0');
+  if (nul == std::string::npos) return "";
+  const size_t begin = nul == 0 ? 0 : text.rfind('\n', nul - 1) + 1;  // npos + 1 == 0: the first line
+  const size_t end = std::min(text.find('\n', nul), text.size());
+  const size_t line = size_t(std::count(text.begin(), text.begin() + long(begin), '\n')) + 1;
+  return fmt::format("{}:{}: a NUL byte at column {} of '{}' (allowed: plain text: '# comment', 'key: value' and "
+                     "'tensor NAME RANK D0 D1 ...' lines, the tensors' numbers)",
+                     path, line, nul - begin + 1, shown_value(nul_escaped(text.substr(begin, end - begin))));
 }
 
 }  // namespace
@@ -59,6 +77,11 @@ int run_check_golden(const CheckGoldenOptions& options) {
     if (checked > 0) test_stop_point("golden_file");
     if (interrupt_signal()) break;  // between files
     ++checked;
+    if (const std::string why = nul_byte(file); !why.empty()) {
+      error_line("{}", why);
+      malformed = true;
+      continue;
+    }
     ref::GoldenCase c;
     try {
       c = ref::load_golden_case(file);

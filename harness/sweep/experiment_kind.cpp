@@ -14,6 +14,17 @@ const std::string& Point::get(const std::string& axis) const {
   throw std::out_of_range("point has no axis '" + axis + "'");
 }
 
+std::string nul_escaped(const std::string& text) {
+  if (text.find('\0') == std::string::npos) return text;
+  std::string out;
+  out.reserve(text.size() + 8);
+  for (const char c : text) {
+    if (c == '\0') out += "\\x00";
+    else out += c;
+  }
+  return out;
+}
+
 std::string shown_value(const std::string& value) {
   // Characters are UTF-8 code points: counted by their lead bytes, cut only before one.
   const auto lead = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; };

@@ -11,9 +11,15 @@
 
 namespace kvb {
 
+/// `text` with each NUL byte written as the four characters \x00 (two hex digits, so that a digit after it does not
+/// read as part of it, as one after \0 would in C's octal escapes).
+std::string nul_escaped(const std::string& text);
+
 /// A bad value for a named field: the message names the field and the allowed values. Maps to exit code 2.
+/// The message is kept with its NUL bytes written \x00 (nul_escaped): what() is a C string, which would end at the
+/// first one, and a value quoted from a config string or a CSV cell may hold one.
 struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit UsageError(const std::string& message) : std::runtime_error(nul_escaped(message)) {}
 };
 
 /// A value as an error message quotes it: whole up to 80 characters (UTF-8 code points), else its first 72 and how

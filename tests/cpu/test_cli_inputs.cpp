@@ -69,6 +69,53 @@ TEST(CliInputs, AValueHoldingALineBreakStaysOneLineAndSetTakesOneValue) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+TEST(CliInputs, ANulByteInAValueIsShownEscapedAndTheMessageGoesOn) {
+  TempDir dir;
+  const std::string out = dir.file("out.csv");
+  // A config string (TOML's \u0000 escape): the whole value and the allowed ones, nothing written.
+  const std::string config = dir.file("nul.toml");
+  write_text(config, "[experiment]\nname = \"x\"\nkind = \"spec_verify\"\n[axes]\n"
+                     "verify_kernel = [\"sta\\u0000ged tail\"]\n");
+  expect_refused(run_kvb(dir, "sweep --dry-run --config " + shell_quote(config) + " --out " + shell_quote(out)),
+                 {config + ":5: [axes] verify_kernel = 'sta\\x00ged tail' is not known (allowed: automatic, "
+                           "cuda_cores, tensor_cores, staged)"},
+                 "config string");
+  EXPECT_FALSE(fs::exists(out));
+
+  // A CSV cell, in merge and compare: \x00 and not \0, so that the digits after it do not read as an octal escape.
+  const std::string text = read_text(kSource + "/results/decode_latency.csv");
+  const size_t second = text.find('\n', text.find('\n') + 1) + 1;
+  std::string csv = text.substr(0, second);
+  const size_t cell = csv.find(",fp32,bf16,");
+  ASSERT_NE(cell, std::string::npos);
+  csv.replace(cell, 11, std::string(",fp\0" "32 tail,bf16,", 17));
+  const std::string nul_csv = dir.file("nul.csv");
+  write_text(nul_csv, csv);
+  const std::string needle = nul_csv + ":2: state_dtype = 'fp\\x0032 tail' (allowed: fp32, bf16, or empty for fp32)";
+  expect_refused(run_kvb(dir, "merge " + shell_quote(out) + " " + shell_quote(nul_csv)), {needle}, "merge");
+  EXPECT_FALSE(fs::exists(out));
+  expect_refused(run_kvb(dir, "compare " + shell_quote(kSource + "/results/decode_latency.csv") + " " +
+                                  shell_quote(nul_csv)),
+                 {needle}, "compare");
+
+  // A gdn-case file: the line and column of the NUL, the line whole; exit 2, the other files still checked.
+  std::string gdn = read_text(std::string(KVB_TEST_DATA_DIR) + "/golden/t1_no_state.gdn");
+  const size_t format = gdn.find("format: gdn-case v1\n");
+  ASSERT_NE(format, std::string::npos);
+  gdn.insert(format + 13, 1, '\0');
+  const std::string nul_gdn = dir.file("nul.gdn");
+  write_text(nul_gdn, gdn);
+  const Result r = run_kvb(dir, "check-golden " + shell_quote(nul_gdn) + " " +
+                                    shell_quote(std::string(KVB_TEST_DATA_DIR) + "/golden/t1_no_state.gdn"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("kvb check-golden: " + nul_gdn + ":2: a NUL byte at column 14 of 'format: gdn-c\\x00ase "
+                       "v1' (allowed: plain text"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find(nul_gdn), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("t1_no_state.gdn  reference"), std::string::npos) << r.out;
+}
+
 TEST(CliInputs, ANumberAfterWhiteSpaceOrInHexIsRefused) {
   TempDir dir;
   // strtoll and strtod skip leading white space and read hex: "64" and "\n64" would be two points of one batch.

@@ -122,6 +122,14 @@ TEST(Config, MalformedTomlNamesTheFile) {
   expect_usage_error([&] { load_sweep_config(dir.file("bad.toml")); }, {dir.file("bad.toml"), "malformed TOML"});
 }
 
+TEST(Config, ANulByteInAValueIsKeptInTheMessageEscaped) {
+  // what() is a C string: a NUL kept as it is would end the message there.
+  const UsageError e(std::string("value 'a\0" "1b' (allowed: c)", 25));
+  EXPECT_EQ(std::string(e.what()), "value 'a\\x001b' (allowed: c)");
+  expect_usage_error([] { parse_sweep_config("[experiment]\nname = \"x\\u0000y\"\n", "c.toml"); },
+                     {"c.toml: experiment.name = 'x\\x00y' (allowed: letters, digits, '_', '-', '.')"});
+}
+
 TEST(Config, MissingFile) {
   TempDir dir;
   expect_usage_error([&] { load_sweep_config(dir.file("absent.toml")); }, {"--config", dir.file("absent.toml")});
