@@ -82,7 +82,9 @@ __global__ void __launch_bounds__(THREADS, MINB)
   stagger_first_wave(stagger);
   const OrderedRow ordered = p.row_order ? p.row_order[blockIdx.z] : OrderedRow{int(blockIdx.z), p.slot[blockIdx.z]};
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = ordered.row;
-  const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
+  // The key head by GdnShape::key_head (two float operations instead of two integer divisions at the block's start;
+  // exact here: heads_v is a grid dimension y, at most 65,535).
+  const int H = p.shape.heads_qk, HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = p.shape.key_head(h);
   const KVBufferPool& pool = p.pool;
   const int cap = pool.capacity;
   const int slot = ordered.slot;
@@ -235,7 +237,7 @@ __global__ void __launch_bounds__(THREADS, MINB)
     *reinterpret_cast<float4*>(pool.deltas + (e * HV + h) * V + tile.col) = make_float4(u[0], u[1], u[2], u[3]);
   if (blockIdx.x == 0) {
     if (threadIdx.x == 0) pool.log_decay[e * HV + h] = gate.g;
-    if (h % p.shape.group() == 0) {
+    if (h == 0 || p.shape.key_head(h - 1) != hk) {  // the key group's first head
       const uint4* src = reinterpret_cast<const uint4*>(kp);
       uint4* dst = reinterpret_cast<uint4*>(pool.keys + (e * H + hk) * K);
       for (int c = threadIdx.x; c < K / 8; c += blockDim.x) dst[c] = src[c];

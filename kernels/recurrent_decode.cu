@@ -22,7 +22,9 @@ __global__ void __launch_bounds__(THREADS)
   extern __shared__ __align__(16) float4 tile_smem[];  // K x VB elements of S
   __shared__ float red[2 * Tile::WARPS * VB];
   const int v0 = blockIdx.x * VB, h = blockIdx.y, row = blockIdx.z;
-  const int HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = h / p.shape.group();
+  // The key head by GdnShape::key_head (two float operations instead of two integer divisions; exact here: heads_v
+  // is a grid dimension y, at most 65,535).
+  const int HV = p.shape.heads_v, V = p.shape.head_dim_v, hk = p.shape.key_head(h);
   const int slot = p.slot[row];
   const bool padding = slot < 0 || slot >= p.num_slots;
   S* state = static_cast<S*>(p.state) + (int64_t(padding ? 0 : slot) * HV + h) * K * V;
