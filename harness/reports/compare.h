@@ -58,7 +58,8 @@ struct Comparison {
 };
 
 /// Validates both files (validate_result_table with the schemas of `kinds`, harness/sweep/result_csv.h: known
-/// columns, finite positive latencies with p10 <= median <= p90, one row per point, one GPU), matches their
+/// columns, finite positive latencies with p10 <= median <= p90, one row per point, one GPU; validate_axis_values:
+/// axis values a sweep of the file's kind allows), matches their
 /// status-ok rows by experiment and axis columns (csv_axis_columns with `kinds`; both files must have the same axis
 /// columns) and classifies every common point. Throws UsageError (exit 2) naming the file, line and column for: a
 /// bad threshold (naming --threshold), a file that breaks a rule, no common points, or (unless allow_different_gpu)

@@ -199,15 +199,8 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
       if (std::find(values.begin(), values.begin() + v, values[v]) != values.begin() + v)
         throw UsageError(fmt::format("{}axis {} lists '{}' twice (allowed: each value once)", from[i], axis,
                                      values[v]));
-    if (kind.axes[i].check) {
-      for (const auto& value : values) {
-        const std::string reason = kind.axes[i].check(value);
-        if (reason.empty()) continue;
-        throw UsageError(from[i] + (reason.find(axis) != std::string::npos
-                                        ? reason
-                                        : fmt::format("axis {} = '{}': {}", axis, value, reason)));
-      }
-    }
+    for (const auto& value : values)
+      if (const std::string reason = kind.axes[i].refusal(value); !reason.empty()) throw UsageError(from[i] + reason);
     // One spelling per value, so that 64, 064 and +64 (or .7 and 0.7) are one point and resume finds it.
     for (auto& value : axes[i].second) value = canonical_axis_value(value);
   }

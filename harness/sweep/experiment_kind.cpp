@@ -44,6 +44,12 @@ bool parse_integer(const std::string& text, long long& out) {
   return errno == 0 && end == text.c_str() + text.size();
 }
 
+std::string AxisSpec::refusal(const std::string& value) const {
+  const std::string reason = check(value);
+  if (reason.empty() || reason.find(name) != std::string::npos) return reason;
+  return "axis " + name + " = '" + shown_value(value) + "': " + reason;
+}
+
 long long Point::get_int(const std::string& axis) const {
   const std::string& value = get(axis);
   long long parsed = 0;

@@ -86,6 +86,11 @@ struct AxisSpec {
   /// or `older_value` when set: what those rows measured when it differs from what the default means now.
   bool added_later = false;
   std::string older_value = "";
+
+  /// "" when `check` allows `value` (or there is no check), else its reason, naming the axis ("AXIS = 'VALUE': ..."
+  /// where the check's own reason does not). What a config, a --set and a result CSV read by merge or compare are
+  /// held to alike.
+  std::string refusal(const std::string& value) const;
 };
 
 /// A kind of experiment. `applies(variant, axis)` says whether an axis matters for a variant: axes that do not are

@@ -16,7 +16,10 @@ MergeResult merge_csv_tables(std::vector<CsvInput> inputs, const std::vector<Exp
                              const MergeSpec& spec) {
   if (inputs.empty()) throw UsageError("kvb merge: give at least one input CSV");
   const std::vector<CsvSchema> schemas = csv_schemas(kinds);
-  for (const CsvInput& in : inputs) validate_result_table(in.table, schemas, in.path);
+  for (const CsvInput& in : inputs) {
+    validate_result_table(in.table, schemas, in.path);
+    if (const ExperimentKind* kind = csv_kind(in.table.header, kinds)) validate_axis_values(in.table, *kind, in.path);
+  }
   // An input written before its kind gained an axis is read with that column put back, as resuming reads it.
   for (CsvInput& in : inputs)
     if (const ExperimentKind* kind = csv_kind(in.table.header, kinds)) upgrade_older_header(*kind, in.table, in.path);

@@ -30,10 +30,10 @@ struct MergeResult {
   std::string gpu;  ///< the rows' "gpu" value ("" when no row has one)
 };
 
-/// Joins the rows of `inputs`. Every input must pass validate_result_table (result_csv.h) as a CSV of one of `kinds`
-/// and needs a header equal to the first input's (and to spec.header when given), after a CSV written before its
-/// kind gained an axis has had that column put back (upgrade_older_header); every row the same "experiment" value
-/// (spec.experiment when given) and the same "gpu"; no point (experiment and axis columns, see csv_axis_columns with
+/// Joins the rows of `inputs`. Every input must pass validate_result_table and validate_axis_values (result_csv.h) as
+/// a CSV of one of `kinds` and needs a header equal to the first input's (and to spec.header when given), after a CSV
+/// written before its kind gained an axis has had that column put back (upgrade_older_header); every row the same
+/// "experiment" value (spec.experiment when given) and the same "gpu"; no point (experiment and axis columns, see csv_axis_columns with
 /// `kinds`) may appear twice. Header-only inputs (an empty shard) are fine. With grid_keys the rows come in grid
 /// order, rows of points outside the grid after them in input order. Throws UsageError naming the offending file
 /// (and the first file holding a duplicate point or another GPU) and the column.

@@ -286,6 +286,19 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
   return s;
 }
 
+void validate_axis_values(const CsvTable& t, const ExperimentKind& kind, const std::string& origin) {
+  for (const AxisSpec& axis : kind.axes) {
+    const size_t c = index_of(t.header, axis.name);
+    if (c == t.header.size()) continue;  // a CSV written before the kind gained the axis
+    for (size_t r = 0; r < t.rows.size(); ++r) {
+      const std::string& value = t.rows[r][c];
+      if (value.empty()) continue;
+      if (const std::string reason = axis.refusal(value); !reason.empty())
+        throw UsageError(fmt::format("{}:{}: {}", origin, t.line(r), reason));
+    }
+  }
+}
+
 CsvTable read_result_csv(const std::string& path, const std::vector<CsvSchema>& schemas, const std::string& flag) {
   CsvTable t = parse_csv(read_input_file(path, flag, "a result CSV of kvb sweep or kvb capacity"), path);
   validate_result_table(t, schemas, path);

@@ -48,6 +48,14 @@ std::vector<CsvSchema> csv_schemas(const std::vector<ExperimentKind>& kinds);
 const CsvSchema& validate_result_table(const CsvTable& table, const std::vector<CsvSchema>& schemas,
                                        const std::string& origin);
 
+/// Checks that every axis value a result CSV of `kind` sets is one a sweep of the kind could have written: each
+/// non-empty value of an axis column must pass that axis's check (AxisSpec::refusal: the allowed values `kvb sweep`
+/// holds a config to). An empty value is an axis that does not apply to the row's variant (in state_dtype, a row
+/// written before the column: fp32). kvb merge and kvb compare apply it after validate_result_table; a resuming sweep
+/// does not, keeping such rows as rows outside its grid. Throws UsageError "ORIGIN:LINE: AXIS = 'VALUE' ... (allowed:
+/// ...)" for the first value refused.
+void validate_axis_values(const CsvTable& table, const ExperimentKind& kind, const std::string& origin);
+
 /// Reads the result CSV at `path` (read_input_file: `flag` names it), parses it (BOM and CRLF accepted) and validates
 /// it (validate_result_table). Throws UsageError naming the flag, file and line.
 CsvTable read_result_csv(const std::string& path, const std::vector<CsvSchema>& schemas, const std::string& flag = "");

@@ -3,12 +3,16 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "cli_runner.h"
 #include "harness/measure/device_info.h"
+#include "harness/sweep/csv.h"
 #include "test_sweep_support.h"
 
 namespace kvb {
@@ -289,6 +293,48 @@ TEST(CliInputs, ResultCsvsAreJudgedAlikeByEveryCommand) {
                    {kCases + file + needle}, "merge " + file);
     EXPECT_FALSE(fs::exists(dir.file("m.csv")));
   }
+}
+
+/// The header and first row of the committed result CSV `name`, with `column` of that row set to `value`.
+std::string first_row_with(const std::string& name, const std::string& column, const std::string& value) {
+  CsvTable t = parse_csv(read_text(kSource + "/results/" + name), name);
+  t.rows.resize(1);
+  const size_t c = size_t(std::find(t.header.begin(), t.header.end(), column) - t.header.begin());
+  EXPECT_LT(c, t.header.size()) << name << " has no column " << column;
+  if (c < t.header.size()) t.rows[0][c] = value;
+  return format_csv(t);
+}
+
+TEST(CliInputs, MergeAndCompareRefuseAxisValuesNoSweepWrites) {
+  TempDir dir;
+  const std::string out = dir.file("out.csv");
+  // The allowed values are those of the sweep's own axes (the message a config giving the value gets).
+  for (const auto& [name, column, value, allowed] : std::vector<std::tuple<std::string, std::string, std::string,
+                                                                           std::string>>{
+           {"decode_latency.csv", "state_dtype", "fp16", "(allowed: fp32, bf16, or empty for fp32)"},
+           {"decode_latency.csv", "launch", "foo", "is not known (allowed: plain, pdl)"},
+           {"buffer_form.csv", "buffer_form", "bar", "is not known (allowed: delta, raw)"},
+           {"spec_verify_kernels.csv", "verify_kernel", "warp_magic",
+            "is not known (allowed: automatic, cuda_cores, tensor_cores, staged)"},
+           {"spec_verify.csv", "accepted", "1.5", "is not allowed (allowed: all, none, or an acceptance rate"},
+           {"short_context.csv", "batch", "5000", "is out of range (allowed: integers 1 to 4096)"}}) {
+    const std::string bad = dir.file(column + ".csv");
+    write_text(bad, first_row_with(name, column, value));
+    const std::string needle = bad + ":2: " + column + " = '" + value + "' ";
+    expect_refused(run_kvb(dir, "merge " + shell_quote(out) + " " + shell_quote(bad)), {needle, allowed},
+                   "merge " + column);
+    EXPECT_FALSE(fs::exists(out)) << column;
+    const std::string good = shell_quote(kSource + "/results/" + name);
+    expect_refused(run_kvb(dir, "compare " + good + " " + shell_quote(bad)), {needle, allowed},
+                   "compare " + column);
+    expect_refused(run_kvb(dir, "compare " + shell_quote(bad) + " " + good), {needle, allowed},
+                   "compare baseline " + column);
+  }
+  // An axis that does not apply to the row's variant (buffer_form of a recurrent point) is empty, and passes.
+  const std::string recurrent = dir.file("recurrent.csv");
+  write_text(recurrent, first_row_with("decode_latency.csv", "buffer_form", ""));
+  const Result r = run_kvb(dir, "merge " + shell_quote(out) + " " + shell_quote(recurrent));
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 TEST(CliInputs, CheckGoldenTellsAFileCutShortFromAFailure) {

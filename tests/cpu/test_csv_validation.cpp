@@ -3,6 +3,7 @@
 // every reader refusing what the validation refuses (a resuming sweep, merge, compare, the claims).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -156,6 +157,33 @@ TEST(CsvValidation, EveryReaderRefusesImpossibleLatencies) {
                                      result_schemas());
             }).find(crossed_line),
             std::string::npos);
+}
+
+TEST(CsvValidation, MergeAndCompareRefuseAxisValuesNoSweepWrites) {
+  TempDir dir;
+  const ExperimentKind& kind = find_experiment_kind("decode");
+  const CsvTable good = decode_table();
+  const size_t launch = size_t(std::find(good.header.begin(), good.header.end(), "launch") - good.header.begin());
+  ASSERT_LT(launch, good.header.size());
+  CsvTable bad = good;
+  bad.rows[1][launch] = "foo";
+  write_text(dir.file("bad.csv"), format_csv(bad));
+  const std::string line = dir.file("bad.csv") + ":3: launch = 'foo' is not known (allowed: plain, pdl)";
+  // The axis's own check: the same words a config giving launch = "foo" gets.
+  EXPECT_EQ(kind.axes[size_t(launch - 1)].refusal("foo"), "launch = 'foo' is not known (allowed: plain, pdl)");
+  EXPECT_NE(refusal([&] { merge_csv_tables({{dir.file("bad.csv"), bad}}, experiment_kinds()); }).find(line),
+            std::string::npos);
+  const CsvInput base{dir.file("good.csv"), good};
+  EXPECT_NE(refusal([&] {
+              compare_tables(base, {dir.file("bad.csv"), bad}, experiment_kinds(), CompareOptions{});
+            }).find(line),
+            std::string::npos);
+  EXPECT_NE(refusal([&] {
+              compare_tables({dir.file("bad.csv"), bad}, base, experiment_kinds(), CompareOptions{});
+            }).find(line),
+            std::string::npos);
+  // A resuming sweep keeps the row, as one outside its grid.
+  EXPECT_NO_THROW(load_resume_table(kind, dir.file("bad.csv")));
 }
 
 TEST(CsvValidation, ClaimsRefuseANegativeKvbufferOrZeroRecurrentLatency) {
