@@ -46,7 +46,16 @@ bool parse_integer(const std::string& text, long long& out) {
 
 std::string AxisSpec::refusal(const std::string& value) const {
   const std::string reason = check(value);
-  if (reason.empty() || reason.find(name) != std::string::npos) return reason;
+  if (reason.empty()) return reason;
+  // A value the check would take but for white space before or after it (a config's "staged ", a CSV cell's " 64")
+  // is refused as such: the check's own reason would call a listed value unknown.
+  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  const auto first = std::find_if_not(value.begin(), value.end(), space);
+  const auto last = std::find_if_not(value.rbegin(), value.rend(), space).base();
+  if (first < last && (first != value.begin() || last != value.end()) && check(std::string(first, last)).empty())
+    return name + " = '" + shown_value(value) + "' has white space around it" +
+           (check.allowed.empty() ? "" : " (allowed: " + check.allowed + ")");
+  if (reason.find(name) != std::string::npos) return reason;
   return "axis " + name + " = '" + shown_value(value) + "': " + reason;
 }
 

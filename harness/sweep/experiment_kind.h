@@ -88,8 +88,9 @@ struct AxisSpec {
   std::string older_value = "";
 
   /// "" when `check` allows `value` (or there is no check), else its reason, naming the axis ("AXIS = 'VALUE': ..."
-  /// where the check's own reason does not). What a config, a --set and a result CSV read by merge or compare are
-  /// held to alike.
+  /// where the check's own reason does not), or "AXIS = 'VALUE' has white space around it (allowed: ...)" for a
+  /// value the check takes once that is removed (it is not removed: "64" and " 64" would be two spellings of one
+  /// point). What a config, a --set and a result CSV read by merge or compare are held to alike.
   std::string refusal(const std::string& value) const;
 };
 

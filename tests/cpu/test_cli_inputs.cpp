@@ -126,11 +126,47 @@ TEST(CliInputs, ANumberAfterWhiteSpaceOrInHexIsRefused) {
   const std::string grid = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml") +
                            " --dry-run --set variant=recurrent --set launch=plain";
   expect_refused(run_kvb(dir, "sweep" + grid + " --set \"$(printf 'batch=64,\n64')\""),
-                 {"batch = '\\n64' is not an integer"}, "line break before a number");
-  expect_refused(run_kvb(dir, "sweep" + grid + " --set \"$(printf 'batch=64,\f64')\""), {"is not an integer"},
-                 "form feed before a number");
+                 {"batch = '\\n64' has white space around it (allowed: integers 1 to 4096)"},
+                 "line break before a number");
+  expect_refused(run_kvb(dir, "sweep" + grid + " --set \"$(printf 'batch=64,\f64')\""),
+                 {"has white space around it"}, "form feed before a number");
   const std::string verify = " --config " + shell_quote(kSource + "/experiments/spec_verify.toml") + " --dry-run";
   expect_refused(run_kvb(dir, "sweep" + verify + " --set accepted=0x.8"), {"accepted = '0x.8' is not allowed"}, "hex");
+}
+
+TEST(CliInputs, AConfigValueWithWhiteSpaceAroundItIsRefusedNotTrimmed) {
+  TempDir dir;
+  const std::string out = dir.file("out.csv");
+  for (const auto& [kind, axis, value, allowed] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
+           {"spec_verify", "verify_kernel", "staged ", "automatic, cuda_cores, tensor_cores, staged"},
+           {"decode", "launch", " plain", "plain, pdl"},
+           {"spec_verify", "accepted", "0.7\\t", "all, none, or an acceptance rate strictly between 0 and 1"},
+           {"decode", "batch", " 64", "integers 1 to 4096"}}) {
+    const std::string config = dir.file(axis + ".toml");
+    write_text(config, "[experiment]\nname = \"x\"\nkind = \"" + kind + "\"\n[axes]\n" + axis + " = [\"" + value +
+                           "\"]\n");
+    const std::string shown = value == "0.7\\t" ? "0.7\t" : value;  // TOML's escape, the tab it stands for
+    expect_refused(run_kvb(dir, "sweep --dry-run --config " + shell_quote(config) + " --out " + shell_quote(out)),
+                   {config + ":5: [axes] " + axis + " = '" + shown + "' has white space around it (allowed: " +
+                    allowed + ")"},
+                   axis);
+    EXPECT_FALSE(fs::exists(out)) << axis;
+  }
+  // A value that is wrong without its white space too is called so.
+  const std::string config = dir.file("foo.toml");
+  write_text(config, "[experiment]\nname = \"x\"\n[axes]\nlaunch = [\" foo\"]\n");
+  expect_refused(run_kvb(dir, "sweep --dry-run --config " + shell_quote(config)),
+                 {config + ":4: [axes] launch = ' foo' is not known (allowed: plain, pdl)"}, "foo");
+  // A CSV cell with white space around it is refused by merge alike.
+  CsvTable t = parse_csv(read_text(kSource + "/results/decode_latency.csv"), "decode_latency.csv");
+  t.rows.resize(1);
+  t.rows[0][size_t(std::find(t.header.begin(), t.header.end(), "launch") - t.header.begin())] = "plain ";
+  write_text(dir.file("cell.csv"), format_csv(t));
+  expect_refused(run_kvb(dir, "merge " + shell_quote(out) + " " + shell_quote(dir.file("cell.csv"))),
+                 {dir.file("cell.csv") + ":2: launch = 'plain ' has white space around it (allowed: plain, pdl)"},
+                 "merge");
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST(CliInputs, AnOverLongValueIsQuotedInPart) {
