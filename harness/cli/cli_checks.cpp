@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -67,6 +69,42 @@ std::string unknown_option(const CLI::App& app, int argc, const char* const* arg
       if (!opt->get_lnames().empty()) allowed += (allowed.empty() ? "--" : ", --") + opt->get_lnames()[0];
     const std::string where = cmd == &app ? "kvb" : "kvb " + cmd->get_name();
     return fmt::format("{}: unknown option '{}' (allowed: {})", where, name, allowed);
+  }
+  return "";
+}
+
+std::string stray_override(const CLI::App& app, int argc, const char* const* argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  const CLI::App* cmd = nullptr;
+  for (const CLI::App* sub : app.get_subcommands({}))
+    if (sub->get_name() == argv[1]) cmd = sub;
+  // With positional arguments (kvb merge's OUT and IN) a word after a --set value is one of them.
+  if (!cmd || !cmd->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty()) return "";
+  std::vector<std::pair<std::string, std::string>> sets;  // (axis, the --set value), in the order given
+  bool after_set = false;  // the words since the last --set value are no option's
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    std::string value;
+    if (arg == "--set" && i + 1 < argc) value = argv[++i];
+    else if (arg.compare(0, 6, "--set=") == 0) value = arg.substr(6);
+    else if (arg.size() > 1 && arg[0] == '-') {
+      after_set = false;
+      continue;
+    } else if (!after_set) {
+      continue;
+    } else {
+      const std::string axis = arg.substr(0, arg.find('='));
+      for (const auto& [set_axis, set_value] : sets)
+        if (arg.find('=') != std::string::npos && set_axis == axis)
+          return fmt::format("--set {}: set twice ('{}', then '{}'; allowed: once per axis, values separated by "
+                             "commas)",
+                             axis, set_value, arg);
+      return fmt::format("--set: '{}' follows --set {} (allowed: one AXIS=V1,V2,... after each --set)", arg,
+                         sets.back().second);
+    }
+    sets.emplace_back(value.substr(0, value.find('=')), value);
+    after_set = true;
   }
   return "";
 }

@@ -25,6 +25,12 @@ CLI::Validator non_empty(const std::string& allowed);
 /// Looked at before CLI11's own parse errors, so that an unknown option is reported first.
 std::string unknown_option(const CLI::App& app, int argc, const char* const* argv);
 
+/// When the arguments `argv[1..argc)` give a subcommand without positional arguments (kvb sweep) a word after the
+/// value of a --set, which takes one (`--set batch=64 batch=128`), the one-line message for it: "--set batch: set
+/// twice (...)" when the word sets an axis a --set already set, else "--set: 'WORD' follows --set AXIS=... (allowed:
+/// ...)"; "" when there is none. Looked at before CLI11's own parse errors, which call the word not expected.
+std::string stray_override(const CLI::App& app, int argc, const char* const* argv);
+
 /// `message` with each line break written as two characters (LF as \n, CR as \r), so that an error stays one line
 /// whatever a value it quotes holds (a --set value, a config string or a CSV cell may hold one), each NUL byte as
 /// \x00 (nul_escaped: a terminal shows none), and each run of characters without a space over 80 characters

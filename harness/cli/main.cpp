@@ -128,6 +128,11 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "{}\n", one_line(unknown));
       return 2;
     }
+    // A second override given to one --set: CLI11 calls the word not expected.
+    if (const std::string stray = stray_override(app, argc, argv); !stray.empty()) {
+      fmt::print(stderr, "kvb: {}\n", one_line(stray));
+      return 2;
+    }
     // Point at the help of the subcommand being parsed (the last one given), else the top level's.
     std::string help = "kvb --help";
     for (const CLI::App* sub : app.get_subcommands()) help = "kvb " + sub->get_name() + " --help";

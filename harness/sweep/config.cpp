@@ -178,7 +178,7 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
   std::vector<std::string> overridden;
   for (const auto& [axis, values] : overrides) {
     if (std::find(overridden.begin(), overridden.end(), axis) != overridden.end())
-      throw UsageError(fmt::format("--set {}: given twice (allowed: once per axis, values separated by commas)", axis));
+      throw UsageError(fmt::format("--set {}: set twice (allowed: once per axis, values separated by commas)", axis));
     overridden.push_back(axis);
     const size_t i = index_of(axis, "--set");
     if (std::find(values.begin(), values.end(), "") != values.end()) {

@@ -73,6 +73,35 @@ TEST(CliInputs, AValueHoldingALineBreakStaysOneLineAndSetTakesOneValue) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+TEST(CliInputs, AnAxisSetTwiceIsNamed) {
+  TempDir dir;
+  const std::string out = dir.file("out.csv");
+  const std::string config = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml");
+  const std::string allowed = "allowed: once per axis, values separated by commas)";
+  // A second override given to one --set (it takes one), with and without --dry-run: the project's line, not CLI11's.
+  for (const char* dry : {" --dry-run", ""})
+    expect_refused(run_kvb(dir, "sweep" + config + dry + " --set batch=64 batch=128 --out " + shell_quote(out)),
+                   {"kvb: --set batch: set twice ('batch=64', then 'batch=128'; " + allowed},
+                   std::string("one --set") + dry);
+  expect_refused(run_kvb(dir, "sweep" + config + " --dry-run --set=batch=64 --set buffer_size=8 buffer_size=4"),
+                 {"--set buffer_size: set twice ('buffer_size=8', then 'buffer_size=4'; " + allowed}, "--set=");
+  // A second --set for the axis.
+  expect_refused(run_kvb(dir, "sweep" + config + " --dry-run --set batch=64 --set batch=128 --out " +
+                                  shell_quote(out)),
+                 {"kvb: --set batch: set twice (" + allowed}, "two --set");
+  EXPECT_FALSE(fs::exists(out));
+  expect_refused(run_kvb(dir, "merge " + shell_quote(out) + " " + shell_quote(kSource + "/results/decode_latency.csv") +
+                                  config + " --set batch=64 --set batch=128"),
+                 {"kvb: --set batch: set twice (" + allowed}, "merge");
+  EXPECT_FALSE(fs::exists(out));
+  // Another axis after one --set's value, or a word: each override needs its own --set.
+  expect_refused(run_kvb(dir, "sweep" + config + " --dry-run --set batch=64 buffer_size=8"),
+                 {"kvb: --set: 'buffer_size=8' follows --set batch=64 (allowed: one AXIS=V1,V2,... after each --set)"},
+                 "another axis");
+  expect_refused(run_kvb(dir, "sweep" + config + " --dry-run --set batch=64 foo"),
+                 {"kvb: --set: 'foo' follows --set batch=64"}, "a word");
+}
+
 TEST(CliInputs, ANulByteInAValueIsShownEscapedAndTheMessageGoesOn) {
   TempDir dir;
   const std::string out = dir.file("out.csv");

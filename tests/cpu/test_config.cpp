@@ -85,7 +85,7 @@ TEST(Config, OverridesReplaceAxisValues) {
   EXPECT_EQ(axes[6].second, (std::vector<std::string>{"7"}));
   // An axis overridden twice is a slip, not a choice: refused, naming it.
   expect_usage_error([&] { resolve_axes(kind, c, {o, parse_axis_override("batch=64")}); },
-                     {"--set batch", "given twice"});
+                     {"--set batch: set twice (allowed: once per axis, values separated by commas)"});
   // So is a value listed twice in one axis.
   expect_usage_error([&] { resolve_axes(kind, c, {parse_axis_override("batch=1,8,1")}); },
                      {"--set axis batch lists '1' twice", "allowed: each value once"});
