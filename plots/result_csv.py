@@ -19,7 +19,7 @@ files in tests/data/csv/cases/ are checked against both implementations (tests/d
  - state_dtype, where the kind has it: fp32, bf16, or empty (a row written before the column: fp32);
  - timestamp, where set: a UTC time as YYYY-MM-DDTHH:MM:SSZ (a file cut inside it and given a line end is refused)
    that exists: month 01-12, day 01 to the month's length (29 February in leap years only), hour 00-23, minute and
-   second 00-59 (kvb checks the form only);
+   second 00-59 (kvb and the figures alike);
  - capacity: where set, bytes_per_request > 0 and max_requests_model, max_requests_measured x bytes_per_request
    <= budget_bytes;
  - one row per point (the kind's key columns), and one GPU (every non-empty gpu value the same).

@@ -119,13 +119,21 @@ const CsvSchema& match_header(const std::vector<std::string>& header, const std:
 const std::vector<std::string> kSizeColumns = {"batch",   "buffer_size", "draft_tokens", "layers",
                                                "heads_qk", "heads_v",    "head_dim_k",   "head_dim_v"};
 
-/// True for a UTC time as the sweeps write it: YYYY-MM-DDTHH:MM:SSZ.
+/// True for a UTC time as the sweeps write it, YYYY-MM-DDTHH:MM:SSZ, that exists: any year 0000-9999, month 01-12,
+/// day 01 to the month's length in the Gregorian calendar (29 February in a year divisible by 4 and not by 100, or by
+/// 400), hour 00-23, minute and second 00-59 (no leap second: the sweeps write the clock's time, which has none).
 bool utc_timestamp(const std::string& s) {
   static const std::string form = "dddd-dd-ddTdd:dd:ddZ";
   if (s.size() != form.size()) return false;
   for (size_t i = 0; i < s.size(); ++i)
     if (form[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != form[i]) return false;
-  return true;
+  const auto field = [&](size_t at, size_t len) { return std::stoi(s.substr(at, len)); };
+  const int year = field(0, 4), month = field(5, 2), day = field(8, 2);
+  if (month < 1 || month > 12) return false;
+  static const int kDaysInMonth[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+  const int days = month == 2 && leap ? 29 : kDaysInMonth[month - 1];
+  return day >= 1 && day <= days && field(11, 2) <= 23 && field(14, 2) <= 59 && field(17, 2) <= 59;
 }
 
 size_t index_of(const std::vector<std::string>& header, const std::string& name) {
