@@ -150,8 +150,8 @@ def parse(text: str, origin) -> tuple[list[str], list[list[str]], list[int]]:
     it, so that both accept and refuse the same files; raises CsvError "ORIGIN:LINE: malformed CSV: ...".
 
     A field is quoted (doubled quotes inside, a comma, line end or the end of the text after its closing quote) or
-    unquoted (no quote in it). A record ends at LF or CRLF; a carriage return without a line feed after it is a
-    character of its field, not a line end. A line that holds no field, or only an empty quoted one (""), is blank
+    unquoted (no quote in it). A record ends at LF or CRLF; a carriage return without a line feed after it is refused
+    outside quotes (inside them it is the field's). A line that holds no field, or only an empty quoted one (""), is blank
     and holds no row. Lines are counted by their line feeds."""
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -199,7 +199,10 @@ def parse(text: str, origin) -> tuple[list[str], list[list[str]], list[int]]:
             record, field, field_started = [], [], False
             line += 1
             record_line = line
-        elif not (c == "\r" and i + 1 < n and text[i + 1] == "\n"):  # a CRLF's CR: the LF ends the record
+        elif c == "\r":  # a CRLF's CR: the LF ends the record
+            if i + 1 >= n or text[i + 1] != "\n":
+                raise CsvError(f"{origin}:{line}: malformed CSV: a carriage return without a line feed")
+        else:
             field.append(c)
             field_started = True
         i += 1

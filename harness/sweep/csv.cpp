@@ -87,8 +87,11 @@ CsvTable parse_csv(const std::string& input, const std::string& origin) {
       record.push_back(std::move(field));
       field.clear();
       field_started = false;
-    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
-      // CRLF: the LF ends the record.
+    } else if (c == '\r') {
+      // CRLF: the LF ends the record. A carriage return alone (outside quotes, where the writer puts every one) is
+      // no line end RFC 4180 knows, nor field text: refused, so that a record it ended does not run into the next.
+      if (i + 1 >= text.size() || text[i + 1] != '\n')
+        throw UsageError(fmt::format("{}:{}: malformed CSV: a carriage return without a line feed", origin, line));
     } else if (c == '\n') {
       end_record();
       record_line = ++line;

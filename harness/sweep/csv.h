@@ -38,7 +38,7 @@ struct CsvTable {
 };
 
 /// Parses RFC 4180 text (quoted fields may hold commas, quotes and newlines; CRLF line ends and a leading UTF-8
-/// byte-order mark accepted). Every row must have as many fields as the header, and the text must end with a line
+/// byte-order mark accepted; a carriage return outside quotes without a line feed after it refused). Every row must have as many fields as the header, and the text must end with a line
 /// end (a last record without one was cut short). Throws UsageError "ORIGIN:LINE: malformed CSV: ..." on malformed
 /// input.
 CsvTable parse_csv(const std::string& text, const std::string& origin);

@@ -43,6 +43,17 @@ TEST(Csv, ParsesCrlfAndRejectsMalformed) {
   EXPECT_THROW(parse_csv("a,b\n1,\"open\n", "bad.csv"), UsageError);
   EXPECT_THROW(parse_csv("a,b\n1,2,3\n", "bad.csv"), UsageError);
   EXPECT_THROW(parse_csv("a,b\n1,\"x\"y\n", "bad.csv"), UsageError);
+  // A carriage return outside quotes ends no record and is no field text; inside quotes it is the field's.
+  for (const char* text : {"a,b\n1,2\r3,4\n", "a,b\r1,2\r", "a,b\n1,x\ry\n", "a,b\n1,\"x\"\ry\n", "a,b\n1,2\r"}) {
+    try {
+      parse_csv(text, "cr.csv");
+      ADD_FAILURE() << "expected UsageError";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("cr.csv:"), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find(": malformed CSV: a carriage return without a line feed"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(parse_csv("a,b\n1,\"x\ry\"\n", "cr.csv").rows[0][1], "x\ry");
   try {
     parse_csv("a,b\n1\n", "named.csv");
     ADD_FAILURE() << "expected UsageError";

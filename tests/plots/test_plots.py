@@ -846,10 +846,12 @@ def test_shared_csv_cases_as_kvb_judges_them(name, expect):
     ('a,b\n1,2\n""\n3,4\n', [["1", "2"], ["3", "4"]]),
     ('a,b\n1,2\n""\r\n', [["1", "2"]]),
     ('""\na,b\n1,2\n', ":2: malformed CSV: 2 fields, the header has 1"),
-    # A carriage return without a line feed after it ends no record: it is a character of its field.
-    ("a,b\n1,2\r3,4\n", ":2: malformed CSV: 3 fields, the header has 2"),
-    ("a,b\r1,2\r", ":1: malformed CSV: the last record has no line end (a truncated file?)"),
-    ("a,b\n1,x\ry\n", [["1", "x\ry"]]),
+    # A carriage return without a line feed after it is refused outside quotes; inside them it is the field's.
+    ("a,b\n1,2\r3,4\n", ":2: malformed CSV: a carriage return without a line feed"),
+    ("a,b\r1,2\r", ":1: malformed CSV: a carriage return without a line feed"),
+    ("a,b\n1,x\ry\n", ":2: malformed CSV: a carriage return without a line feed"),
+    ('a,b\n1,"580"\rx\n', ":2: malformed CSV: a carriage return without a line feed"),
+    ('a,b\n1,"x\ry"\n', [["1", "x\ry"]]),
     ("a,b\r\n1,2\r\n", [["1", "2"]]),
     # A quote opens a field or closes it; inside an unquoted field it is refused.
     ('a,b\n1,2\n3,x"y\n', ":3: malformed CSV: quote inside an unquoted field"),
@@ -860,12 +862,12 @@ def test_shared_csv_cases_as_kvb_judges_them(name, expect):
     ('a,b\n1,"x\ny\n2,3\n', ":2: malformed CSV: unterminated quoted field"),
     ('a,b\n1,2\n"', ":3: malformed CSV: unterminated quoted field"),
 ], ids=["quoted_empty_line", "quoted_empty_last_line", "quoted_empty_first_line", "bare_cr_line_end",
-        "bare_cr_only", "bare_cr_in_field", "crlf", "quote_in_field", "quote_ending_field", "quote_after_space",
+        "bare_cr_only", "bare_cr_in_field", "bare_cr_after_closing_quote", "cr_in_quoted_field", "crlf", "quote_in_field", "quote_ending_field", "quote_after_space",
         "text_after_closing_quote", "quoted_line_break_and_quote", "unterminated", "lone_quote_at_end"])
 def test_parse_judges_as_kvbs_parse_csv(text, expect):
     """result_csv.parse accepts and refuses what kvb's parse_csv (harness/sweep/csv.cpp) does, at the same line: a
-    line of only "" is blank, a bare carriage return is field text (so a record ended by one runs into the next), a
-    quote inside an unquoted field is refused."""
+    line of only "" is blank, a bare carriage return outside quotes is refused, a quote inside an unquoted field is
+    refused."""
     if isinstance(expect, list):
         header, rows, _ = result_csv.parse(text, "t.csv")
         assert header == ["a", "b"]
