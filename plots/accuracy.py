@@ -11,13 +11,17 @@ Writes OUT_DIR/accuracy.png and .pdf. Exit 2 on bad input (a missing column is n
 
 from __future__ import annotations
 
-import math
-import sys
-
-import decode_data as dd
-import style
+import stop_at_start  # first, before the plotting libraries load: a signal meanwhile stops it in one line
 
 NAME = "accuracy"
+stop_at_start.guard_figure(NAME, __name__, with_state_dtype=False)
+
+import math  # noqa: E402
+import sys  # noqa: E402
+
+import decode_data as dd  # noqa: E402
+import style  # noqa: E402
+
 DEFAULT_CSV = "accuracy.csv"
 KIND = "accuracy"  # the result CSV kind it reads (result_csv.py)
 CHECKPOINTS = (1, 64, 512, 4096, 16384)  # harness/workloads/accuracy_run.h accuracy_checkpoints()

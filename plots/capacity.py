@@ -16,11 +16,15 @@ Writes OUT_DIR/capacity.png and .pdf. Exit 2 on bad input (a missing column is n
 
 from __future__ import annotations
 
-import sys
-
-import style
+import stop_at_start  # first, before the plotting libraries load: a signal meanwhile stops it in one line
 
 NAME = "capacity"
+stop_at_start.guard_figure(NAME, __name__)
+
+import sys  # noqa: E402
+
+import style  # noqa: E402
+
 DEFAULT_CSV = "capacity.csv"
 KIND = "capacity"  # the result CSV kind it reads (result_csv.py)
 REQUIRED_COLUMNS = ("variant", "buffer_size", "draft_tokens", "budget_bytes", "max_requests_model",

@@ -13,12 +13,16 @@ Writes OUT_DIR/decode_efficiency.png and .pdf. Exit 2 on bad input (a missing co
 
 from __future__ import annotations
 
-import sys
-
-import decode_data as dd
-import style
+import stop_at_start  # first, before the plotting libraries load: a signal meanwhile stops it in one line
 
 NAME = "decode_efficiency"
+stop_at_start.guard_figure(NAME, __name__)
+
+import sys  # noqa: E402
+
+import decode_data as dd  # noqa: E402
+import style  # noqa: E402
+
 DEFAULT_CSV = "decode_latency.csv"
 KIND = "decode"  # the result CSV kind it reads (result_csv.py)
 REQUIRED_COLUMNS = (

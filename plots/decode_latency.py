@@ -17,14 +17,18 @@ Writes OUT_DIR/decode_latency.png and .pdf. Exit 2 on bad input (a missing colum
 
 from __future__ import annotations
 
-import sys
-from statistics import median
-
-import anchors
-import decode_data as dd
-import style
+import stop_at_start  # first, before the plotting libraries load: a signal meanwhile stops it in one line
 
 NAME = "decode_latency"
+stop_at_start.guard_figure(NAME, __name__)
+
+import sys  # noqa: E402
+from statistics import median  # noqa: E402
+
+import anchors  # noqa: E402
+import decode_data as dd  # noqa: E402
+import style  # noqa: E402
+
 DEFAULT_CSV = "decode_latency.csv"
 KIND = "decode"  # the result CSV kind it reads (result_csv.py)
 REQUIRED_COLUMNS = (

@@ -19,26 +19,15 @@ Exit status: 0 when every figure whose CSV exists was made (skipped ones do not 
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
+import stop_at_start  # first, before the plotting libraries load: a signal meanwhile stops the run in one line
 
-
-def _stopped_while_loading(signum, _frame) -> None:
-    """SIGINT or SIGTERM while the plotting libraries load, before any file is touched: one line, 130 / 143."""
-    os.write(2, f"{signal.Signals(signum).name}: stopped while loading, nothing written\n".encode())
-    os._exit(128 + signum)
-
-
-# First of all (until main() installs its between-figures handlers, style.stop_between_steps), a signal ends the run
-# at once; one that comes while Python itself starts, before this line, is Python's to handle.
-signal.signal(signal.SIGINT, _stopped_while_loading)
-signal.signal(signal.SIGTERM, _stopped_while_loading)
-if os.environ.get("KVB_TEST_STOP_AT") == "loading":  # the tests of interrupted runs (style._test_stop_point)
-    del os.environ["KVB_TEST_STOP_AT"]
-    os.kill(os.getpid(), signal.SIGSTOP)
+# Until main() installs its between-figures handlers (style.stop_between_steps), a signal ends the run at once:
+# "SIGINT: stopped while loading, nothing written"; one that comes while Python itself starts, before this line, is
+# Python's to handle.
+stop_at_start.guard(__name__)
 
 import importlib  # noqa: E402
+import sys  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -92,7 +81,7 @@ STATE_DTYPE_FIGURES = (
 )
 
 # Modules in plots/ that are not figure scripts.
-HELPER_MODULES = frozenset({"style", "anchors", "decode_data", "make_all", "result_csv"})
+HELPER_MODULES = frozenset({"style", "anchors", "decode_data", "make_all", "result_csv", "stop_at_start"})
 
 
 def main(argv=None) -> int:

@@ -15,14 +15,18 @@ Writes OUT_DIR/short_context.png and .pdf. Exit 2 on bad input (a missing column
 
 from __future__ import annotations
 
-import sys
-
-from matplotlib.lines import Line2D
-
-import decode_data as dd
-import style
+import stop_at_start  # first, before the plotting libraries load: a signal meanwhile stops it in one line
 
 NAME = "short_context"
+stop_at_start.guard_figure(NAME, __name__)
+
+import sys  # noqa: E402
+
+from matplotlib.lines import Line2D  # noqa: E402
+
+import decode_data as dd  # noqa: E402
+import style  # noqa: E402
+
 DEFAULT_CSV = "short_context.csv"
 KIND = "short_context"  # the result CSV kind it reads (result_csv.py)
 REQUIRED_COLUMNS = (

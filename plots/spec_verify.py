@@ -13,15 +13,19 @@ Writes OUT_DIR/spec_verify.png and .pdf. Exit 2 on bad input (a missing column i
 
 from __future__ import annotations
 
-import sys
-
-from matplotlib.ticker import FuncFormatter
-
-import anchors
-import decode_data as dd
-import style
+import stop_at_start  # first, before the plotting libraries load: a signal meanwhile stops it in one line
 
 NAME = "spec_verify"
+stop_at_start.guard_figure(NAME, __name__)
+
+import sys  # noqa: E402
+
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+import anchors  # noqa: E402
+import decode_data as dd  # noqa: E402
+import style  # noqa: E402
+
 DEFAULT_CSV = "spec_verify.csv"
 KIND = "spec_verify"  # the result CSV kind it reads (result_csv.py)
 REQUIRED_COLUMNS = (

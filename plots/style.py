@@ -9,7 +9,8 @@ once both are whole, so an interrupted run leaves every figure as it was or new.
 Only the standard library's csv module and matplotlib (Agg backend, no display needed) are used.
 Bad input (a missing file, a path too long for the file system, a CSV kvb would refuse, a missing column, a value that
 is not a number, no usable rows) prints one line to stderr and exits with status 2, writing nothing. SIGINT and
-SIGTERM stop a script after removing its temporary files, with exit status 130 and 143.
+SIGTERM stop a script after removing its temporary files (and the folders made for them), with exit status 130 and
+143; while it starts, before its arguments are read and its libraries loaded, they stop it at once (stop_at_start).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 import result_csv  # noqa: E402
+import stop_at_start  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "results"
@@ -363,12 +365,17 @@ def write_files_atomic(writers: Mapping[Path, object]) -> None:
     every file goes to a temporary PATH.tmp.XXXXXX in its folder (created when missing), is flushed to disk, and only
     when all are whole are they renamed over their paths, with SIGINT and SIGTERM held back meanwhile. An existing
     file keeps its permission bits; a new one gets 0666 less the umask. On any exception (an interrupt included) the
-    temporaries are removed and the files are left as they were."""
+    temporaries are removed, the folders made for them removed again while empty, and the files left as they were."""
     temporaries: list[tuple[str, Path]] = []
+    folders: list[Path] = []  # the folders made here, outermost first: removed again when nothing is written
+    written = False
     try:
         for path, write in writers.items():
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            with _signals_held():  # no signal between making a folder and listing it for removal
+                folders += _missing_folders(path.parent)
+                path.parent.mkdir(parents=True, exist_ok=True)
+            _test_stop_point("out-dir")
             with _signals_held():  # no signal between creating the temporary and listing it for removal
                 fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.tmp.")
                 temporaries.append((tmp, path))
@@ -382,11 +389,24 @@ def write_files_atomic(writers: Mapping[Path, object]) -> None:
             for tmp, path in temporaries:
                 os.replace(tmp, path)
             temporaries.clear()
+            written = True
     finally:
         with _signals_held():  # a second signal does not cut the removal short
             for tmp, _ in temporaries:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
+            for folder in reversed(folders) if not written else ():
+                with contextlib.suppress(OSError):  # one that something else has put a file in stays
+                    folder.rmdir()
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and those of its parents that do not exist, outermost first."""
+    missing = []
+    while not folder.exists() and not folder.is_symlink() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing[::-1]
 
 
 def save(fig, out_dir, name: str) -> list[Path]:
@@ -428,10 +448,8 @@ def parser(description: str, default_csv: str) -> argparse.ArgumentParser:
     return p
 
 
-def figure_name(name: str, state_dtype: str | None = None) -> str:
-    """The file name (without extension) of script `name`'s figure of `state_dtype` rows: NAME for fp32 (or every
-    dtype), NAME_bf16 for bf16, so that a bf16 figure never replaces the fp32 one."""
-    return name if state_dtype in (None, "fp32") else f"{name}_{state_dtype}"
+# The figure's file name: NAME, or NAME_bf16 for bf16 rows (defined with the start-up guard, which names it too).
+figure_name = stop_at_start.figure_name
 
 
 def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | None = None,
@@ -465,10 +483,11 @@ def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=Non
         p.add_argument("--state-dtype", choices=("fp32", "bf16"), default="fp32",
                        help="rows of this state dtype (default fp32; bf16 figures are saved as NAME_bf16)")
     args = p.parse_args(argv)
-    if argv is None:
-        stop_on_signals()
     state_dtype = args.state_dtype if with_state_dtype else None
     try:
+        if argv is None:  # a command: until now the start-up guard (stop_at_start) stopped it at once
+            stop_at_start.name_figure(figure_name(name, state_dtype))
+            stop_on_signals()
         draw_figure(name, read_rows, build, args.csv, args.out_dir, args.phase if with_phase else None, state_dtype)
     except Interrupted as e:
         print(f"{figure_name(name, state_dtype)}: stopped by {e}; the figure is as it was", file=sys.stderr)

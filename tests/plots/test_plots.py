@@ -1311,3 +1311,153 @@ def test_accuracy_figure_refuses_errors_that_are_not_errors(tmp_path, column, va
     assert r.returncode == 2, r.stderr
     assert column in r.stderr and message in r.stderr, r.stderr
     assert not (tmp_path / "out" / "accuracy.png").exists()
+
+
+# ---------------------------------------------------- a signal while a figure script starts (plots/stop_at_start.py)
+
+ALL_FIGURES = make_all.FIGURES + make_all.STATE_DTYPE_FIGURES
+ALL_FIGURE_IDS = [f.name for f in ALL_FIGURES]
+STOP_SIGNALS = pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
+                                       ids=["SIGINT", "SIGTERM"])
+
+
+def _figure_command(fig, tmp_path: Path, out: Path) -> list[str]:
+    """The command line drawing `fig` (a make_all.Figure) from a synthetic CSV, the bf16 ones from fp32 and bf16 rows."""
+    script = next(f for f in make_all.FIGURES if f.script == fig.script)
+    rows = SYNTHETIC[script.csv]()
+    if fig.state_dtype == "bf16":
+        rows = rows + [dict(r, state_dtype="bf16") for r in rows]
+    csv_path = write_csv(tmp_path / fig.csv, rows)
+    return [sys.executable, str(PLOTS_DIR / f"{fig.script}.py"), *fig.args(csv_path, out)]
+
+
+PYTHON_START_S = 0.25  # the longest a signal waits for a script's first line (Python's start-up takes about 0.05 s)
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """True once process `pid` has a handler of its own for SIGTERM (Python installs none by itself): its first line,
+    stop_at_start's guard, has run."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the signal handlers from /proc")
+@pytest.mark.parametrize("delay", [0.05, 0.3, 0.6])
+@STOP_SIGNALS
+@pytest.mark.parametrize("fig", ALL_FIGURES, ids=ALL_FIGURE_IDS)
+def test_figure_script_signalled_while_starting_stops_in_one_line(fig, sig, code, delay, tmp_path):
+    """SIGINT or SIGTERM `delay` seconds into a figure script (while matplotlib and numpy load, or drawing on a fast
+    machine): exit 130 / 143, one line on stderr naming the figure (NAME_bf16 for a bf16 one), no traceback, nothing
+    written and no --out-dir left. A signal before the script's first line runs is Python's to handle, so the early
+    one waits for that line (stop_at_start's guard, seen in /proc), or for PYTHON_START_S after the start at most."""
+    import time
+
+    out = tmp_path / "figures"
+    command = _figure_command(fig, tmp_path, out)
+    start = time.monotonic()
+    p = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(max(0.0, start + delay - time.monotonic()))
+        # Python's own start-up is over well within PYTHON_START_S; the script's imports take several times that.
+        while p.poll() is None and not _catches_sigterm(p.pid) and time.monotonic() < start + PYTHON_START_S:
+            time.sleep(0.002)
+        assert p.poll() is None, f"the script ended before the signal: {p.communicate()}"
+        os.kill(p.pid, sig)
+        stdout, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    name = signal.Signals(sig).name
+    assert p.returncode == code, err
+    assert "Traceback" not in err
+    assert err in (f"{fig.name}: stopped by {name} before drawing, nothing written\n",
+                   f"{fig.name}: stopped by {name}; the figure is as it was\n"), err
+    assert stdout == ""
+    assert not out.exists()
+
+
+@STOP_SIGNALS
+@pytest.mark.parametrize("fig", ALL_FIGURES, ids=ALL_FIGURE_IDS)
+def test_figure_script_stopped_while_loading_names_its_figure(fig, sig, code, tmp_path):
+    """A signal at the script's first line (it stops itself there: KVB_TEST_STOP_AT=loading), before its arguments
+    are parsed: the line names the figure the command line asks for, NAME_bf16 for --state-dtype bf16."""
+    out = tmp_path / "figures"
+    env = dict(os.environ, KVB_TEST_STOP_AT="loading")
+    p = subprocess.Popen(_figure_command(fig, tmp_path, out), cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    _, status = os.waitpid(p.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), "the script did not reach its stop point"
+    os.kill(p.pid, sig)
+    os.kill(p.pid, signal.SIGCONT)
+    stdout, err = p.communicate(timeout=60)
+    assert p.returncode == code, err
+    assert err == f"{fig.name}: stopped by {signal.Signals(sig).name} before drawing, nothing written\n"
+    assert stdout == ""
+    assert not out.exists()
+
+
+@STOP_SIGNALS
+def test_signal_once_the_out_dir_is_made_removes_it(sig, code, tmp_path):
+    """A signal right after the script made --out-dir (and its missing parents), before any file is in it: the
+    folders it made are removed again; one that was there before stays."""
+    csv_path = write_csv(tmp_path / "capacity.csv", synthetic_capacity_rows())
+    out = tmp_path / "new" / "figures"
+    p = _stopped_at(str(PLOTS_DIR / "capacity.py"), "out-dir", "--csv", str(csv_path), "--out-dir", str(out))
+    assert out.is_dir(), "the folder exists at the stop point"
+    os.kill(p.pid, sig)
+    os.kill(p.pid, signal.SIGCONT)
+    stdout, err = p.communicate(timeout=60)
+    assert p.returncode == code, err
+    assert err == f"capacity: stopped by {signal.Signals(sig).name}; the figure is as it was\n"
+    assert not (tmp_path / "new").exists()
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["capacity.csv"]
+
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    p = _stopped_at(str(PLOTS_DIR / "capacity.py"), "out-dir", "--csv", str(csv_path), "--out-dir", str(kept))
+    os.kill(p.pid, sig)
+    os.kill(p.pid, signal.SIGCONT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == code, err
+    assert kept.is_dir() and not list(kept.iterdir())
+
+
+def _stopped_at(script: str, where: str, *args: str) -> subprocess.Popen:
+    """Starts a plots script that stops itself (SIGSTOP) at stop point `where` (KVB_TEST_STOP_AT); waits until it has."""
+    env = dict(os.environ, KVB_TEST_STOP_AT=where)
+    p = subprocess.Popen([sys.executable, script, *args], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    _, status = os.waitpid(p.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), "the script did not reach its stop point"
+    return p
+
+
+@pytest.mark.parametrize("argv,dtype", [
+    ([], None),
+    (["--csv", "x.csv", "--state-dtype", "bf16"], "bf16"),
+    (["--state-dtype=bf16"], "bf16"),
+    (["--state", "bf16"], "bf16"),
+    (["--s=bf16", "--state-dtype", "fp32"], "fp32"),
+    (["--state-dtype"], None),
+    (["--", "--state-dtype", "bf16"], None),
+    (["--csv=--state-dtype"], None),
+])
+def test_state_dtype_is_read_before_the_arguments_are_parsed(argv, dtype):
+    """The start-up guard names NAME_bf16 for a command line that asks for bf16 rows the ways argparse takes it."""
+    import stop_at_start
+    assert stop_at_start.state_dtype_asked(argv) == dtype
+
+
+def test_importing_a_figure_script_leaves_the_signal_handlers_alone():
+    """Imported (by make_all or a test) rather than run, make_all and the figure scripts install no start-up guard:
+    SIGINT stays Python's KeyboardInterrupt, SIGTERM its default."""
+    modules = ", ".join(["make_all"] + [f.script for f in make_all.FIGURES])
+    code = (f"import signal, sys; sys.path.insert(0, {str(PLOTS_DIR)!r}); import {modules}; "
+            "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler, "
+            "signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True"]
