@@ -1,13 +1,17 @@
 """The validation of result CSVs that kvb applies to every file it reads (harness/sweep/result_csv.h), for the figures.
 
 The rules are kvb's, over the same schemas: result_schemas.csv beside this module lists each kind's columns as kvb
-writes them today (the CPU test ResultCsv.SchemasFileMatchesTheKinds keeps it equal to the kinds kvb knows), and the
-files in tests/data/csv/cases/ are checked against both implementations (tests/data/csv/cases.csv).
+writes them today (the CPU test CsvValidation.SchemasFileMatchesTheKinds keeps it equal to the kinds kvb knows),
+result_axes.csv what each kind's axis values may be (CsvValidation.AxesFileMatchesTheKinds keeps it equal to the
+kinds' axis checks), and the files in tests/data/csv/cases/ are checked against both implementations
+(tests/data/csv/cases.csv).
 
  - the text: UTF-8 (a byte-order mark is skipped), CRLF or LF line ends, every record as many fields as the header,
    and a line end after the last one (a file without one was cut short); parsed as kvb parses it (`parse`): a quote
-   only around a whole field, a carriage return without a line feed after it a character of its field, a line of
-   only "" blank;
+   only around a whole field, a carriage return without a line feed after it refused outside quotes (inside them it
+   is the field's), a line of only "" blank; then every column name and cell UTF-8 (a byte outside a well-formed
+   character, such as 0xE9 alone, an encoded surrogate or an overlong form, is refused naming the line, the column
+   and the byte);
  - known columns: the header is one kind's columns, less some of those an older kvb did not write, in its order;
  - latencies: each NAME_us_median, NAME_us_p10, NAME_us_p90 holds, where set, a finite number > 0 with
    p10 <= median <= p90, and is set in every row whose status is ok;
@@ -22,10 +26,16 @@ files in tests/data/csv/cases/ are checked against both implementations (tests/d
    second 00-59 (kvb and the figures alike);
  - capacity: where set, bytes_per_request > 0 and max_requests_model, max_requests_measured x bytes_per_request
    <= budget_bytes;
- - one row per point (the kind's key columns), and one GPU (every non-empty gpu value the same).
+ - one row per point (the kind's key columns), and one GPU (every non-empty gpu value the same);
+ - axis values, after every rule above holds for every row (as kvb merge and kvb compare check them, after the
+   others): each non-empty value of an axis column one that a sweep of the kind could have written (result_axes.csv:
+   a listed word, an integer in a range or from a set, or for accepted also a rate strictly between 0 and 1), axis by
+   axis in the kind's order; a value allowed but for white space around it is refused as such. An empty value is an
+   axis that does not apply to the row's variant.
 
 A file that breaks a rule raises CsvError with one line: "PATH:LINE: what is wrong (what is allowed)", a line break
-in a value, a column name or the path written \\n (\\r for a carriage return) as kvb writes it.
+in a value, a column name or the path written \\n (\\r for a carriage return) and a NUL \\x00, as kvb writes it;
+one_line also shortens each run of over 80 characters without a space, as kvb prints its errors.
 """
 
 from __future__ import annotations
@@ -34,10 +44,12 @@ import csv
 import functools
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 SCHEMAS_CSV = Path(__file__).resolve().with_name("result_schemas.csv")
+AXES_CSV = Path(__file__).resolve().with_name("result_axes.csv")
 
 # Digits are ASCII 0-9 only, as kvb reads them: Python's \d, int() and float() would also take other scripts' digits
 # (Arabic-Indic, full-width), which kvb refuses.
@@ -46,16 +58,33 @@ _COUNT = re.compile(r"[0-9]+")
 _SIZE_COLUMNS = ("batch", "buffer_size", "draft_tokens", "layers", "heads_qk", "heads_v", "head_dim_k", "head_dim_v")
 
 
-def one_line(message: str) -> str:
-    """`message` on one line, as kvb writes its errors: each line feed written \\n and each carriage return \\r (a
-    quoted CSV cell, a column name or a path may hold either)."""
-    return message.replace("\n", "\\n").replace("\r", "\\r")
+def escaped(message: str) -> str:
+    """`message` with each NUL written \\x00, each line feed \\n and each carriage return \\r (a quoted CSV cell, a
+    column name or a path may hold any of them), as kvb's UsageError and one_line write them."""
+    return message.replace("\0", "\\x00").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def shown_value(value: str) -> str:
     """`value` as an error quotes it, as kvb's shown_value does: whole up to 80 characters, else its first 72 and its
     length, so that a pasted value or a long path cannot bury the message."""
     return value if len(value) <= 80 else f"{value[:72]}... ({len(value)} characters)"
+
+
+def _shown_word(word: str) -> str:
+    """A run of characters without a space as kvb's one_line shows it: the part inside any opening quotes or
+    parenthesis and closing quotes, parenthesis or punctuation (:,;) through shown_value, those kept."""
+    first = len(word) - len(word.lstrip("'\"("))
+    end = len(word.rstrip("'\":,;)"))
+    if end <= first:
+        return word
+    return word[:first] + shown_value(word[first:end]) + word[end:]
+
+
+def one_line(message: str) -> str:
+    """`message` as one line, as kvb prints its errors (harness/cli/cli_checks.cpp one_line): escaped, then every run
+    of characters without a space (a value, a path, a quoted line) over 80 characters shortened as shown_value
+    shortens it, so that a pasted value cannot bury the message."""
+    return " ".join(_shown_word(word) for word in escaped(message).split(" "))
 
 
 def _nearest_folder(path: Path) -> Path:
@@ -98,11 +127,11 @@ def path_too_long(path, inside: str = "") -> str | None:
 
 
 class CsvError(ValueError):
-    """A result CSV that is malformed or breaks a rule; str() is the one-line message (line breaks escaped by
-    one_line)."""
+    """A result CSV that is malformed or breaks a rule; str() is the message on one line (NULs and line breaks
+    written as `escaped` writes them), whole, as kvb's UsageError keeps it; one_line shortens it for printing."""
 
     def __init__(self, message: str):
-        super().__init__(one_line(message))
+        super().__init__(escaped(message))
 
 
 @dataclass(frozen=True)
@@ -140,6 +169,82 @@ def schemas(path: Path = SCHEMAS_CSV) -> dict[str, Schema]:
                 if row[flag] == "yes":
                     p[field].append(row["column"])
     return {k: Schema(k, *(tuple(p[f]) for f in ("columns", "key", "added_later", "counts"))) for k, p in parts.items()}
+
+
+@dataclass(frozen=True)
+class AxisRule:
+    """What one axis of a kind allows (a row of result_axes.csv, kvb's AxisCheck): `rule` "words" (one of `words`),
+    "integers" (a decimal integer from `low` to `high`), "integer_set" (a decimal integer equal to one of `words`) or
+    "words_or_rate" (one of `words`, or a decimal number strictly between `low` and `high`); `allowed` the allowed
+    values in words, as kvb's messages state them."""
+
+    axis: str
+    rule: str
+    words: tuple[str, ...]
+    low: str
+    high: str
+    allowed: str
+
+
+@functools.lru_cache(maxsize=None)
+def axis_rules(path: Path = AXES_CSV) -> dict[str, tuple[AxisRule, ...]]:
+    """The axes of each kind (result_axes.csv: kind, axis, rule, words separated by spaces, low, high, allowed), by
+    kind, in the kind's axis order."""
+    rules: dict[str, list[AxisRule]] = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            if row["rule"] not in ("words", "integers", "integer_set", "words_or_rate"):
+                raise ValueError(f"{path}: axis {row['kind']}.{row['axis']}: rule '{row['rule']}' is not known")
+            rules.setdefault(row["kind"], []).append(AxisRule(row["axis"], row["rule"], tuple(row["words"].split()),
+                                                              row["low"], row["high"], row["allowed"]))
+    return {kind: tuple(r) for kind, r in rules.items()}
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_LLONG = (-(2 ** 63), 2 ** 63 - 1)
+_C_SPACE = " \t\n\v\f\r"  # what C's isspace calls white space, as kvb trims it
+
+
+def _integer(text: str) -> int | None:
+    """The integer in `text` as kvb's parse_integer reads it: the whole text one decimal integer, optionally signed,
+    in range of a 64-bit signed integer; None otherwise."""
+    if not _INTEGER.fullmatch(text):
+        return None
+    value = int(text)
+    return value if _LLONG[0] <= value <= _LLONG[1] else None
+
+
+def _axis_reason(a: AxisRule, value: str) -> str:
+    """"" when `a` allows `value`, else the reason kvb's check of the axis gives (harness/kinds/axis_checks.cpp, the
+    accepted axis's in harness/kinds/verify_runner.cpp)."""
+    if a.rule == "words":
+        ok, how = value in a.words, "is not known"
+    elif a.rule == "integers":
+        x = _integer(value)
+        if x is None:
+            return f"{a.axis} = '{shown_value(value)}' is not an integer (allowed: {a.allowed})"
+        ok, how = int(a.low) <= x <= int(a.high), "is out of range"
+    elif a.rule == "integer_set":
+        x = _integer(value)
+        ok, how = x is not None and x in {int(w) for w in a.words}, "is not supported"
+    else:  # words_or_rate: strtod's reading, which refuses a subnormal number (ERANGE) as it refuses an overflow
+        rate = _decimal(value)
+        ok = value in a.words or (rate is not None and float(a.low) < rate < float(a.high)
+                                  and rate >= sys.float_info.min)
+        how = "is not allowed"
+    return "" if ok else f"{a.axis} = '{shown_value(value)}' {how} (allowed: {a.allowed})"
+
+
+def axis_refusal(a: AxisRule, value: str) -> str:
+    """"" when axis `a` allows `value`, else kvb's AxisSpec::refusal: the check's reason, or "AXIS = 'VALUE' has white
+    space around it (allowed: ...)" for a value the check takes once white space before and after it is removed."""
+    reason = _axis_reason(a, value)
+    if not reason:
+        return ""
+    trimmed = value.strip(_C_SPACE)
+    if trimmed and trimmed != value and not _axis_reason(a, trimmed):
+        return f"{a.axis} = '{shown_value(value)}' has white space around it (allowed: {a.allowed})"
+    return reason
 
 
 _UNQUOTED_RUN = re.compile(r'[^,"\r\n]+')
@@ -276,6 +381,28 @@ def _utc_timestamp(text: str) -> bool:
     return 1 <= day <= days and hour <= 23 and minute <= 59 and second <= 59
 
 
+# A byte that is not UTF-8, as decoding with errors="surrogateescape" holds it: U+DC80 to U+DCFF for 0x80 to 0xFF.
+_UNDECODED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+def _require_utf8(header: list[str], rows: list[list[str]], lines: list[int], origin) -> None:
+    """Raises CsvError "ORIGIN:LINE: COLUMN holds a byte that is not UTF-8 text (0xBYTE, byte N of the value; ...)"
+    for the first column name or cell that holds a byte outside a well-formed UTF-8 character (decoded by `read`
+    with errors="surrogateescape"), header first, then row by row, left to right, as kvb's validation does."""
+    def check(text: str, line: int, what: str, part: str) -> None:
+        m = _UNDECODED_BYTE.search(text)
+        if m:
+            at = len(text[:m.start()].encode("utf-8", "surrogatepass")) + 1
+            raise CsvError(f"{origin}:{line}: {what} holds a byte that is not UTF-8 text (0x{ord(m.group()) - 0xDC00:02X}, "
+                           f"byte {at} of the {part}; allowed: UTF-8 text)")
+
+    for i, name in enumerate(header):
+        check(name, 1, f"the name of column {i + 1}", "name")
+    for row, line in zip(rows, lines):
+        for name, text in zip(header, row):
+            check(text, line, name, "value")
+
+
 def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
              known: dict[str, Schema] | None = None) -> Schema:
     """Checks a parsed result CSV against the rules (module docstring); returns the schema it follows. Raises
@@ -283,6 +410,7 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
     known = schemas() if known is None else known
     if not header:
         raise CsvError(f"{origin}: empty file (allowed: a result CSV of kvb, its header first)")
+    _require_utf8(header, rows, lines, origin)
     s = _match_header(header, known, origin)
     col = {c: i for i, c in enumerate(header)}
     groups = s.latency_groups()
@@ -355,6 +483,13 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
             elif gpu != first_gpu:
                 raise CsvError(f"{origin}:{line}: gpu '{gpu}' differs from '{first_gpu}' on line {gpu_line} (allowed: "
                                f"one GPU per file)")
+    for a in axis_rules().get(s.kind, ()):
+        if a.axis not in col:  # a CSV written before the kind gained the axis
+            continue
+        for row, line in zip(rows, lines):
+            value = row[col[a.axis]]
+            if value and (reason := axis_refusal(a, value)):
+                raise CsvError(f"{origin}:{line}: {reason}")
     return s
 
 
@@ -373,8 +508,10 @@ def read(path, kind: str | None = None) -> list[dict[str, str]]:
     if not p.is_file():
         raise CsvError(f"{path}: not a regular file (allowed: a result CSV of kvb)")
     try:
-        text = p.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        # Bytes that are not UTF-8 are kept (as U+DC80 to U+DCFF) so that validate refuses them naming their line and
+        # column, as kvb does, once the file has parsed.
+        text = p.read_bytes().decode("utf-8", errors="surrogateescape")
+    except OSError as e:
         raise CsvError(f"{path}: unreadable: {e}") from None
     header, rows, lines = parse(text, path)
     schema = validate(header, rows, lines, path)

@@ -17,18 +17,20 @@ AxisCheck int_axis(const std::string& name, long long lo, long long hi) {
               return fmt::format("{} = '{}' is out of range (allowed: {})", name, shown_value(v), words);
             return "";
           },
-          words};
+          words, "integers", {}, std::to_string(lo), std::to_string(hi)};
 }
 
 AxisCheck int_set_axis(const std::string& name, const std::vector<long long>& allowed) {
   const std::string words = fmt::format("{}", fmt::join(allowed, ", "));
+  std::vector<std::string> listed;
+  for (const long long x : allowed) listed.push_back(std::to_string(x));
   return {[=](const std::string& v) -> std::string {
             long long x = 0;
             if (!parse_integer(v, x) || std::find(allowed.begin(), allowed.end(), x) == allowed.end())
               return fmt::format("{} = '{}' is not supported (allowed: {})", name, shown_value(v), words);
             return "";
           },
-          words};
+          words, "integer_set", listed};
 }
 
 AxisCheck word_axis(const std::string& name, const std::vector<std::string>& allowed) {
@@ -38,7 +40,7 @@ AxisCheck word_axis(const std::string& name, const std::vector<std::string>& all
               return fmt::format("{} = '{}' is not known (allowed: {})", name, shown_value(v), words);
             return "";
           },
-          words};
+          words, "words", allowed};
 }
 
 }  // namespace kvb

@@ -106,6 +106,16 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
   return r;
 }
 
+/// The accepted axis's check: check_accepted, its reason quoting the value as the other axes' checks do
+/// (shown_value), its rule stated for the figures' reader (AxisCheck::rule).
+AxisCheck accepted_axis_check() {
+  return {[](const std::string& v) -> std::string {
+            if (check_accepted(v).empty()) return "";
+            return fmt::format("accepted = '{}' is not allowed (allowed: {})", shown_value(v), kAcceptedAllowed);
+          },
+          kAcceptedAllowed, "words_or_rate", {"all", "none"}, "0", "1"};
+}
+
 }  // namespace
 
 ExperimentKind spec_verify_experiment_kind() {
@@ -116,7 +126,7 @@ ExperimentKind spec_verify_experiment_kind() {
        word_axis("variant", {"recurrent_verify", "kvbuffer_verify"})},
       {"batch", {"64"}, int_axis("batch", 1, 4096)},
       {"draft_tokens", {"4"}, int_axis("draft_tokens", 1, kMaxDraftTokens)},
-      {"accepted", {"all"}, AxisCheck(check_accepted, kAcceptedAllowed)},
+      {"accepted", {"all"}, accepted_axis_check()},
       {"buffer_size", {"8"}, int_axis("buffer_size", 1, kMaxVerifyBufferSize)},
       buffer_form_axis(),
       {"phase", {"staggered"}, word_axis("phase", {"staggered", "aligned"})},

@@ -65,13 +65,31 @@ struct SweepContext {
 /// An axis's validator: `allowed`, its allowed values in words ("integers 1 to 4096", "plain, pdl"; empty when not
 /// given), and `reason(value)`, "" for an allowed value, else a one-line reason naming the axis and the allowed values.
 /// Called as check(value) ("" when no validator is set); false when none is.
+/// `rule`, `words`, `low` and `high` state what `reason` allows as data, for the figures' reader, which holds a result
+/// CSV's axis values to the same checks (plots/result_axes.csv, kept equal to them by a CPU test):
+///  - "words": one of `words` ("is not known");
+///  - "integers": a decimal integer (parse_integer) from `low` to `high` ("is not an integer", "is out of range");
+///  - "integer_set": a decimal integer equal to one of `words` ("is not supported");
+///  - "words_or_rate": one of `words`, or a finite decimal number strictly between `low` and `high` ("is not
+///    allowed");
+/// "" for a check they do not describe (no kind has one).
 struct AxisCheck {
   std::string allowed;
   std::function<std::string(const std::string& value)> reason;
+  std::string rule;
+  std::vector<std::string> words;
+  std::string low, high;
   AxisCheck() = default;
   template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, AxisCheck> &&
                                               std::is_invocable_r_v<std::string, F, const std::string&>>>
-  AxisCheck(F f, std::string allowed_values = "") : allowed(std::move(allowed_values)), reason(std::move(f)) {}
+  AxisCheck(F f, std::string allowed_values = "", std::string rule_name = "", std::vector<std::string> rule_words = {},
+            std::string rule_low = "", std::string rule_high = "")
+      : allowed(std::move(allowed_values)),
+        reason(std::move(f)),
+        rule(std::move(rule_name)),
+        words(std::move(rule_words)),
+        low(std::move(rule_low)),
+        high(std::move(rule_high)) {}
   std::string operator()(const std::string& value) const { return reason ? reason(value) : ""; }
   explicit operator bool() const { return bool(reason); }
 };

@@ -140,6 +140,53 @@ size_t index_of(const std::vector<std::string>& header, const std::string& name)
   return size_t(std::find(header.begin(), header.end(), name) - header.begin());
 }
 
+/// Where the first byte of `s` that does not begin a well-formed UTF-8 character is, npos when there is none: a byte
+/// no character begins with, a lead byte without its continuation bytes, an overlong form (C0 AF for '/'), a
+/// surrogate (ED A0 80) or a code point above U+10FFFF. The first byte Python's strict UTF-8 codec refuses.
+size_t first_non_utf8(const std::string& s) {
+  const auto at = [&](size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
+  for (size_t i = 0; i < s.size();) {
+    const unsigned b = at(i);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;  // the range of the byte after the lead byte
+    if (b >= 0xC2 && b <= 0xDF) len = 2;
+    else if (b == 0xE0) len = 3, lo = 0xA0;
+    else if (b == 0xED) len = 3, hi = 0x9F;
+    else if (b >= 0xE1 && b <= 0xEF) len = 3;
+    else if (b == 0xF0) len = 4, lo = 0x90;
+    else if (b == 0xF4) len = 4, hi = 0x8F;
+    else if (b >= 0xF1 && b <= 0xF3) len = 4;
+    else return i;
+    if (at(i + 1) < lo || at(i + 1) > hi) return i;
+    for (size_t k = 2; k < len; ++k)
+      if (at(i + k) < 0x80 || at(i + k) > 0xBF) return i;
+    i += len;
+  }
+  return std::string::npos;
+}
+
+/// Throws UsageError "ORIGIN:LINE: COLUMN holds a byte that is not UTF-8 text (...)" for the first header name or
+/// cell of `t` that is not UTF-8, header first, then row by row, left to right.
+void require_utf8(const CsvTable& t, const std::string& origin) {
+  const auto refuse = [&](size_t line, const std::string& what, const std::string& text, size_t at,
+                          const char* part) {
+    throw UsageError(fmt::format("{}:{}: {} holds a byte that is not UTF-8 text (0x{:02X}, byte {} of the {}; "
+                                 "allowed: UTF-8 text)",
+                                 origin, line, what, static_cast<unsigned char>(text[at]), at + 1, part));
+  };
+  for (size_t c = 0; c < t.header.size(); ++c)
+    if (const size_t at = first_non_utf8(t.header[c]); at != std::string::npos)
+      refuse(1, fmt::format("the name of column {}", c + 1), t.header[c], at, "name");
+  for (size_t r = 0; r < t.rows.size(); ++r)
+    for (size_t c = 0; c < t.rows[r].size() && c < t.header.size(); ++c)
+      if (const size_t at = first_non_utf8(t.rows[r][c]); at != std::string::npos)
+        refuse(t.line(r), t.header[c], t.rows[r][c], at, "value");
+}
+
 }  // namespace
 
 CsvSchema csv_schema(const ExperimentKind& kind) {
@@ -165,6 +212,7 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
                                        const std::string& origin) {
   if (t.header.empty())
     throw UsageError(fmt::format("{}: empty file (allowed: a result CSV of kvb, its header first)", origin));
+  require_utf8(t, origin);
   const CsvSchema& s = match_header(t.header, schemas, origin);
   const size_t status = index_of(t.header, "status"), gpu = index_of(t.header, "gpu");
   struct Group {

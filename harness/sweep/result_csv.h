@@ -29,6 +29,8 @@ std::vector<CsvSchema> csv_schemas(const std::vector<ExperimentKind>& kinds);
 
 /// Checks a parsed result CSV (`origin` names it in messages) against the rules every reader shares, and returns the
 /// schema it follows:
+///  - the text: UTF-8 (no byte outside a well-formed character: an overlong form, a surrogate, a stray 0xE9), every
+///    column name and cell, the first refused naming the line, the column and the byte;
 ///  - known columns: the header is the columns of one schema, less some of its added_later ones, in its order
 ///    (otherwise the message names the first missing, unknown or misplaced column and the kind's header);
 ///  - latencies: every group of columns NAME_us_median, NAME_us_p10, NAME_us_p90 holds, where set, finite numbers

@@ -13,7 +13,8 @@
 namespace kvb {
 namespace {
 
-/// The number in `value` when the whole string is one finite decimal number (no leading white space, no hex).
+/// The number in `value` when the whole string is one finite decimal number (no leading white space, no hex, no NUL
+/// byte: strtod stops at one).
 bool parse_number(const std::string& value, double& out) {
   if (value.empty() || std::isspace(static_cast<unsigned char>(value.front())) ||
       value.find_first_of("xX") != std::string::npos)
@@ -21,7 +22,7 @@ bool parse_number(const std::string& value, double& out) {
   char* end = nullptr;
   errno = 0;
   out = std::strtod(value.c_str(), &end);
-  return errno == 0 && end && *end == '\0' && std::isfinite(out);
+  return errno == 0 && end == value.c_str() + value.size() && std::isfinite(out);
 }
 
 }  // namespace

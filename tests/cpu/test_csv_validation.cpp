@@ -15,6 +15,7 @@
 #include "harness/sweep/merge.h"
 #include "harness/sweep/result_csv.h"
 #include "harness/sweep/sweep.h"
+#include "harness/sweep/table_keys.h"
 #include "test_regression_support.h"
 #include "test_sweep_support.h"
 
@@ -40,6 +41,13 @@ std::string refusal(F&& f) {
   return "";
 }
 
+/// The result CSV at `path` as kvb merge and kvb compare judge it: read_result_csv, then validate_axis_values for a
+/// CSV of a sweep's kind.
+void judged(const std::string& path) {
+  const CsvTable t = read_result_csv(path, result_schemas());
+  if (const ExperimentKind* kind = csv_kind(t.header, experiment_kinds())) validate_axis_values(t, *kind, path);
+}
+
 TEST(CsvValidation, SharedCasesAreAcceptedOrRefusedNamingFileLineAndColumn) {
   const CsvTable cases = parse_csv(read_text(kCases + "/cases.csv"), "cases.csv");
   ASSERT_GE(cases.rows.size(), 10u);
@@ -47,10 +55,10 @@ TEST(CsvValidation, SharedCasesAreAcceptedOrRefusedNamingFileLineAndColumn) {
     const std::string path = kCases + "/cases/" + c[0];
     SCOPED_TRACE(path);
     if (c[1] == "valid") {
-      EXPECT_NO_THROW(read_result_csv(path, result_schemas()));
+      EXPECT_NO_THROW(judged(path));
       continue;
     }
-    const std::string message = refusal([&] { read_result_csv(path, result_schemas()); });
+    const std::string message = refusal([&] { judged(path); });
     EXPECT_NE(message.find(path + c[1]), std::string::npos) << message;
     EXPECT_EQ(message.find('\n'), std::string::npos) << "one line: " << message;
   }
@@ -91,12 +99,82 @@ TEST(CsvValidation, SchemasFileMatchesTheKinds) {
          "kvb_tests --gtest_filter=CsvValidation.SchemasFileMatchesTheKinds";
 }
 
+/// plots/result_axes.csv: each kind's axes and what their checks allow (AxisCheck::rule, words, low, high, allowed),
+/// as the figures read them. KVB_UPDATE_SCHEMAS=1 writes it from the kinds.
+std::string axes_csv() {
+  CsvTable t;
+  t.header = {"kind", "axis", "rule", "words", "low", "high", "allowed"};
+  for (const ExperimentKind& kind : experiment_kinds())
+    for (const AxisSpec& a : kind.axes) {
+      std::string words;
+      for (const auto& w : a.check.words) words += (words.empty() ? "" : " ") + w;
+      t.rows.push_back({kind.name, a.name, a.check.rule, words, a.check.low, a.check.high, a.check.allowed});
+    }
+  return format_csv(t);
+}
+
+TEST(CsvValidation, AxesFileMatchesTheKinds) {
+  const std::string path = std::string(KVB_SOURCE_DIR) + "/plots/result_axes.csv";
+  const char* update = std::getenv("KVB_UPDATE_SCHEMAS");
+  if (update && std::string(update) == "1") write_file_atomic(path, axes_csv());
+  EXPECT_EQ(read_text(path), axes_csv())
+      << "plots/result_axes.csv differs from the kinds kvb knows; write it again with KVB_UPDATE_SCHEMAS=1 "
+         "kvb_tests --gtest_filter=CsvValidation.AxesFileMatchesTheKinds";
+}
+
+TEST(CsvValidation, EveryAxisCheckAllowsWhatItsRuleStates) {
+  // The file states each check as data (AxisCheck::rule and its words and bounds); the checks themselves must allow
+  // just that, with the message form the figures' reader writes for the rule.
+  for (const ExperimentKind& kind : experiment_kinds())
+    for (const AxisSpec& a : kind.axes) {
+      const AxisCheck& c = a.check;
+      SCOPED_TRACE(kind.name + "." + a.name + " (" + c.rule + ")");
+      const auto refused = [&](const std::string& value, const std::string& how) {
+        EXPECT_EQ(a.refusal(value), a.name + " = '" + value + "' " + how + " (allowed: " + c.allowed + ")");
+      };
+      ASSERT_FALSE(c.allowed.empty());
+      for (const auto& w : c.words) {
+        EXPECT_EQ(w.find_first_of(" \t\n\v\f\r,"), std::string::npos) << "the file separates words by spaces: " << w;
+        EXPECT_EQ(a.refusal(w), "") << w;
+        EXPECT_EQ(a.refusal(" " + w), a.name + " = ' " + w + "' has white space around it (allowed: " + c.allowed + ")");
+      }
+      if (c.rule == "words") {
+        ASSERT_FALSE(c.words.empty());
+        refused(c.words[0] + "x", "is not known");
+        refused("", "is not known");
+      } else if (c.rule == "integers") {
+        const long long lo = std::stoll(c.low), hi = std::stoll(c.high);
+        ASSERT_LE(lo, hi);
+        EXPECT_EQ(c.allowed, "integers " + c.low + " to " + c.high);
+        for (const auto& v : {c.low, c.high, "+" + c.high, "0" + c.low}) EXPECT_EQ(a.refusal(v), "") << v;
+        refused(std::to_string(lo - 1), "is out of range");
+        refused(std::to_string(hi + 1), "is out of range");
+        refused(c.low + ".0", "is not an integer");
+        refused("99999999999999999999", "is not an integer");
+      } else if (c.rule == "integer_set") {
+        ASSERT_FALSE(c.words.empty());
+        EXPECT_EQ(a.refusal("+" + c.words[0]), "");
+        refused(c.words[0] + "1", "is not supported");
+        refused("x", "is not supported");
+      } else if (c.rule == "words_or_rate") {
+        EXPECT_EQ(c.low, "0");
+        EXPECT_EQ(c.high, "1");
+        for (const char* v : {"0.5", ".25", "5e-1", "+0.999"}) EXPECT_EQ(a.refusal(v), "") << v;
+        for (const char* v : {"0", "1", "1.0", "-0.5", "nan", "inf", "0x0.8p0", "0.5x", "half"})
+          refused(v, "is not allowed");
+        refused(std::string("0.5\0x", 5), "is not allowed");
+      } else {
+        ADD_FAILURE() << "a rule the figures' reader does not know";
+      }
+    }
+}
+
 TEST(CsvValidation, CommittedResultsPass) {
   size_t checked = 0;
   for (const auto& e : fs::directory_iterator(std::string(KVB_SOURCE_DIR) + "/results")) {
     if (e.path().extension() != ".csv" || e.path().filename() == "anchors.csv") continue;
     SCOPED_TRACE(e.path().string());
-    EXPECT_NO_THROW(read_result_csv(e.path().string(), result_schemas()));
+    EXPECT_NO_THROW(judged(e.path().string()));
     ++checked;
   }
   EXPECT_GE(checked, 5u);
@@ -121,6 +199,36 @@ CsvTable decode_table(size_t bad = 99, double p10 = 0, double median = 0, double
     if (i == bad) return test::SyntheticRow{median, p10, p90};
     return test::scaled(1.0, 0.01)(i, p);
   });
+}
+
+TEST(CsvValidation, TextThatIsNotUtf8IsRefusedNamingLineColumnAndByte) {
+  // A stray Latin-1 byte, an encoded surrogate and an overlong '/', in the git_sha of the second row; then in a
+  // column name. Well-formed UTF-8 (é, 𝄞) passes.
+  const CsvTable good = decode_table();
+  const size_t sha = size_t(std::find(good.header.begin(), good.header.end(), "git_sha") - good.header.begin());
+  ASSERT_LT(sha, good.header.size());
+  TempDir dir;
+  const std::string path = dir.file("d.csv");
+  const auto judge = [&](const CsvTable& t) {
+    write_text(path, format_csv(t));
+    return refusal([&] { read_result_csv(path, result_schemas()); });
+  };
+  for (const auto& [bytes, lead] : std::vector<std::pair<std::string, std::string>>{
+           {"\xE9", "0xE9"}, {"\xED\xA0\x80", "0xED"}, {"\xC0\xAF", "0xC0"}, {"\xF4\x90\x80\x80", "0xF4"},
+           {"\xE2\x82", "0xE2"}}) {
+    CsvTable t = good;
+    t.rows[1][sha] = "ab" + bytes + "c";
+    EXPECT_EQ(judge(t), path + ":3: git_sha holds a byte that is not UTF-8 text (" + lead +
+                            ", byte 3 of the value; allowed: UTF-8 text)");
+  }
+  CsvTable named = good;
+  named.header[sha] = "git\xE9sha";
+  EXPECT_EQ(judge(named), path + ":1: the name of column " + std::to_string(sha + 1) +
+                              " holds a byte that is not UTF-8 text (0xE9, byte 4 of the name; allowed: UTF-8 text)");
+  CsvTable fine = good;
+  fine.rows[1][sha] = "caf\xC3\xA9 \xF0\x9D\x84\x9E";
+  write_text(path, format_csv(fine));
+  EXPECT_NO_THROW(read_result_csv(path, result_schemas()));
 }
 
 TEST(CsvValidation, EveryReaderRefusesImpossibleLatencies) {

@@ -40,10 +40,10 @@ DECODE_HEADER = (
 
 
 def synthetic_decode_rows() -> list[dict[str, str]]:
-    """A small decode sweep on a made-up GPU: HV = 4, K = V = 16 fp32 states, batches 1, 4, 16, recurrent and
+    """A small decode sweep on a made-up GPU: HV = 4, K = 32, V = 16 fp32 states, batches 1, 4, 16, recurrent and
     KVBuffer B = 2, 8 (staggered, plus one aligned point), one failed point. Bytes follow the recurrent and KVBuffer
     byte-model shapes loosely (state read + write; checkpoint read + 1/B of a write); latency = floor * 1.3 + 2 us."""
-    hv, k, v = 4, 16, 16
+    hv, k, v = 4, 32, 16
     state = hv * k * v * 4
     copy_gbps, read_gbps = 1000.0, 1200.0
     rows = []
@@ -90,7 +90,7 @@ SPEC_VERIFY_HEADER = (
 
 
 def synthetic_spec_verify_rows() -> list[dict[str, str]]:
-    """A small spec_verify sweep on a made-up GPU: HV = 4, K = V = 16, batches 8 and 32, m = 1, 2, 4, accepted 0.7,
+    """A small spec_verify sweep on a made-up GPU: HV = 4, K = 32, V = 16, batches 8 and 32, m = 1, 2, 4, accepted 0.7,
     all and none, recurrent verify and KVBuffer B = 2, 4, one failed point. Recurrent verify costs one state per draft
     (3 us + 1.5 us per draft per 8 requests); KVBuffer one state plus 0.4 us per draft; accept adds 30%."""
     rows = []
@@ -102,7 +102,7 @@ def synthetic_spec_verify_rows() -> list[dict[str, str]]:
         row = dict.fromkeys(SPEC_VERIFY_HEADER, "")
         row.update(
             experiment="synthetic", variant=variant, batch=str(batch), draft_tokens=str(m), accepted=acc,
-            buffer_size=b, phase="staggered" if b else "", layers="4", heads_qk="2", heads_v="4", head_dim_k="16",
+            buffer_size=b, phase="staggered" if b else "", layers="4", heads_qk="2", heads_v="4", head_dim_k="32",
             head_dim_v="16", seed="0", state_dtype="fp32", output_dtype="bf16",
             verify_us_median=f"{verify:.4f}", verify_us_p10=f"{verify * 0.98:.4f}", verify_us_p90=f"{verify * 1.03:.4f}",
             verify_accept_us_median=f"{accept:.4f}", verify_accept_us_p10=f"{accept * 0.97:.4f}",
@@ -209,7 +209,7 @@ def synthetic_short_context_rows() -> list[dict[str, str]]:
         row.update(
             experiment="synthetic", variant=variant, context_len=str(context_len) if variant == "kvbuffer" else "",
             batch=str(batch), buffer_size=str(b) if b else "", phase="staggered" if b else "",
-            layers=str(SC_LAYERS), heads_qk="2", heads_v="4", head_dim_k="16", head_dim_v="16", seed="0",
+            layers=str(SC_LAYERS), heads_qk="2", heads_v="4", head_dim_k="32", head_dim_v="16", seed="0",
             state_dtype="fp32", output_dtype="bf16", latency_us_median=f"{lat:.4f}",
             latency_us_p10=f"{lat * 0.97:.4f}", latency_us_p90=f"{lat * 1.04:.4f}", samples="10",
             stateless="true" if stateless else "false",
@@ -238,7 +238,7 @@ def synthetic_buffer_form_rows() -> list[dict[str, str]]:
         row = dict.fromkeys(DECODE_HEADER, "")
         row.update(
             experiment="synthetic", variant="kvbuffer", batch=str(batch), buffer_size=str(b), buffer_form=form,
-            phase="staggered", layers="4", heads_qk="2", heads_v="4", head_dim_k="16", head_dim_v="16", seed="0",
+            phase="staggered", layers="4", heads_qk="2", heads_v="4", head_dim_k="32", head_dim_v="16", seed="0",
             state_dtype="fp32", output_dtype="bf16", latency_us_median=f"{lat:.4f}",
             latency_us_p10=f"{lat * 0.97:.4f}", latency_us_p90=f"{lat * 1.05:.4f}", samples="10", status=status,
             gpu="Synthetic GPU X1", driver="1.0", cuda="12.9", git_sha="0123456789ab",
@@ -272,7 +272,7 @@ def synthetic_accuracy_rows() -> list[dict[str, str]]:
     def add(variant, b, dtype, scale, status="ok"):
         row = dict.fromkeys(ACCURACY_HEADER, "")
         row.update(experiment="synthetic", variant=variant, batch="2", buffer_size=b, tokens="4096", heads_qk="2",
-                   heads_v="4", head_dim_k="16", head_dim_v="16", seed="0", state_dtype=dtype, output_dtype="fp32",
+                   heads_v="4", head_dim_k="32", head_dim_v="16", seed="0", state_dtype=dtype, output_dtype="fp32",
                    tokens_run="4096", status=status, gpu="Synthetic GPU X1", driver="1.0", cuda="12.9",
                    git_sha="0123456789ab", timestamp="2026-01-01T00:00:00Z")
         for t in ACCURACY_CHECKPOINTS[:4]:
@@ -365,7 +365,8 @@ def test_missing_column_is_named(fig, column, tmp_path, capsys):
         module.main(["--csv", str(csv_path), "--out-dir", str(out)])
     assert e.value.code == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"{csv_path}:1: no column '{column}' (the header of a {module.KIND} CSV: "), err
+    want = f"{csv_path}:1: no column '{column}' (the header of a {module.KIND} CSV: "
+    assert err.startswith(result_csv.one_line(want)), err
     assert "\n" not in err
     assert not out.exists(), "nothing may be written on bad input"
 
@@ -377,7 +378,7 @@ def test_missing_column_from_command_line(fig, tmp_path):
     csv_path = write_csv(tmp_path / fig.csv, SYNTHETIC[fig.csv](), drop=column)
     r = run_script(fig.script, "--csv", str(csv_path), "--out-dir", str(tmp_path / "figures"))
     assert r.returncode == 2
-    assert f":1: no column '{column}'" in r.stderr
+    assert result_csv.one_line(f"{csv_path}:1: no column '{column}'") in r.stderr
     assert not (tmp_path / "figures").exists()
 
 
@@ -965,8 +966,8 @@ def test_every_error_is_one_line_with_its_line_breaks_escaped(tmp_path):
     path = write_csv(tmp_path / "decode_latency.csv", rows)
     r = run_script("decode_latency", "--csv", str(path), "--out-dir", str(tmp_path / "figures"))
     assert r.returncode == 2, r.stderr
-    assert r.stderr == (f"{path}:4: gpu 'Synthetic\\nGPU X2' differs from 'Synthetic GPU X1' on line 2 (allowed: one "
-                        "GPU per file)\n")
+    assert r.stderr == result_csv.one_line(f"{path}:4: gpu 'Synthetic\\nGPU X2' differs from 'Synthetic GPU X1' on "
+                                           "line 2 (allowed: one GPU per file)") + "\n"
     assert not (tmp_path / "figures").exists()
 
     rows = synthetic_decode_rows()
@@ -990,7 +991,7 @@ def test_every_error_is_one_line_with_its_line_breaks_escaped(tmp_path):
     path = write_csv(tmp_path / "short_context.csv", rows)
     r = run_script("short_context", "--csv", str(path), "--out-dir", str(tmp_path / "figures"))
     assert r.returncode == 2, r.stderr
-    assert r.stderr == f"CSV {path} column stateless: 'maybe\\nnot' is not true or false\n"
+    assert r.stderr == result_csv.one_line(f"CSV {path} column stateless: 'maybe\\nnot' is not true or false") + "\n"
 
     r = run_script("decode_latency", "--csv", str(path), "--no-such\nflag")
     assert r.returncode == 2
@@ -1028,7 +1029,7 @@ def test_digits_other_than_ascii_are_refused_as_kvb_refuses_them(digits, tmp_pat
     path = write_csv(tmp_path / "decode_latency.csv", rows)
     r = run_script("decode_latency", "--csv", str(path), "--out-dir", str(tmp_path / "figures"))
     assert r.returncode == 2, r.stderr
-    assert r.stderr == f"{path}:4: batch = '{digits}' (allowed: a whole number >= 1)\n"
+    assert r.stderr == result_csv.one_line(f"{path}:4: batch = '{digits}' (allowed: a whole number >= 1)") + "\n"
     assert not (tmp_path / "figures").exists()
 
 
@@ -1146,7 +1147,8 @@ def test_make_all_checks_every_csv_before_drawing(tmp_path):
     _set("latency_us_median", "-300")(results / "short_context.csv")
     r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(tmp_path / "figures"))
     assert r.returncode == 2
-    assert "short_context.csv:" in r.stderr and "latency_us_median = '-300'" in r.stderr
+    assert str(results / "short_context.csv")[:60] in r.stderr  # the path, shortened when long as kvb shortens it
+    assert "latency_us_median = '-300'" in r.stderr
     assert not (tmp_path / "figures").exists(), "no figure may be drawn from a set holding a bad CSV"
 
 
@@ -1461,3 +1463,125 @@ def test_importing_a_figure_script_leaves_the_signal_handlers_alone():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True"]
+
+
+# ------------------------------------------------------------------- axis values, UTF-8 and one-line errors as kvb's
+
+def _with_cell(src: Path, dst: Path, line: int, column: str, value: bytes) -> Path:
+    """`src` (a committed result CSV without quoted cells in its first lines) cut to its header and rows up to
+    `line`, with the cell of `column` on `line` replaced by the bytes `value`, written to `dst`."""
+    lines = src.read_bytes().split(b"\n")[:line]
+    header = lines[0].split(b",")
+    cells = lines[line - 1].split(b",")
+    cells[header.index(column.encode())] = value
+    lines[line - 1] = b",".join(cells)
+    dst.write_bytes(b"\n".join(lines) + b"\n")
+    return dst
+
+
+@pytest.mark.parametrize("column,value,message", [
+    ("launch", b"PDL", "launch = 'PDL' is not known (allowed: plain, pdl)"),
+    ("launch", b" plain", "launch = ' plain' has white space around it (allowed: plain, pdl)"),
+    ("buffer_form", b"bar", "buffer_form = 'bar' is not known (allowed: delta, raw)"),
+    ("batch", b"4097", "batch = '4097' is out of range (allowed: integers 1 to 4096)"),
+    ("batch", b"99999999999999999999", "batch = '99999999999999999999' is not an integer (allowed: integers 1 to 4096)"),
+    ("head_dim_k", b"48", "head_dim_k = '48' is not supported (allowed: 32, 64, 128, 256)"),
+    ("phase", b"x" * 100, f"phase = '{'x' * 72}... (100 characters)' is not known (allowed: staggered, aligned)"),
+])
+def test_axis_values_no_sweep_writes_are_refused_as_kvb_refuses_them(column, value, message, tmp_path):
+    """A decode CSV whose third line holds an axis value no sweep of the kind writes is refused with kvb merge's and
+    kvb compare's message (validate_axis_values, harness/sweep/result_csv.h), read from result_axes.csv."""
+    path = _with_cell(RESULTS_DIR / "decode_latency.csv", tmp_path / "d.csv", 3, column, value)
+    with pytest.raises(result_csv.CsvError) as e:
+        result_csv.read(path)
+    assert str(e.value) == f"{path}:3: {message}"
+
+
+def test_axis_values_allowed_and_empty_pass_and_accepted_takes_a_rate(tmp_path):
+    """An allowed spelling kvb takes (064), an empty cell (the axis does not apply) and an acceptance rate strictly
+    between 0 and 1 pass; 1, a subnormal rate (which strtod refuses) and a NUL after a rate are refused."""
+    decode = RESULTS_DIR / "decode_latency.csv"
+    for column, value in (("batch", b"064"), ("launch", b""), ("tile", b"")):
+        assert result_csv.read(_with_cell(decode, tmp_path / "ok.csv", 3, column, value))
+    verify = RESULTS_DIR / "spec_verify.csv"
+    for value in (b"0.5", b".25", b"5e-1", b"none"):
+        assert result_csv.read(_with_cell(verify, tmp_path / "ok.csv", 2, "accepted", value))
+    allowed = "all, none, or an acceptance rate strictly between 0 and 1"
+    for value, shown in ((b"1", "1"), (b"1e-310", "1e-310"), (b"0.5\0", "0.5\\x00"), (b"ALL", "ALL")):
+        path = _with_cell(verify, tmp_path / "bad.csv", 2, "accepted", value)
+        with pytest.raises(result_csv.CsvError) as e:
+            result_csv.read(path)
+        assert str(e.value) == f"{path}:2: accepted = '{shown}' is not allowed (allowed: {allowed})"
+
+
+def test_axes_file_covers_every_sweep_kind_and_names_its_key_columns():
+    """result_axes.csv (kept equal to the kinds' axis checks by kvb's CsvValidation.AxesFileMatchesTheKinds) lists
+    every kind of result_schemas.csv but capacity, each axis a key column of its kind, in the kind's column order."""
+    rules, known = result_csv.axis_rules(), result_csv.schemas()
+    assert set(rules) == set(known) - {"capacity"}
+    for kind, axes in rules.items():
+        names = [a.axis for a in axes]
+        assert names == [c for c in known[kind].key if c != "experiment"], kind
+        for a in axes:
+            assert a.allowed, (kind, a.axis)
+
+
+def test_make_all_refuses_an_axis_value_no_sweep_writes_before_drawing(tmp_path):
+    """make_all checks every CSV's axis values as kvb merge does, so a launch of 'PDL' stops it with exit 2 and one
+    line before any figure is drawn (it used to be drawn from, or fail midway with exit 1)."""
+    results = tmp_path / "results"
+    results.mkdir()
+    for src in RESULTS_DIR.glob("*.csv"):
+        (results / src.name).write_bytes(src.read_bytes())
+    _with_cell(RESULTS_DIR / "decode_latency.csv", results / "decode_latency.csv", 3, "launch", b"PDL")
+    r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(tmp_path / "figures"))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        result_csv.one_line(f"{results / 'decode_latency.csv'}:3: launch = 'PDL' is not known (allowed: plain, pdl)")]
+    assert not (tmp_path / "figures").exists()
+
+
+@pytest.mark.parametrize("value,byte,at", [
+    (b"caf\xe9", "0xE9", 4),             # a Latin-1 byte
+    (b"ab\xed\xa0\x80", "0xED", 3),     # an encoded surrogate (U+D800)
+    (b"\xc0\xaf", "0xC0", 1),           # an overlong '/'
+    (b"x\xf4\x90\x80\x80", "0xF4", 2),  # above U+10FFFF
+    (b"ab\xe2\x82", "0xE2", 3),         # a character cut short
+])
+def test_text_that_is_not_utf8_is_refused_naming_line_column_and_byte(value, byte, at, tmp_path):
+    """A cell holding bytes outside a well-formed UTF-8 character is refused as kvb refuses it (CsvValidation.
+    TextThatIsNotUtf8IsRefusedNamingLineColumnAndByte): the line, the column, the first such byte and where it is,
+    never Python's codec error without a line."""
+    path = _with_cell(RESULTS_DIR / "decode_latency.csv", tmp_path / "d.csv", 3, "git_sha", value)
+    with pytest.raises(result_csv.CsvError) as e:
+        result_csv.read(path)
+    assert str(e.value) == (f"{path}:3: git_sha holds a byte that is not UTF-8 text ({byte}, byte {at} of the value; "
+                            f"allowed: UTF-8 text)")
+
+
+def test_a_column_name_that_is_not_utf8_is_refused_and_utf8_text_passes(tmp_path):
+    src = RESULTS_DIR / "decode_latency.csv"
+    lines = src.read_bytes().split(b"\n")[:3]
+    column = lines[0].split(b",").index(b"git_sha") + 1
+    (tmp_path / "h.csv").write_bytes(b"\n".join([lines[0].replace(b"git_sha", b"git\xe9sha"), *lines[1:]]) + b"\n")
+    with pytest.raises(result_csv.CsvError) as e:
+        result_csv.read(tmp_path / "h.csv")
+    assert str(e.value) == (f"{tmp_path / 'h.csv'}:1: the name of column {column} holds a byte that is not UTF-8 "
+                            f"text (0xE9, byte 4 of the name; allowed: UTF-8 text)")
+    assert result_csv.read(_with_cell(src, tmp_path / "ok.csv", 3, "git_sha", "café 𝄞".encode()))
+
+
+def test_one_line_writes_nul_and_shortens_long_runs_as_kvb_does():
+    """one_line as kvb's (harness/cli/cli_checks.cpp): NUL written \\x00, line breaks \\n and \\r, each run of over 80
+    characters without a space shortened to its first 72 and its length, opening quotes and closing quotes and
+    punctuation kept; CsvError keeps the whole message, escaped, as kvb's UsageError keeps it."""
+    long = "v" * 100
+    assert result_csv.one_line("a\0b\nc\rd") == "a\\x00b\\nc\\rd"
+    assert result_csv.one_line(f"x.csv:3: s = '{long}' (allowed: y)") == \
+        f"x.csv:3: s = '{'v' * 72}... (100 characters)' (allowed: y)"
+    assert result_csv.one_line(f"(\"{long}\"),") == f"(\"{'v' * 72}... (100 characters)\"),"
+    assert result_csv.one_line(f"{'w' * 90}:3:") == f"{'w' * 72}... (92 characters):"
+    assert result_csv.one_line("a  b ") == "a  b "
+    assert result_csv.one_line("'':,") == "'':,"
+    assert result_csv.one_line("é" * 81) == "é" * 72 + "... (81 characters)"
+    assert str(result_csv.CsvError(f"p:2: v = '{long}\0'")) == f"p:2: v = '{long}\\x00'"
