@@ -1196,14 +1196,20 @@ def test_interrupted_save_leaves_both_figures_as_they_were(exception, tmp_path, 
     assert not _temporaries(out)
 
 
-def _stopped_in_savefig(args: list[str], cwd=REPO_ROOT) -> subprocess.Popen:
-    """Starts a plots script that stops itself (SIGSTOP) in its first figure's temporary file; waits until it has."""
-    env = dict(os.environ, KVB_TEST_STOP_AT="savefig")
+def _stopped_at(where: str, args: list[str], cwd=REPO_ROOT) -> subprocess.Popen:
+    """Starts a plots script (`args`: the script and its arguments) that stops itself (SIGSTOP) at stop point `where`
+    (KVB_TEST_STOP_AT: loading, out-dir, savefig); waits until it has."""
+    env = dict(os.environ, KVB_TEST_STOP_AT=where)
     p = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     _, status = os.waitpid(p.pid, os.WUNTRACED)
     assert os.WIFSTOPPED(status), "the script did not reach its stop point"
     return p
+
+
+def _stopped_in_savefig(args: list[str], cwd=REPO_ROOT) -> subprocess.Popen:
+    """_stopped_at in its first figure's temporary file."""
+    return _stopped_at("savefig", args, cwd)
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
@@ -1226,11 +1232,7 @@ def test_signal_during_savefig_leaves_the_figure_whole(sig, code, tmp_path):
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
 def test_make_all_stopped_while_loading_says_so_in_one_line(sig, code, tmp_path):
     out = tmp_path / "figures"
-    env = dict(os.environ, KVB_TEST_STOP_AT="loading")
-    p = subprocess.Popen([sys.executable, str(PLOTS_DIR / "make_all.py"), "--out-dir", str(out)], cwd=REPO_ROOT,
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, status = os.waitpid(p.pid, os.WUNTRACED)
-    assert os.WIFSTOPPED(status), "make_all did not reach its stop point"
+    p = _stopped_at("loading", [str(PLOTS_DIR / "make_all.py"), "--out-dir", str(out)])
     os.kill(p.pid, sig)
     os.kill(p.pid, signal.SIGCONT)
     stdout, err = p.communicate(timeout=60)
@@ -1388,11 +1390,7 @@ def test_figure_script_stopped_while_loading_names_its_figure(fig, sig, code, tm
     """A signal at the script's first line (it stops itself there: KVB_TEST_STOP_AT=loading), before its arguments
     are parsed: the line names the figure the command line asks for, NAME_bf16 for --state-dtype bf16."""
     out = tmp_path / "figures"
-    env = dict(os.environ, KVB_TEST_STOP_AT="loading")
-    p = subprocess.Popen(_figure_command(fig, tmp_path, out), cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    _, status = os.waitpid(p.pid, os.WUNTRACED)
-    assert os.WIFSTOPPED(status), "the script did not reach its stop point"
+    p = _stopped_at("loading", _figure_command(fig, tmp_path, out)[1:])
     os.kill(p.pid, sig)
     os.kill(p.pid, signal.SIGCONT)
     stdout, err = p.communicate(timeout=60)
@@ -1408,7 +1406,7 @@ def test_signal_once_the_out_dir_is_made_removes_it(sig, code, tmp_path):
     folders it made are removed again; one that was there before stays."""
     csv_path = write_csv(tmp_path / "capacity.csv", synthetic_capacity_rows())
     out = tmp_path / "new" / "figures"
-    p = _stopped_at(str(PLOTS_DIR / "capacity.py"), "out-dir", "--csv", str(csv_path), "--out-dir", str(out))
+    p = _stopped_at("out-dir", [str(PLOTS_DIR / "capacity.py"), "--csv", str(csv_path), "--out-dir", str(out)])
     assert out.is_dir(), "the folder exists at the stop point"
     os.kill(p.pid, sig)
     os.kill(p.pid, signal.SIGCONT)
@@ -1420,22 +1418,12 @@ def test_signal_once_the_out_dir_is_made_removes_it(sig, code, tmp_path):
 
     kept = tmp_path / "kept"
     kept.mkdir()
-    p = _stopped_at(str(PLOTS_DIR / "capacity.py"), "out-dir", "--csv", str(csv_path), "--out-dir", str(kept))
+    p = _stopped_at("out-dir", [str(PLOTS_DIR / "capacity.py"), "--csv", str(csv_path), "--out-dir", str(kept)])
     os.kill(p.pid, sig)
     os.kill(p.pid, signal.SIGCONT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == code, err
     assert kept.is_dir() and not list(kept.iterdir())
-
-
-def _stopped_at(script: str, where: str, *args: str) -> subprocess.Popen:
-    """Starts a plots script that stops itself (SIGSTOP) at stop point `where` (KVB_TEST_STOP_AT); waits until it has."""
-    env = dict(os.environ, KVB_TEST_STOP_AT=where)
-    p = subprocess.Popen([sys.executable, script, *args], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    _, status = os.waitpid(p.pid, os.WUNTRACED)
-    assert os.WIFSTOPPED(status), "the script did not reach its stop point"
-    return p
 
 
 @pytest.mark.parametrize("argv,dtype", [
