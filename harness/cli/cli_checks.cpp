@@ -94,12 +94,12 @@ std::string stray_override(const CLI::App& app, int argc, const char* const* arg
     } else if (!after_set) {
       continue;
     } else {
-      const std::string axis = arg.substr(0, arg.find('='));
+      const size_t eq = arg.find('=');
       for (const auto& [set_axis, set_value] : sets)
-        if (arg.find('=') != std::string::npos && set_axis == axis)
+        if (eq != std::string::npos && set_axis == arg.substr(0, eq))
           return fmt::format("--set {}: set twice ('{}', then '{}'; allowed: once per axis, values separated by "
                              "commas)",
-                             axis, set_value, arg);
+                             set_axis, set_value, arg);
       return fmt::format("--set: '{}' follows --set {} (allowed: one AXIS=V1,V2,... after each --set)", arg,
                          sets.back().second);
     }

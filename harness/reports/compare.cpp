@@ -112,11 +112,7 @@ Comparison compare_tables(const CsvInput& baseline, const CsvInput& candidate, c
   if (!(options.threshold_pct >= 0 && options.threshold_pct <= 1000))
     throw UsageError(fmt::format("--threshold {}: allowed: a percentage in [0, 1000]", options.threshold_pct));
   const std::vector<CsvSchema> schemas = csv_schemas(kinds);
-  for (const CsvInput* in : {&baseline, &candidate}) {
-    validate_result_table(in->table, schemas, in->path);
-    if (const ExperimentKind* kind = csv_kind(in->table.header, kinds))
-      validate_axis_values(in->table, *kind, in->path);
-  }
+  for (const CsvInput* in : {&baseline, &candidate}) validate_result_input(in->table, schemas, kinds, in->path);
   const Side base = read_side(baseline, kinds, options.metric), cand = read_side(candidate, kinds, options.metric);
   if (base.axis_columns != cand.axis_columns)
     throw UsageError(fmt::format("{}: axis columns ({}) differ from {}'s ({}); compare CSVs of one experiment kind",

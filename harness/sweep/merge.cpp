@@ -16,13 +16,11 @@ MergeResult merge_csv_tables(std::vector<CsvInput> inputs, const std::vector<Exp
                              const MergeSpec& spec) {
   if (inputs.empty()) throw UsageError("kvb merge: give at least one input CSV");
   const std::vector<CsvSchema> schemas = csv_schemas(kinds);
-  for (const CsvInput& in : inputs) {
-    validate_result_table(in.table, schemas, in.path);
-    if (const ExperimentKind* kind = csv_kind(in.table.header, kinds)) validate_axis_values(in.table, *kind, in.path);
-  }
+  std::vector<const ExperimentKind*> input_kinds;
+  for (const CsvInput& in : inputs) input_kinds.push_back(validate_result_input(in.table, schemas, kinds, in.path));
   // An input written before its kind gained an axis is read with that column put back, as resuming reads it.
-  for (CsvInput& in : inputs)
-    if (const ExperimentKind* kind = csv_kind(in.table.header, kinds)) upgrade_older_header(*kind, in.table, in.path);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (input_kinds[i]) upgrade_older_header(*input_kinds[i], inputs[i].table, inputs[i].path);
   MergeResult result;
   const std::vector<std::string>& header = spec.header.empty() ? inputs[0].table.header : spec.header;
   for (const auto& in : inputs) {

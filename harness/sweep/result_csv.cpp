@@ -355,6 +355,14 @@ void validate_axis_values(const CsvTable& t, const ExperimentKind& kind, const s
   }
 }
 
+const ExperimentKind* validate_result_input(const CsvTable& table, const std::vector<CsvSchema>& schemas,
+                                            const std::vector<ExperimentKind>& kinds, const std::string& origin) {
+  validate_result_table(table, schemas, origin);
+  const ExperimentKind* kind = csv_kind(table.header, kinds);
+  if (kind) validate_axis_values(table, *kind, origin);
+  return kind;
+}
+
 CsvTable read_result_csv(const std::string& path, const std::vector<CsvSchema>& schemas, const std::string& flag) {
   CsvTable t = parse_csv(read_input_file(path, flag, "a result CSV of kvb sweep or kvb capacity"), path);
   validate_result_table(t, schemas, path);

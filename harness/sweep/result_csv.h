@@ -58,6 +58,12 @@ const CsvSchema& validate_result_table(const CsvTable& table, const std::vector<
 /// ...)" for the first value refused.
 void validate_axis_values(const CsvTable& table, const ExperimentKind& kind, const std::string& origin);
 
+/// What kvb merge and kvb compare hold each input to: validate_result_table, then, for a CSV of one of `kinds`
+/// (csv_kind), validate_axis_values. Returns that kind, or nullptr for a CSV of no sweep kind (capacity). Throws as
+/// they do.
+const ExperimentKind* validate_result_input(const CsvTable& table, const std::vector<CsvSchema>& schemas,
+                                            const std::vector<ExperimentKind>& kinds, const std::string& origin);
+
 /// Reads the result CSV at `path` (read_input_file: `flag` names it), parses it (BOM and CRLF accepted) and validates
 /// it (validate_result_table). Throws UsageError naming the flag, file and line.
 CsvTable read_result_csv(const std::string& path, const std::vector<CsvSchema>& schemas, const std::string& flag = "");
