@@ -7,7 +7,8 @@
 // not test the state dtype. A due row's folded
 // checkpoint is stored rounded to bf16 once and its drafts read that rounded value, so every stored element must be
 // the reference's fold rounded the same way or one bf16 unit from it (Bf16StateUnits), nearly all equal; the values
-// computed from a checkpoint both sides hold keep the fp32 bar. The CUDA-core kernel refuses bf16 checkpoints naming
+// computed from a checkpoint both sides hold keep the fp32 bar. Padding rows among the staged kernel's: zeros, the
+// other rows' outputs unchanged. The CUDA-core kernel refuses bf16 checkpoints naming
 // state_dtype. The workload tests skip without a CUDA device; the refusal needs none.
 #include <gtest/gtest.h>
 
@@ -128,6 +129,46 @@ TEST(Bf16StateVerifyGpu, StagedKernelWritesFp32Outputs) {
     VerifyConfig cfg = bf16_config(16, m, VerifyKernel::staged, "all");
     cfg.o_dtype = OutputDtype::fp32;
     run_bf16_rounds(cfg, 1);
+  }
+}
+
+// Padding rows (slot -1) among the others in a staged launch of 2048 blocks (batch 64, batch order): zeros for them
+// and, for every other row, the outputs a launch without padding writes from the same problem, bit for bit; no
+// poison is left in either.
+TEST(Bf16StateVerifyGpu, StagedKernelZeroesPaddingRowsAndLeavesTheOthersAlone) {
+  KVB_REQUIRE_GPU();
+  for (int m : {2, 8}) {
+    SCOPED_TRACE("m=" + std::to_string(m));
+    VerifyConfig cfg = bf16_config(16, m, VerifyKernel::staged, "all");
+    cfg.batch = 64;
+    VerifyProblem whole(cfg), padded(cfg);
+    KVBufferVerifyParams pw = whole.kvbuffer_verify_params(0), pp = padded.kvbuffer_verify_params(0);
+    pw.row_order = pp.row_order = nullptr;  // batch order: the slots below
+    std::vector<int32_t> slots = padded.host_slots();
+    const std::vector<int> pad_rows = {0, 5, 6, 31, 63};
+    for (int r : pad_rows) slots[size_t(r)] = -1;
+    const DeviceBuffer<int32_t> pad_slots = upload(slots);
+    pp.slot = pad_slots.get();
+    const size_t bytes = whole.o_bytes_per_set();
+    KVB_CUDA_CHECK(cudaMemset(pw.o, 0xff, bytes));
+    KVB_CUDA_CHECK(cudaMemset(pp.o, 0xff, bytes));
+    ASSERT_EQ(launch_kvbuffer_verify(pw, nullptr), cudaSuccess);
+    ASSERT_EQ(launch_kvbuffer_verify(pp, nullptr), cudaSuccess);
+    KVB_CUDA_CHECK(cudaDeviceSynchronize());
+    const size_t n = bytes / sizeof(bf16), per_row = n / size_t(cfg.batch);
+    const std::vector<double> ow = test::outputs(pw.o, n, OutputDtype::bf16);
+    const std::vector<double> op = test::outputs(pp.o, n, OutputDtype::bf16);
+    ASSERT_TRUE(test::all_finite(ow)) << "poison left in the launch without padding";
+    ASSERT_TRUE(test::all_finite(op)) << "poison left in the launch with padding";
+    size_t nonzero = 0;
+    for (size_t r = 0; r < size_t(cfg.batch); ++r) {
+      const bool pad = slots[r] < 0;
+      for (size_t i = r * per_row; i < (r + 1) * per_row; ++i) {
+        ASSERT_EQ(op[i], pad ? 0.0 : ow[i]) << "row " << r << (pad ? " (padding)" : "") << ", element " << i % per_row;
+        nonzero += ow[i] != 0.0;
+      }
+    }
+    EXPECT_GT(nonzero, n / 2);
   }
 }
 
