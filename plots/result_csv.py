@@ -221,9 +221,9 @@ def _axis_reason(a: AxisRule, value: str) -> str:
         ok, how = value in a.words, "is not known"
     elif a.rule == "integers":
         x = _integer(value)
-        if x is None:
+        if x is None and not _INTEGER.fullmatch(value):
             return f"{a.axis} = '{shown_value(value)}' is not an integer (allowed: {a.allowed})"
-        ok, how = int(a.low) <= x <= int(a.high), "is out of range"
+        ok, how = x is not None and int(a.low) <= x <= int(a.high), "is out of range"
     elif a.rule == "integer_set":
         x = _integer(value)
         ok, how = x is not None and x in {int(w) for w in a.words}, "is not supported"

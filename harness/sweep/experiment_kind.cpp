@@ -44,6 +44,13 @@ bool parse_integer(const std::string& text, long long& out) {
   return errno == 0 && end == text.c_str() + text.size();
 }
 
+bool integer_out_of_range(const std::string& text) {
+  const size_t digits = text.find_first_not_of("+-") == 1 ? 1 : 0;
+  long long unused = 0;
+  return text.size() > digits && text.find_first_not_of("0123456789", digits) == std::string::npos &&
+         !parse_integer(text, unused);
+}
+
 std::string AxisSpec::refusal(const std::string& value) const {
   const std::string reason = check(value);
   if (reason.empty()) return reason;

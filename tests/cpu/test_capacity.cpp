@@ -513,6 +513,8 @@ TEST(CapacityCli, BadInputExits2WithOneLineAndNoCsv) {
       {"--budget-gib ''", "--budget-gib: '' is not a finite number (allowed: a number of GiB > 0 and <= 1e+06)"},
       {"--budget-gib 80 --reserve-gib 1e7", "--reserve-gib: 1e7 is out of range (allowed: a number of GiB >= 0"},
       {"--budget-gib 80 --layers abc", "--layers: 'abc' is not an integer (allowed: integers 1 to 10000)"},
+      {"--budget-gib 80 --layers 99999999999999999999",
+       "--layers: 99999999999999999999 is out of range (allowed: integers 1 to 10000)"},
       {"--budget-gib 80 --config '" + dir.path().string() + "'", "is a directory (allowed: a capacity config"},
       {"--budget-gib 80 --state-dtypes fp16",
        "--state-dtypes: 'fp16' is not a state dtype (allowed: comma-separated distinct values of fp32, bf16)"},

@@ -255,6 +255,12 @@ TEST(CliInputs, AWordForANumberIsCalledSo) {
                  {"--threshold: 'five' is not a finite number (allowed: a number of percent >= 0 and <= 1000)"},
                  "--threshold");
   expect_refused(run_kvb(dir, "reproduce --device 1.5"), {"--device: '1.5' is not an integer"}, "reproduce");
+  // An integer long long cannot hold is out of range, not "not an integer".
+  expect_refused(run_kvb(dir, "sweep" + config + " --dry-run --min-samples 99999999999999999999"),
+                 {"--min-samples: 99999999999999999999 is out of range (allowed: integers 1 to 1000000)"},
+                 "--min-samples out of range");
+  expect_refused(run_kvb(dir, "sweep" + config + " --dry-run --set seed=-99999999999999999999"),
+                 {"seed = '-99999999999999999999' is out of range (allowed: integers"}, "seed out of range");
 }
 
 TEST(CliInputs, AConfigThatIsAFolderIsCalledSo) {

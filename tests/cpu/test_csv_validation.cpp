@@ -150,7 +150,9 @@ TEST(CsvValidation, EveryAxisCheckAllowsWhatItsRuleStates) {
         refused(std::to_string(lo - 1), "is out of range");
         refused(std::to_string(hi + 1), "is out of range");
         refused(c.low + ".0", "is not an integer");
-        refused("99999999999999999999", "is not an integer");
+        refused("99999999999999999999", "is out of range");
+        refused("-99999999999999999999", "is out of range");
+        refused("+-1", "is not an integer");
       } else if (c.rule == "integer_set") {
         ASSERT_FALSE(c.words.empty());
         EXPECT_EQ(a.refusal("+" + c.words[0]), "");

@@ -1473,7 +1473,7 @@ def _with_cell(src: Path, dst: Path, line: int, column: str, value: bytes) -> Pa
     ("launch", b" plain", "launch = ' plain' has white space around it (allowed: plain, pdl)"),
     ("buffer_form", b"bar", "buffer_form = 'bar' is not known (allowed: delta, raw)"),
     ("batch", b"4097", "batch = '4097' is out of range (allowed: integers 1 to 4096)"),
-    ("batch", b"99999999999999999999", "batch = '99999999999999999999' is not an integer (allowed: integers 1 to 4096)"),
+    ("batch", b"99999999999999999999", "batch = '99999999999999999999' is out of range (allowed: integers 1 to 4096)"),
     ("head_dim_k", b"48", "head_dim_k = '48' is not supported (allowed: 32, 64, 128, 256)"),
     ("phase", b"x" * 100, f"phase = '{'x' * 72}... (100 characters)' is not known (allowed: staggered, aligned)"),
 ])
