@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "harness/sweep/config.h"
+
 namespace kvb {
 
 size_t require_column(const std::vector<std::string>& header, const std::string& name, const std::string& origin) {
@@ -89,7 +91,8 @@ std::string RowKeyer::value(const std::vector<std::string>& row, size_t i) const
 
 std::string RowKeyer::key(const std::vector<std::string>& row) const {
   std::string out;
-  for (size_t i = 0; i < index_.size(); ++i) out += (i ? "\x1f" : "") + value(row, i);
+  // Axis values in their one spelling (canonical_axis_value), as a sweep writes them: 0.7 and 0.70 are one point.
+  for (size_t i = 0; i < index_.size(); ++i) out += i ? "\x1f" + canonical_axis_value(value(row, i)) : value(row, i);
   return out;
 }
 
@@ -111,7 +114,7 @@ std::vector<std::pair<std::string, std::string>> RowKeyer::axes(const std::vecto
 
 std::string point_row_key(const std::string& experiment, const Point& point) {
   std::string out = experiment;
-  for (const auto& a : point.axes) out += "\x1f" + a.second;
+  for (const auto& a : point.axes) out += "\x1f" + canonical_axis_value(a.second);
   return out;
 }
 

@@ -35,7 +35,8 @@ class RowKeyer {
   /// the row's variant (empty elsewhere); otherwise it is missing and throws UsageError naming `origin`.
   RowKeyer(const std::vector<std::string>& header, const std::vector<std::string>& axis_columns,
            const std::string& origin, const ExperimentKind* kind = nullptr);
-  /// The key of a row of that header ("\x1f"-joined values).
+  /// The key of a row of that header ("\x1f"-joined values, the axes' in their one spelling, canonical_axis_value:
+  /// rows that spell one point two ways, such as accepted 0.7 and 0.70, have one key).
   std::string key(const std::vector<std::string>& row) const;
   /// "axis=value,..." of the row's non-empty axis values (the same text as Point::label).
   std::string label(const std::vector<std::string>& row) const;

@@ -214,6 +214,14 @@ TEST_F(ShardRuns, MergeRejectsMismatches) {
   e = error_of([&] { merge_csv_tables({a, b, dup}, {kind}); });
   EXPECT_NE(e.find("dup.csv: point"), std::string::npos) << e;
   EXPECT_NE(e.find("is also in " + a.path), std::string::npos) << e;
+  // The same point spelled another way (batch 01 for 1): one point, as the sweep writes one spelling.
+  CsvInput respelled = a;
+  respelled.path = "respelled.csv";
+  const size_t batch_col = require_column(a.table.header, "batch", a.path);
+  for (auto& r : respelled.table.rows) r[batch_col] = "0" + r[batch_col];
+  e = error_of([&] { merge_csv_tables({a, b, respelled}, {kind}); });
+  EXPECT_NE(e.find("respelled.csv: point"), std::string::npos) << e;
+  EXPECT_NE(e.find("is also in " + a.path), std::string::npos) << e;
 
   // No header, or not the config kind's header.
   e = error_of([&] { merge_csv_tables({a, {"blank.csv", {}}}, {kind}); });
