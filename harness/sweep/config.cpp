@@ -201,8 +201,18 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
                                      values[v]));
     for (const auto& value : values)
       if (const std::string reason = kind.axes[i].refusal(value); !reason.empty()) throw UsageError(from[i] + reason);
-    // One spelling per value, so that 64, 064 and +64 (or .7 and 0.7) are one point and resume finds it.
-    for (auto& value : axes[i].second) value = canonical_axis_value(value);
+    // One spelling per value, so that 64, 064 and +64 (or .7 and 0.7) are one point and resume finds it; two
+    // spellings of one value are that value listed twice.
+    std::vector<std::string> canonical;
+    for (const auto& value : values) {
+      canonical.push_back(canonical_axis_value(value));
+      const auto first = std::find(canonical.begin(), canonical.end() - 1, canonical.back());
+      if (first != canonical.end() - 1)
+        throw UsageError(fmt::format("{}axis {} lists {} twice, as '{}' and '{}' (allowed: each value once)", from[i],
+                                     axis, canonical.back(), shown_value(values[size_t(first - canonical.begin())]),
+                                     shown_value(value)));
+    }
+    axes[i].second = canonical;
   }
   return axes;
 }

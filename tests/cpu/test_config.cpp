@@ -89,6 +89,9 @@ TEST(Config, OverridesReplaceAxisValues) {
   // So is a value listed twice in one axis.
   expect_usage_error([&] { resolve_axes(kind, c, {parse_axis_override("batch=1,8,1")}); },
                      {"--set axis batch lists '1' twice", "allowed: each value once"});
+  // Or twice in two spellings (one point either way).
+  expect_usage_error([&] { resolve_axes(kind, c, {parse_axis_override("batch=64,8,064")}); },
+                     {"--set axis batch lists 64 twice, as '64' and '064' (allowed: each value once)"});
 }
 
 TEST(Config, BadOverrideForms) {
