@@ -58,10 +58,16 @@ _COUNT = re.compile(r"[0-9]+")
 _SIZE_COLUMNS = ("batch", "buffer_size", "draft_tokens", "layers", "heads_qk", "heads_v", "head_dim_k", "head_dim_v")
 
 
+_ESCAPES = {"\0": "\\x00", "\n": "\\n", "\r": "\\r", "\v": "\\x0b", "\f": "\\x0c", "\u0085": "\\u0085",
+            "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
 def escaped(message: str) -> str:
-    """`message` with each NUL written \\x00, each line feed \\n and each carriage return \\r (a quoted CSV cell, a
-    column name or a path may hold any of them), as kvb's UsageError and one_line write them."""
-    return message.replace("\0", "\\x00").replace("\n", "\\n").replace("\r", "\\r")
+    """`message` with each NUL written \\x00, each line feed \\n and each carriage return \\r, and the other characters
+    a terminal or an editor may break a line at (VT, FF, NEL, U+2028, U+2029) as \\x0b, \\x0c, \\u0085, \\u2028 and
+    \\u2029 (a quoted CSV cell, a column name or a path may hold any of them), as kvb's UsageError and one_line write
+    them."""
+    return "".join(_ESCAPES.get(c, c) for c in message)
 
 
 def shown_value(value: str) -> str:

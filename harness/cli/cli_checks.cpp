@@ -112,10 +112,19 @@ std::string stray_override(const CLI::App& app, int argc, const char* const* arg
 
 std::string one_line(const std::string& message) {
   std::string out;
-  out.reserve(message.size());
-  for (const char c : nul_escaped(message)) {
+  const std::string text = nul_escaped(message);
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    // Line feed, carriage return and the other characters a terminal or an editor may break a line at (VT, FF, NEL
+    // and the Unicode line and paragraph separators) as their escapes.
     if (c == '\n') out += "\\n";
     else if (c == '\r') out += "\\r";
+    else if (c == '\v') out += "\\x0b";
+    else if (c == '\f') out += "\\x0c";
+    else if (text.compare(i, 2, "\xc2\x85") == 0) out += "\\u0085", i += 1;
+    else if (text.compare(i, 3, "\xe2\x80\xa8") == 0) out += "\\u2028", i += 2;
+    else if (text.compare(i, 3, "\xe2\x80\xa9") == 0) out += "\\u2029", i += 2;
     else out += c;
   }
   // Every run of characters without a space (a value, a path, a quoted line) as shown_value shows it, its quotes and

@@ -971,6 +971,14 @@ def test_every_error_is_one_line_with_its_line_breaks_escaped(tmp_path):
     assert not (tmp_path / "figures").exists()
 
     rows = synthetic_decode_rows()
+    rows[2]["gpu"] = "Synthetic\u2028GPU\x0bX2\u0085"
+    path = write_csv(tmp_path / "separators.csv", rows)
+    r = run_script("decode_latency", "--csv", str(path), "--out-dir", str(tmp_path / "figures"))
+    assert r.returncode == 2, r.stderr
+    assert "gpu 'Synthetic\\u2028GPU\\x0bX2\\u0085' differs" in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1 and r.stderr.endswith("\n"), r.stderr
+
+    rows = synthetic_decode_rows()
     rows[0]["state_dtype"] = "fp\r\n32"
     path = write_csv(tmp_path / "dtype.csv", rows)
     with pytest.raises(result_csv.CsvError) as e:
