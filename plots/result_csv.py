@@ -58,15 +58,15 @@ _COUNT = re.compile(r"[0-9]+")
 _SIZE_COLUMNS = ("batch", "buffer_size", "draft_tokens", "layers", "heads_qk", "heads_v", "head_dim_k", "head_dim_v")
 
 
-_ESCAPES = {"\0": "\\x00", "\n": "\\n", "\r": "\\r", "\v": "\\x0b", "\f": "\\x0c", "\u0085": "\\u0085",
-            "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_ESCAPES = {chr(c): f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if chr(c) != "\t"}
+_ESCAPES.update({"\n": "\\n", "\r": "\\r", "\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 def escaped(message: str) -> str:
-    """`message` with each NUL written \\x00, each line feed \\n and each carriage return \\r, and the other characters
-    a terminal or an editor may break a line at (VT, FF, NEL, U+2028, U+2029) as \\x0b, \\x0c, \\u0085, \\u2028 and
-    \\u2029 (a quoted CSV cell, a column name or a path may hold any of them), as kvb's UsageError and one_line write
-    them."""
+    """`message` with each line feed written \\n and each carriage return \\r, the other control characters but tab
+    (NUL, VT, FF, the separators FS to RS, ESC, DEL: a terminal or an editor may break a line at them or act on them)
+    as \\xNN, and NEL, U+2028 and U+2029 as \\u0085, \\u2028 and \\u2029 (a quoted CSV cell, a column name or a path
+    may hold any of them), as kvb's UsageError and one_line write them."""
     return "".join(_ESCAPES.get(c, c) for c in message)
 
 
@@ -368,6 +368,22 @@ def _decimal(text: str) -> float | None:
     return float(text) if _DECIMAL.fullmatch(text) else None
 
 
+def canonical_axis_value(value: str) -> str:
+    """The one spelling of an axis value, as kvb's canonical_axis_value writes it (harness/sweep/config.cpp): integers
+    in plain decimal ("064", "+64" -> "64"), other numbers in their shortest form (".70" -> "0.7"), words unchanged.
+    Rows are keyed by it and read with it, so that two spellings of one value are one point."""
+    if not value or value[0] in _C_SPACE:
+        return value
+    x = _integer(value)
+    if x is not None:
+        return str(x)
+    d = _decimal(value)
+    if d is None or d != d or d in (float("inf"), float("-inf")):
+        return value
+    shortest = repr(d)  # the shortest digits that read back as d, in the form fmt's "{}" gives less a final ".0"
+    return shortest[:-2] if shortest.endswith(".0") else shortest
+
+
 _UTC_TIMESTAMP = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})Z")
 _DAYS_IN_MONTH = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
@@ -476,7 +492,7 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
                     raise CsvError(f"{origin}:{line}: {c} = {row[col[c]]} requests of bytes_per_request = {each_text} "
                                    f"exceed budget_bytes = {budget_text} (allowed: requests x bytes_per_request <= "
                                    f"budget_bytes)")
-        key = tuple(row[col[c]] for c in s.key if c in col)
+        key = tuple(row[col[c]] if c == "experiment" else canonical_axis_value(row[col[c]]) for c in s.key if c in col)
         if key in first_line:
             label = ",".join(f"{c}={row[col[c]]}" for c in s.key if c in col and c != "experiment" and row[col[c]])
             raise CsvError(f"{origin}:{line}: point {label} is listed twice (first on line {first_line[key]}; "
@@ -500,7 +516,8 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
 
 
 def read(path, kind: str | None = None) -> list[dict[str, str]]:
-    """Every row of the result CSV at `path` as a dict, after the checks of `parse` and `validate`; with `kind`, the
+    """Every row of the result CSV at `path` as a dict, its axis values in their one spelling (canonical_axis_value),
+    after the checks of `parse` and `validate`; with `kind`, the
     file must be a CSV of that kind. Raises CsvError naming the file (and line) when its path is too long for the file
     system (the path shortened, shown_value), or it is missing, unreadable, malformed or breaks a rule."""
     p = Path(path)
@@ -523,4 +540,9 @@ def read(path, kind: str | None = None) -> list[dict[str, str]]:
     schema = validate(header, rows, lines, path)
     if kind is not None and schema.kind != kind:
         raise CsvError(f"{path}: a {schema.kind} CSV (allowed: a {kind} CSV)")
-    return [dict(zip(header, r)) for r in rows]
+    out = [dict(zip(header, r)) for r in rows]
+    for row in out:  # each axis value in its one spelling (accepted 0.70 as 0.7), as the figures compare them
+        for c in schema.key:
+            if c != "experiment" and c in row:
+                row[c] = canonical_axis_value(row[c])
+    return out

@@ -462,11 +462,17 @@ def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | Non
     check_path_fits("--out-dir", out_dir, temporary_name(figure))
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         fail(f"--out-dir {out_dir}: exists and is not a folder")
+    above = next((f for f in Path(out_dir).parents if f.exists() or f.is_symlink()), None)
+    if above is not None and not above.is_dir():
+        fail(f"--out-dir {out_dir}: '{above}' is not a folder (allowed: a folder, or a path to make one at)")
     rows = read_rows(csv_path)
     if state_dtype is not None:
         rows = rows_of_state_dtype(rows, state_dtype, csv_path)
     fig = build(rows, csv_path) if phase is None else build(rows, csv_path, phase)
-    save(fig, out_dir, figure)
+    try:
+        save(fig, out_dir, figure)
+    except OSError as e:  # a folder that cannot be made or written: nothing is left there (write_files_atomic)
+        fail(f"--out-dir {out_dir}: cannot write {figure}.png and {figure}.pdf there: {e.strerror or e}")
 
 
 def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=None, with_phase: bool = False,

@@ -116,12 +116,13 @@ std::string one_line(const std::string& message) {
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    // Line feed, carriage return and the other characters a terminal or an editor may break a line at (VT, FF, NEL
-    // and the Unicode line and paragraph separators) as their escapes.
+    // Line feed and carriage return as \n and \r; the other control characters but tab (which a terminal or an
+    // editor may break a line at, or act on: VT, FF, the separators FS to RS, ESC, DEL) as \xNN; NEL and the Unicode
+    // line and paragraph separators as \uNNNN.
+    const auto byte = static_cast<unsigned char>(c);
     if (c == '\n') out += "\\n";
     else if (c == '\r') out += "\\r";
-    else if (c == '\v') out += "\\x0b";
-    else if (c == '\f') out += "\\x0c";
+    else if ((byte < 0x20 && c != '\t') || byte == 0x7f) out += fmt::format("\\x{:02x}", byte);
     else if (text.compare(i, 2, "\xc2\x85") == 0) out += "\\u0085", i += 1;
     else if (text.compare(i, 3, "\xe2\x80\xa8") == 0) out += "\\u2028", i += 2;
     else if (text.compare(i, 3, "\xe2\x80\xa9") == 0) out += "\\u2029", i += 2;

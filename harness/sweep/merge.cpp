@@ -93,9 +93,7 @@ KeyedRows::KeyedRows(const ExperimentKind& kind, CsvTable table)
 }
 
 std::string KeyedRows::key(const std::vector<std::string>& row) const {
-  std::string k = row.at(0);
-  for (size_t a = 0; a < axes_; ++a) k += "\x1f" + row.at(1 + a);
-  return k;
+  return point_key(row.at(0), std::vector<std::string>(row.begin() + 1, row.begin() + 1 + long(axes_)));
 }
 
 void KeyedRows::put(const std::vector<std::string>& row, bool keep_ok) {

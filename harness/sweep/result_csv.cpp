@@ -319,12 +319,18 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
                                        "(allowed: requests x bytes_per_request <= budget_bytes)",
                                        origin, line, t.header[c], row[c], row[per_request], row[budget_col]));
     }
-    std::string k, label;
+    // The point's key (point_key: its axis values in their one spelling, so that 64 and 064 are one point).
+    std::string experiment, label;
+    std::vector<std::string> axes;
     for (size_t c : key) {
-      k += row[c] + '\x1f';
-      if (t.header[c] != "experiment" && !row[c].empty())
-        label += (label.empty() ? "" : ",") + t.header[c] + '=' + row[c];
+      if (t.header[c] == "experiment") {
+        experiment = row[c];
+        continue;
+      }
+      axes.push_back(row[c]);
+      if (!row[c].empty()) label += (label.empty() ? "" : ",") + t.header[c] + '=' + row[c];
     }
+    const std::string k = point_key(experiment, axes);
     const auto [it, fresh] = first_line.emplace(k, line);
     if (!fresh)
       throw UsageError(fmt::format("{}:{}: point {} is listed twice (first on line {}; allowed: one row per point)",

@@ -16,21 +16,9 @@
 namespace kvb {
 namespace {
 
-/// Key of a row: experiment and axis values, "\x1f"-separated.
-std::string row_key(const std::string& experiment, const std::vector<std::string>& axis_values) {
-  std::string key = experiment;
-  for (const auto& v : axis_values) key += '\x1f' + v;
-  return key;
-}
-
-std::string point_key(const std::string& experiment, const Point& p) {
-  std::vector<std::string> values;
-  for (const auto& a : p.axes) values.push_back(a.second);
-  return row_key(experiment, values);
-}
-
+/// Key of a row of a kind's CSV (point_key): its experiment and axis values.
 std::string table_row_key(const ExperimentKind& kind, const std::vector<std::string>& row) {
-  return row_key(row[0], std::vector<std::string>(row.begin() + 1, row.begin() + 1 + kind.axes.size()));
+  return point_key(row[0], std::vector<std::string>(row.begin() + 1, row.begin() + 1 + kind.axes.size()));
 }
 
 std::string one_line(std::string s) {
@@ -161,14 +149,14 @@ std::vector<bool> finished_points(const ExperimentKind& kind, const std::string&
   for (const auto& row : table.rows)
     if (row.size() > status_col && is_ok(row[status_col])) ok.insert(table_row_key(kind, row));
   std::vector<bool> done;
-  for (const auto& p : points) done.push_back(ok.count(point_key(experiment, p)) != 0);
+  for (const auto& p : points) done.push_back(ok.count(point_row_key(experiment, p)) != 0);
   return done;
 }
 
 size_t rows_outside_grid(const ExperimentKind& kind, const std::string& experiment, const std::vector<Point>& grid,
                          const CsvTable& table) {
   std::set<std::string> keys;
-  for (const Point& p : grid) keys.insert(point_key(experiment, p));
+  for (const Point& p : grid) keys.insert(point_row_key(experiment, p));
   size_t outside = 0;
   for (const auto& row : table.rows) outside += keys.count(table_row_key(kind, row)) == 0;
   return outside;
@@ -216,7 +204,7 @@ SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& poi
   size_t ran = 0;
   for (size_t i = 0; i < points.size(); ++i) {
     const Point& p = points[i];
-    const std::string key = point_key(options.experiment, p);
+    const std::string key = point_row_key(options.experiment, p);
     if (done[i]) {
       summary.rows.push_back(table.rows[row_of.at(key)]);
       ++summary.ok;

@@ -89,11 +89,16 @@ std::string RowKeyer::value(const std::vector<std::string>& row, size_t i) const
   return applies ? default_[i] : std::string();
 }
 
-std::string RowKeyer::key(const std::vector<std::string>& row) const {
-  std::string out;
-  // Axis values in their one spelling (canonical_axis_value), as a sweep writes them: 0.7 and 0.70 are one point.
-  for (size_t i = 0; i < index_.size(); ++i) out += i ? "\x1f" + canonical_axis_value(value(row, i)) : value(row, i);
+std::string point_key(const std::string& experiment, const std::vector<std::string>& axis_values) {
+  std::string out = experiment;
+  for (const auto& v : axis_values) out += "\x1f" + canonical_axis_value(v);
   return out;
+}
+
+std::string RowKeyer::key(const std::vector<std::string>& row) const {
+  std::vector<std::string> axes;
+  for (size_t i = 1; i < index_.size(); ++i) axes.push_back(value(row, i));
+  return point_key(value(row, 0), axes);
 }
 
 std::string RowKeyer::label(const std::vector<std::string>& row) const {
@@ -113,9 +118,9 @@ std::vector<std::pair<std::string, std::string>> RowKeyer::axes(const std::vecto
 }
 
 std::string point_row_key(const std::string& experiment, const Point& point) {
-  std::string out = experiment;
-  for (const auto& a : point.axes) out += "\x1f" + canonical_axis_value(a.second);
-  return out;
+  std::vector<std::string> axes;
+  for (const auto& a : point.axes) axes.push_back(a.second);
+  return point_key(experiment, axes);
 }
 
 bool upgrade_older_header(const ExperimentKind& kind, CsvTable& table, const std::string& path) {

@@ -54,7 +54,12 @@ class RowKeyer {
   static constexpr size_t kAbsent = size_t(-1);
 };
 
-/// The key RowKeyer gives a row of `experiment` at `point`.
+/// The key of a point: `experiment` and its axis values, each in its one spelling (canonical_axis_value), joined by
+/// "\x1f". Every reader keys rows by it (a sweep's resume, merge, compare, a CSV's one-row-a-point check), so that two
+/// spellings of one value, such as accepted 0.7 and 0.70, are one point everywhere.
+std::string point_key(const std::string& experiment, const std::vector<std::string>& axis_values);
+
+/// The key RowKeyer gives a row of `experiment` at `point` (point_key).
 std::string point_row_key(const std::string& experiment, const Point& point);
 
 /// A CSV of `kind` written before the kind gained some of its axes (may_be_absent: spec_verify and decode CSVs

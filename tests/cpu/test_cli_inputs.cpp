@@ -65,11 +65,14 @@ TEST(CliInputs, AValueHoldingALineBreakStaysOneLineAndSetTakesOneValue) {
   const std::string config = kSource + "/experiments/spec_verify.toml";
   expect_refused(run_kvb(dir, "sweep --config " + shell_quote(config) + " --dry-run --set \"$(printf 'verify_kernel=staged\\nfoo')\""),
                  {"--set verify_kernel = 'staged\\nfoo' is not known"}, "line break");
-  // So do the other characters a terminal or an editor may break a line at: VT, FF, NEL, U+2028, U+2029.
-  const std::string breaks = "a\\vb\\fc\\302\\205d\\342\\200\\250e\\342\\200\\251f";  // printf's octal UTF-8
+  // So do the other characters a terminal or an editor may break a line at or act on: VT, FF, NEL, U+2028, U+2029,
+  // FS, ESC, DEL.
+  const std::string breaks =
+      "a\\vb\\fc\\302\\205d\\342\\200\\250e\\342\\200\\251f\\034g\\033h\\177i";  // printf's octal
   expect_refused(run_kvb(dir, "sweep --config " + shell_quote(config) + " --dry-run --set \"$(printf 'verify_kernel=" +
                                   breaks + "')\""),
-                 {"--set verify_kernel = 'a\\x0bb\\x0cc\\u0085d\\u2028e\\u2029f' is not known"}, "other line breaks");
+                 {"--set verify_kernel = 'a\\x0bb\\x0cc\\u0085d\\u2028e\\u2029f\\x1cg\\x1bh\\x7fi' is not known"},
+                 "other line breaks");
   // A file name after --set is not taken as a second override: merge reports its missing input, not OUT.
   const std::string out = dir.file("out.csv");
   expect_refused(run_kvb(dir, "merge --config " + shell_quote(config) + " --set batch=64 " +

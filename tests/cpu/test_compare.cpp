@@ -179,6 +179,13 @@ TEST_F(CompareTest, BadInputNamesTheFileAndColumn) {
   cand.rows.push_back(cand.rows[0]);
   e = usage_error(cand);
   EXPECT_NE(e.find("listed twice"), std::string::npos) << e;
+  // Also when the second row spells the point another way (batch 064 for 64).
+  cand = base.table;
+  cand.rows.push_back(cand.rows[0]);
+  std::string& batch = cand.rows.back()[require_column(cand.header, "batch", "x")];
+  batch = "0" + batch;
+  e = usage_error(cand);
+  EXPECT_NE(e.find("listed twice (first on line 2"), std::string::npos) << e;
 
   CompareOptions negative;
   negative.threshold_pct = -1;

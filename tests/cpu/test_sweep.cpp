@@ -161,6 +161,16 @@ TEST_F(SweepRun, ResumeSkipsOkRowsAndRerunsFailedOnes) {
   run_sweep(kind, wider, ctx, options);
   EXPECT_EQ(fake.calls, 3);
   EXPECT_EQ(table().rows.size(), wider.size());
+
+  // A file that spells the batches another way (01 for 1): the same points, done; nothing runs, no row is added.
+  CsvTable respelled = table();
+  for (auto& row : respelled.rows) row[col(respelled, "batch")] = "0" + row[col(respelled, "batch")];
+  write_text(options.out_path, format_csv(respelled));
+  fake.calls = 0;
+  const SweepSummary again = run_sweep(kind, wider, ctx, options);
+  EXPECT_EQ(fake.calls, 0);
+  EXPECT_EQ(again.skipped, wider.size());
+  EXPECT_EQ(table().rows.size(), wider.size());
 }
 
 TEST_F(SweepRun, ResumeWithMismatchedHeaderIsUsageError) {

@@ -971,11 +971,11 @@ def test_every_error_is_one_line_with_its_line_breaks_escaped(tmp_path):
     assert not (tmp_path / "figures").exists()
 
     rows = synthetic_decode_rows()
-    rows[2]["gpu"] = "Synthetic\u2028GPU\x0bX2\u0085"
+    rows[2]["gpu"] = "Synthetic\u2028GPU\x0bX2\u0085\x1c\x1b"
     path = write_csv(tmp_path / "separators.csv", rows)
     r = run_script("decode_latency", "--csv", str(path), "--out-dir", str(tmp_path / "figures"))
     assert r.returncode == 2, r.stderr
-    assert "gpu 'Synthetic\\u2028GPU\\x0bX2\\u0085' differs" in r.stderr, r.stderr
+    assert "gpu 'Synthetic\\u2028GPU\\x0bX2\\u0085\\x1c\\x1b' differs" in r.stderr, r.stderr
     assert r.stderr.count("\n") == 1 and r.stderr.endswith("\n"), r.stderr
 
     rows = synthetic_decode_rows()
@@ -1582,3 +1582,37 @@ def test_one_line_writes_nul_and_shortens_long_runs_as_kvb_does():
     assert result_csv.one_line("'':,") == "'':,"
     assert result_csv.one_line("é" * 81) == "é" * 72 + "... (81 characters)"
     assert str(result_csv.CsvError(f"p:2: v = '{long}\0'")) == f"p:2: v = '{long}\\x00'"
+
+
+def test_axis_values_are_read_in_their_one_spelling_and_two_spellings_are_one_point(tmp_path):
+    """Rows are read with each axis value in its one spelling (kvb's canonical_axis_value: batch 064 as 64), so that
+    the figures compare them as a sweep writes them; a second row spelling a point another way is that point listed
+    twice, refused as kvb refuses it."""
+    rows = synthetic_decode_rows()
+    rows[0]["batch"] = "0" + rows[0]["batch"]
+    got = result_csv.read(write_csv(tmp_path / "respelled.csv", rows))
+    assert got[0]["batch"] == synthetic_decode_rows()[0]["batch"]
+    assert [r["batch"] for r in got[1:]] == [r["batch"] for r in synthetic_decode_rows()[1:]]
+
+    rows = synthetic_decode_rows()
+    rows.append(dict(rows[0], batch="00" + rows[0]["batch"]))
+    path = write_csv(tmp_path / "twice.csv", rows)
+    with pytest.raises(result_csv.CsvError) as e:
+        result_csv.read(path)
+    assert f"{path}:{len(rows) + 1}: point " in str(e.value) and "is listed twice (first on line 2;" in str(e.value)
+    assert [result_csv.canonical_axis_value(v) for v in ("064", "+64", "0.70", ".7", "7e-1", "all", "1e15")] == [
+        "64", "64", "0.7", "0.7", "0.7", "all", "1000000000000000"]
+
+
+def test_an_out_dir_that_cannot_be_made_is_refused_in_one_line(tmp_path):
+    """An --out-dir under a file, or where no folder can be made, exits 2 with one line naming it, not a traceback."""
+    path = write_csv(tmp_path / "decode_latency.csv", synthetic_decode_rows())
+    r = run_script("decode_latency", "--csv", str(path), "--out-dir", str(path / "figures"))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == result_csv.one_line(f"--out-dir {path / 'figures'}: '{path}' is not a folder (allowed: a "
+                                           "folder, or a path to make one at)") + "\n"
+    if Path("/proc/self").is_dir():  # Linux: no folder can be made in /proc, not even by root
+        r = run_script("decode_latency", "--csv", str(path), "--out-dir", "/proc/kvb-figures")
+        assert r.returncode == 2, r.stderr
+        assert r.stderr.startswith("--out-dir /proc/kvb-figures: cannot write decode_latency.png and "
+                                   "decode_latency.pdf there: ") and r.stderr.count("\n") == 1, r.stderr
