@@ -45,9 +45,9 @@ bool parse_integer(const std::string& text, long long& out) {
 }
 
 bool integer_out_of_range(const std::string& text) {
-  const size_t digits = text.find_first_not_of("+-") == 1 ? 1 : 0;
+  const size_t sign = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
   long long unused = 0;
-  return text.size() > digits && text.find_first_not_of("0123456789", digits) == std::string::npos &&
+  return text.size() > sign && text.find_first_not_of("0123456789", sign) == std::string::npos &&
          !parse_integer(text, unused);
 }
 
