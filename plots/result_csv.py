@@ -66,7 +66,7 @@ def escaped(message: str) -> str:
     """`message` with each line feed written \\n and each carriage return \\r, the other control characters but tab
     (NUL, VT, FF, the separators FS to RS, ESC, DEL: a terminal or an editor may break a line at them or act on them)
     as \\xNN, and NEL, U+2028 and U+2029 as \\u0085, \\u2028 and \\u2029 (a quoted CSV cell, a column name or a path
-    may hold any of them), as kvb's UsageError and one_line write them."""
+    may hold any of them), as kvb's line_escaped (harness/sweep/experiment_kind.cpp) writes them in every error."""
     return "".join(_ESCAPES.get(c, c) for c in message)
 
 

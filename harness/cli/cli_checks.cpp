@@ -111,23 +111,7 @@ std::string stray_override(const CLI::App& app, int argc, const char* const* arg
 }
 
 std::string one_line(const std::string& message) {
-  std::string out;
-  const std::string text = nul_escaped(message);
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    // Line feed and carriage return as \n and \r; the other control characters but tab (which a terminal or an
-    // editor may break a line at, or act on: VT, FF, the separators FS to RS, ESC, DEL) as \xNN; NEL and the Unicode
-    // line and paragraph separators as \uNNNN.
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if ((byte < 0x20 && c != '\t') || byte == 0x7f) out += fmt::format("\\x{:02x}", byte);
-    else if (text.compare(i, 2, "\xc2\x85") == 0) out += "\\u0085", i += 1;
-    else if (text.compare(i, 3, "\xe2\x80\xa8") == 0) out += "\\u2028", i += 2;
-    else if (text.compare(i, 3, "\xe2\x80\xa9") == 0) out += "\\u2029", i += 2;
-    else out += c;
-  }
+  const std::string out = line_escaped(message);
   // Every run of characters without a space (a value, a path, a quoted line) as shown_value shows it, its quotes and
   // closing punctuation kept.
   std::string shown;

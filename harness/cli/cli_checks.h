@@ -31,11 +31,10 @@ std::string unknown_option(const CLI::App& app, int argc, const char* const* arg
 /// ...)"; "" when there is none. Looked at before CLI11's own parse errors, which call the word not expected.
 std::string stray_override(const CLI::App& app, int argc, const char* const* argv);
 
-/// `message` with each line break and control character written as its escape (LF as \n, CR as \r, the other control
-/// characters but tab as \xNN, NEL, U+2028 and U+2029 as \u0085, \u2028 and \u2029), so that an error stays one line
-/// whatever a value it quotes holds (a --set value, a config string or a CSV cell may hold one), each NUL byte as
-/// \x00 (nul_escaped: a terminal shows none), and each run of characters without a space over 80 characters
-/// shortened as shown_value does (a pasted value, a path, a CSV line). Every error kvb prints goes through it.
+/// `message` with each line break and control character written as its escape (line_escaped: LF as \n, a NUL byte as
+/// \x00, ...), so that an error stays one line whatever a value it quotes holds (a --set value, a config string or a
+/// CSV cell may hold one), and each run of characters without a space over 80 characters shortened as shown_value
+/// does (a pasted value, a path, a CSV line). Every error kvb prints goes through it.
 std::string one_line(const std::string& message);
 
 }  // namespace kvb::cli

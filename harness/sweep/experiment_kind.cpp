@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 namespace kvb {
 
 const std::string& Point::get(const std::string& axis) const {
@@ -20,6 +22,23 @@ std::string nul_escaped(const std::string& text) {
   out.reserve(text.size() + 8);
   for (const char c : text) {
     if (c == '\0') out += "\\x00";
+    else out += c;
+  }
+  return out;
+}
+
+std::string line_escaped(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if ((byte < 0x20 && c != '\t') || byte == 0x7f) out += fmt::format("\\x{:02x}", byte);
+    else if (text.compare(i, 2, "\xc2\x85") == 0) out += "\\u0085", i += 1;
+    else if (text.compare(i, 3, "\xe2\x80\xa8") == 0) out += "\\u2028", i += 2;
+    else if (text.compare(i, 3, "\xe2\x80\xa9") == 0) out += "\\u2029", i += 2;
     else out += c;
   }
   return out;

@@ -15,6 +15,12 @@ namespace kvb {
 /// read as part of it, as one after \0 would in C's octal escapes).
 std::string nul_escaped(const std::string& text);
 
+/// `text` with each line break and control character written as its escape, so that it prints as one line: LF as \n,
+/// CR as \r, the other control characters but tab as \xNN (VT, FF, the separators FS to RS, ESC, DEL, NUL: a
+/// terminal or an editor may break a line at them or act on them), NEL, U+2028 and U+2029 as \u0085, \u2028 and
+/// \u2029. The figures' result_csv.escaped writes the same.
+std::string line_escaped(const std::string& text);
+
 /// A bad value for a named field: the message names the field and the allowed values. Maps to exit code 2.
 /// The message is kept with its NUL bytes written \x00 (nul_escaped): what() is a C string, which would end at the
 /// first one, and a value quoted from a config string or a CSV cell may hold one.

@@ -167,7 +167,7 @@ void report_rows_outside_grid(std::FILE* out, size_t count, const std::string& p
   fmt::print(out,
              "kvb sweep: {} row(s) of {} are no point of this grid (other axis values, or values this kvb does not "
              "know); they stay in the file and count for no point\n",
-             count, path);
+             count, shown_value(line_escaped(path)));
 }
 
 SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& points, SweepContext& ctx,

@@ -1,6 +1,7 @@
 // Grid product and the sweep engine with a fake experiment kind (harness/sweep/grid.h, sweep.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -355,12 +356,15 @@ TEST_F(SweepRun, RowsOfAnotherGridAreKeptAndReported) {
   ASSERT_TRUE(progress);
   report_rows_outside_grid(progress, 3, options.out_path);
   report_rows_outside_grid(progress, 0, "unused.csv");
+  report_rows_outside_grid(progress, 1, "two\nlines.csv");  // a path's line break escaped: the notice stays one line
   std::rewind(progress);
   std::string p(4096, '\0');
   p.resize(std::fread(p.data(), 1, p.size(), progress));
   std::fclose(progress);
   EXPECT_NE(p.find("3 row(s) of " + options.out_path + " are no point of this grid"), std::string::npos) << p;
   EXPECT_EQ(p.find("unused.csv"), std::string::npos) << p;
+  EXPECT_NE(p.find("1 row(s) of two\\nlines.csv are no point of this grid"), std::string::npos) << p;
+  EXPECT_EQ(std::count(p.begin(), p.end(), '\n'), 2) << p;
   // Resuming runs the changed row's point again and keeps every row.
   fake.calls = 0;
   const SweepSummary s = run_sweep(kind, pts, ctx, options);
