@@ -35,11 +35,14 @@ void check_list(const std::vector<int>& values, const std::string& flag, int lo,
   }
 }
 
+constexpr const char* kAllowedInteger = "allowed: a TOML integer from -1000000000 to 1000000000, such as 8";
+
 int toml_int(const toml::node& node, const std::string& where) {
   auto i = node.as_integer();
-  if (!i) throw UsageError(fmt::format("{} must be an integer", where));
+  if (!i) throw UsageError(fmt::format("{} must be an integer ({})", where, kAllowedInteger));
   const int64_t v = i->get();
-  if (v < -1000000000 || v > 1000000000) throw UsageError(fmt::format("{} = {} is out of range", where, v));
+  if (v < -1000000000 || v > 1000000000)
+    throw UsageError(fmt::format("{} = {} is out of range ({})", where, v, kAllowedInteger));
   return int(v);
 }
 
@@ -67,7 +70,7 @@ void check_dtype_list(const std::vector<StateDtype>& values, const std::string& 
 
 std::vector<int> toml_int_list(const toml::node& node, const std::string& where) {
   auto arr = node.as_array();
-  if (!arr) throw UsageError(fmt::format("{} must be an array of integers", where));
+  if (!arr) throw UsageError(fmt::format("{} must be an integer or an array of integers ({})", where, kAllowedInteger));
   std::vector<int> out;
   for (const toml::node& v : *arr) out.push_back(toml_int(v, where + " (each value)"));
   return out;

@@ -420,6 +420,16 @@ std::string refusal(F f) {
   return "";
 }
 
+// A config value that is no integer, or past what a config value may hold, is refused naming what is allowed.
+TEST(CapacityConfig, AValueThatIsNoIntegerNamesWhatIsAllowed) {
+  for (const char* bad : {"buffer_size = [\"4\"]", "buffer_size = [9223372036854775807]", "layers = 1.5"}) {
+    SCOPED_TRACE(bad);
+    CapacitySettings t;
+    const std::string e = refusal([&] { apply_capacity_config(std::string("[axes]\n") + bad + "\n", "x.toml", t); });
+    EXPECT_NE(e.find("(allowed: a TOML integer from -1000000000 to 1000000000, such as 8)"), std::string::npos) << e;
+  }
+}
+
 TEST(CapacityConfig, StateDtypesFromFlagAndToml) {
   using D = StateDtype;
   EXPECT_EQ(CapacitySettings{}.state_dtypes, (std::vector<D>{D::fp32, D::bf16}));
