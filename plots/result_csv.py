@@ -30,8 +30,9 @@ kinds' axis checks), and the files in tests/data/csv/cases/ are checked against 
  - axis values, after every rule above holds for every row (as kvb merge and kvb compare check them, after the
    others): each non-empty value of an axis column one that a sweep of the kind could have written (result_axes.csv:
    a listed word, an integer in a range or from a set, or for accepted also a rate strictly between 0 and 1), axis by
-   axis in the kind's order; a value allowed but for white space around it is refused as such. An empty value is an
-   axis that does not apply to the row's variant.
+   axis in the kind's order; a value allowed but for white space around it is refused as such. Each axis is set where
+   it applies to the row's variant (result_axes.csv's applies_to; the variant always) and empty where it does not; an
+   axis gained later, and state_dtype, may be empty where it applies (may_be_empty).
 
 A file that breaks a rule raises CsvError with one line: "PATH:LINE: what is wrong (what is allowed)", a line break
 in a value, a column name or the path written \\n (\\r for a carriage return) and a NUL \\x00, as kvb writes it;
@@ -182,7 +183,9 @@ class AxisRule:
     """What one axis of a kind allows (a row of result_axes.csv, kvb's AxisCheck): `rule` "words" (one of `words`),
     "integers" (a decimal integer from `low` to `high`), "integer_set" (a decimal integer equal to one of `words`) or
     "words_or_rate" (one of `words`, or a decimal number strictly between `low` and `high`); `allowed` the allowed
-    values in words, as kvb's messages state them."""
+    values in words, as kvb's messages state them; `applies_to` the variants the axis matters for (a sweep leaves it
+    empty on the others; empty for the variant axis itself); `may_be_empty` whether a row may leave it empty where it
+    applies (kvb's may_be_empty: an axis gained later, state_dtype)."""
 
     axis: str
     rule: str
@@ -190,19 +193,23 @@ class AxisRule:
     low: str
     high: str
     allowed: str
+    applies_to: tuple[str, ...]
+    may_be_empty: bool
 
 
 @functools.lru_cache(maxsize=None)
 def axis_rules(path: Path = AXES_CSV) -> dict[str, tuple[AxisRule, ...]]:
-    """The axes of each kind (result_axes.csv: kind, axis, rule, words separated by spaces, low, high, allowed), by
-    kind, in the kind's axis order."""
+    """The axes of each kind (result_axes.csv: kind, axis, rule, words separated by spaces, low, high, allowed,
+    applies_to separated by spaces, may_be_empty yes or no), by kind, in the kind's axis order."""
     rules: dict[str, list[AxisRule]] = {}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             if row["rule"] not in ("words", "integers", "integer_set", "words_or_rate"):
                 raise ValueError(f"{path}: axis {row['kind']}.{row['axis']}: rule '{row['rule']}' is not known")
             rules.setdefault(row["kind"], []).append(AxisRule(row["axis"], row["rule"], tuple(row["words"].split()),
-                                                              row["low"], row["high"], row["allowed"]))
+                                                              row["low"], row["high"], row["allowed"],
+                                                              tuple(row["applies_to"].split()),
+                                                              row["may_be_empty"] == "yes"))
     return {kind: tuple(r) for kind, r in rules.items()}
 
 
@@ -510,6 +517,18 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
             continue
         for row, line in zip(rows, lines):
             value = row[col[a.axis]]
+            # A sweep writes an axis's value where the axis matters for the row's variant (the variant always), and
+            # leaves it empty elsewhere; an axis the kind gained later may be empty (the row reads its default).
+            if a.axis == "variant" and not value:
+                raise CsvError(f"{origin}:{line}: variant is empty (allowed: {a.allowed})")
+            if a.axis != "variant" and "variant" in col:
+                variant = row[col["variant"]]
+                applies = variant in a.applies_to
+                if not applies and value:
+                    raise CsvError(f"{origin}:{line}: {a.axis} = '{shown_value(value)}' on a {variant} row (allowed: "
+                                   f"empty; {a.axis} does not apply to {variant})")
+                if applies and not value and not a.may_be_empty:
+                    raise CsvError(f"{origin}:{line}: {a.axis} is empty on a {variant} row (allowed: {a.allowed})")
             if value and (reason := axis_refusal(a, value)):
                 raise CsvError(f"{origin}:{line}: {reason}")
     return s

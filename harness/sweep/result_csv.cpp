@@ -349,11 +349,26 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
 }
 
 void validate_axis_values(const CsvTable& t, const ExperimentKind& kind, const std::string& origin) {
+  const size_t variant = index_of(t.header, "variant");
   for (const AxisSpec& axis : kind.axes) {
     const size_t c = index_of(t.header, axis.name);
     if (c == t.header.size()) continue;  // a CSV written before the kind gained the axis
     for (size_t r = 0; r < t.rows.size(); ++r) {
       const std::string& value = t.rows[r][c];
+      // A sweep writes an axis's value where the axis matters for the row's variant (the variant always), and leaves
+      // it empty elsewhere; an axis the kind gained later may be empty (may_be_empty: the row reads its default).
+      if (axis.name == "variant" && value.empty())
+        throw UsageError(fmt::format("{}:{}: variant is empty (allowed: {})", origin, t.line(r), axis.check.allowed));
+      if (axis.name != "variant" && kind.applies && variant < t.header.size()) {
+        const std::string& v = t.rows[r][variant];
+        const bool applies = kind.applies(v, axis.name);
+        if (!applies && !value.empty())
+          throw UsageError(fmt::format("{}:{}: {} = '{}' on a {} row (allowed: empty; {} does not apply to {})", origin,
+                                       t.line(r), axis.name, shown_value(value), v, axis.name, v));
+        if (applies && value.empty() && !may_be_empty(axis))
+          throw UsageError(fmt::format("{}:{}: {} is empty on a {} row (allowed: {})", origin, t.line(r), axis.name, v,
+                                       axis.check.allowed));
+      }
       if (value.empty()) continue;
       if (const std::string reason = axis.refusal(value); !reason.empty())
         throw UsageError(fmt::format("{}:{}: {}", origin, t.line(r), reason));

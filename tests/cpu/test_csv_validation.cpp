@@ -103,13 +103,21 @@ TEST(CsvValidation, SchemasFileMatchesTheKinds) {
 /// as the figures read them. KVB_UPDATE_SCHEMAS=1 writes it from the kinds.
 std::string axes_csv() {
   CsvTable t;
-  t.header = {"kind", "axis", "rule", "words", "low", "high", "allowed"};
-  for (const ExperimentKind& kind : experiment_kinds())
+  t.header = {"kind", "axis", "rule", "words", "low", "high", "allowed", "applies_to", "may_be_empty"};
+  for (const ExperimentKind& kind : experiment_kinds()) {
+    const auto variant = std::find_if(kind.axes.begin(), kind.axes.end(), [](const AxisSpec& a) {
+      return a.name == "variant";
+    });
     for (const AxisSpec& a : kind.axes) {
-      std::string words;
+      std::string words, applies_to;
       for (const auto& w : a.check.words) words += (words.empty() ? "" : " ") + w;
-      t.rows.push_back({kind.name, a.name, a.check.rule, words, a.check.low, a.check.high, a.check.allowed});
+      if (variant != kind.axes.end() && a.name != "variant")
+        for (const auto& v : variant->check.words)
+          if (!kind.applies || kind.applies(v, a.name)) applies_to += (applies_to.empty() ? "" : " ") + v;
+      t.rows.push_back({kind.name, a.name, a.check.rule, words, a.check.low, a.check.high, a.check.allowed, applies_to,
+                        may_be_empty(a) ? "yes" : "no"});
     }
+  }
   return format_csv(t);
 }
 

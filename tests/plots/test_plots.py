@@ -102,7 +102,7 @@ def synthetic_spec_verify_rows() -> list[dict[str, str]]:
         row = dict.fromkeys(SPEC_VERIFY_HEADER, "")
         row.update(
             experiment="synthetic", variant=variant, batch=str(batch), draft_tokens=str(m), accepted=acc,
-            buffer_size=b, phase="staggered" if b else "", layers="4", heads_qk="2", heads_v="4", head_dim_k="32",
+            buffer_size=b, buffer_form="delta" if b else "", phase="staggered" if b else "", layers="4", heads_qk="2", heads_v="4", head_dim_k="32",
             head_dim_v="16", seed="0", state_dtype="fp32", output_dtype="bf16",
             verify_us_median=f"{verify:.4f}", verify_us_p10=f"{verify * 0.98:.4f}", verify_us_p90=f"{verify * 1.03:.4f}",
             verify_accept_us_median=f"{accept:.4f}", verify_accept_us_p10=f"{accept * 0.97:.4f}",
@@ -1486,12 +1486,43 @@ def _with_cell(src: Path, dst: Path, line: int, column: str, value: bytes) -> Pa
     ("phase", b"x" * 100, f"phase = '{'x' * 72}... (100 characters)' is not known (allowed: staggered, aligned)"),
 ])
 def test_axis_values_no_sweep_writes_are_refused_as_kvb_refuses_them(column, value, message, tmp_path):
-    """A decode CSV whose third line holds an axis value no sweep of the kind writes is refused with kvb merge's and
-    kvb compare's message (validate_axis_values, harness/sweep/result_csv.h), read from result_axes.csv."""
-    path = _with_cell(RESULTS_DIR / "decode_latency.csv", tmp_path / "d.csv", 3, column, value)
+    """A decode CSV whose third line (a recurrent row; for the axes only KVBuffer has, the first KVBuffer row) holds an
+    axis value no sweep of the kind writes is refused with kvb merge's and kvb compare's message
+    (validate_axis_values, harness/sweep/result_csv.h), read from result_axes.csv."""
+    decode = RESULTS_DIR / "decode_latency.csv"
+    line = 3 if column not in ("buffer_form", "phase") else _first_line_of(decode, "variant", "kvbuffer")
+    path = _with_cell(decode, tmp_path / "d.csv", line, column, value)
     with pytest.raises(result_csv.CsvError) as e:
         result_csv.read(path)
-    assert str(e.value) == f"{path}:3: {message}"
+    assert str(e.value) == f"{path}:{line}: {message}"
+
+
+def _first_line_of(path: Path, column: str, value: str) -> int:
+    """The line of `path` (a result CSV without quoted line breaks) whose first row has `column` = `value`."""
+    rows = list(csv.DictReader(path.open(newline="")))
+    return next(i for i, r in enumerate(rows) if r[column] == value) + 2
+
+
+def test_axes_set_where_they_do_not_apply_or_empty_where_they_do_are_refused(tmp_path):
+    """A sweep writes an axis's value where the axis matters for the row's variant and leaves it empty elsewhere: a
+    buffer_size on a recurrent row, an empty batch, an empty variant, and an empty buffer_form on a KVBuffer row are
+    refused with kvb's messages (validate_axis_values); an empty launch (an axis gained later) and an empty state_dtype
+    (fp32) pass."""
+    decode = RESULTS_DIR / "decode_latency.csv"
+    kv = _first_line_of(decode, "variant", "kvbuffer")
+    allowed_variants = "recurrent, kvbuffer, fla_recurrent, flashinfer_recurrent, replayssm_decode"
+    for line, column, value, message in (
+            (3, "buffer_size", b"8", "buffer_size = '8' on a recurrent row (allowed: empty; buffer_size does not apply "
+                                     "to recurrent)"),
+            (3, "batch", b"", "batch is empty on a recurrent row (allowed: integers 1 to 4096)"),
+            (3, "variant", b"", f"variant is empty (allowed: {allowed_variants})"),
+            (kv, "buffer_form", b"", "buffer_form is empty on a kvbuffer row (allowed: delta, raw)")):
+        path = _with_cell(decode, tmp_path / "bad.csv", line, column, value)
+        with pytest.raises(result_csv.CsvError) as e:
+            result_csv.read(path)
+        assert str(e.value) == f"{path}:{line}: {message}"
+    for column in ("launch", "state_dtype"):
+        assert result_csv.read(_with_cell(decode, tmp_path / "ok.csv", kv, column, b""))
 
 
 def test_axis_values_allowed_and_empty_pass_and_accepted_takes_a_rate(tmp_path):
