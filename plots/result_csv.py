@@ -31,8 +31,8 @@ kinds' axis checks), and the files in tests/data/csv/cases/ are checked against 
    others): each non-empty value of an axis column one that a sweep of the kind could have written (result_axes.csv:
    a listed word, an integer in a range or from a set, or for accepted also a rate strictly between 0 and 1), axis by
    axis in the kind's order; a value allowed but for white space around it is refused as such. Each axis is set where
-   it applies to the row's variant (result_axes.csv's applies_to; the variant always) and empty where it does not; an
-   axis gained later, and state_dtype, may be empty where it applies (may_be_empty).
+   it applies to the row's variant (result_axes.csv's applies_to; the variant always) and empty where it does not (a
+   CSV written before the kind gained an axis lacks its column).
 
 A file that breaks a rule raises CsvError with one line: "PATH:LINE: what is wrong (what is allowed)", a line break
 in a value, a column name or the path written \\n (\\r for a carriage return) and a NUL \\x00, as kvb writes it;
@@ -183,9 +183,8 @@ class AxisRule:
     """What one axis of a kind allows (a row of result_axes.csv, kvb's AxisCheck): `rule` "words" (one of `words`),
     "integers" (a decimal integer from `low` to `high`), "integer_set" (a decimal integer equal to one of `words`) or
     "words_or_rate" (one of `words`, or a decimal number strictly between `low` and `high`); `allowed` the allowed
-    values in words, as kvb's messages state them; `applies_to` the variants the axis matters for (a sweep leaves it
-    empty on the others; empty for the variant axis itself); `may_be_empty` whether a row may leave it empty where it
-    applies (kvb's may_be_empty: an axis gained later, state_dtype)."""
+    values in words, as kvb's messages state them; `applies_to` the variants the axis matters for (a sweep sets it on
+    their rows and leaves it empty on the others; empty for the variant axis itself)."""
 
     axis: str
     rule: str
@@ -194,13 +193,12 @@ class AxisRule:
     high: str
     allowed: str
     applies_to: tuple[str, ...]
-    may_be_empty: bool
 
 
 @functools.lru_cache(maxsize=None)
 def axis_rules(path: Path = AXES_CSV) -> dict[str, tuple[AxisRule, ...]]:
     """The axes of each kind (result_axes.csv: kind, axis, rule, words separated by spaces, low, high, allowed,
-    applies_to separated by spaces, may_be_empty yes or no), by kind, in the kind's axis order."""
+    applies_to separated by spaces), by kind, in the kind's axis order."""
     rules: dict[str, list[AxisRule]] = {}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
@@ -208,8 +206,7 @@ def axis_rules(path: Path = AXES_CSV) -> dict[str, tuple[AxisRule, ...]]:
                 raise ValueError(f"{path}: axis {row['kind']}.{row['axis']}: rule '{row['rule']}' is not known")
             rules.setdefault(row["kind"], []).append(AxisRule(row["axis"], row["rule"], tuple(row["words"].split()),
                                                               row["low"], row["high"], row["allowed"],
-                                                              tuple(row["applies_to"].split()),
-                                                              row["may_be_empty"] == "yes"))
+                                                              tuple(row["applies_to"].split())))
     return {kind: tuple(r) for kind, r in rules.items()}
 
 
@@ -377,16 +374,18 @@ def _decimal(text: str) -> float | None:
 
 def canonical_axis_value(value: str) -> str:
     """The one spelling of an axis value, as kvb's canonical_axis_value writes it (harness/sweep/config.cpp): integers
-    in plain decimal ("064", "+64" -> "64"), other numbers in their shortest form (".70" -> "0.7"), words unchanged.
+    in plain decimal ("064", "+64" -> "64"), other numbers in their shortest form (".70" -> "0.7"); anything not written
+    as a plain ASCII decimal number, and a number a double cannot hold (overflow, underflow, subnormal), unchanged.
     Rows are keyed by it and read with it, so that two spellings of one value are one point."""
-    if not value or value[0] in _C_SPACE:
-        return value
     x = _integer(value)
     if x is not None:
         return str(x)
     d = _decimal(value)
-    if d is None or d != d or d in (float("inf"), float("-inf")):
+    mantissa = re.split("[eE]", value)[0]
+    if d is None or d in (float("inf"), float("-inf")):
         return value
+    if (d == 0 and re.search("[1-9]", mantissa)) or 0 < abs(d) < sys.float_info.min:
+        return value  # under a double's normal range: strtod's range error, which kvb keeps as written
     shortest = repr(d)  # the shortest digits that read back as d, in the form fmt's "{}" gives less a final ".0"
     return shortest[:-2] if shortest.endswith(".0") else shortest
 
@@ -518,7 +517,7 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
         for row, line in zip(rows, lines):
             value = row[col[a.axis]]
             # A sweep writes an axis's value where the axis matters for the row's variant (the variant always), and
-            # leaves it empty elsewhere; an axis the kind gained later may be empty (the row reads its default).
+            # leaves it empty elsewhere. (A CSV written before the kind gained an axis lacks its column.)
             if a.axis == "variant" and not value:
                 raise CsvError(f"{origin}:{line}: variant is empty (allowed: {a.allowed})")
             if a.axis != "variant" and "variant" in col:
@@ -527,7 +526,7 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
                 if not applies and value:
                     raise CsvError(f"{origin}:{line}: {a.axis} = '{shown_value(value)}' on a {variant} row (allowed: "
                                    f"empty; {a.axis} does not apply to {variant})")
-                if applies and not value and not a.may_be_empty:
+                if applies and not value:
                     raise CsvError(f"{origin}:{line}: {a.axis} is empty on a {variant} row (allowed: {a.allowed})")
             if value and (reason := axis_refusal(a, value)):
                 raise CsvError(f"{origin}:{line}: {reason}")

@@ -217,8 +217,31 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
   return axes;
 }
 
+namespace {
+
+/// Whether `s` is a number in plain ASCII decimal: an optional sign, digits with an optional point (at least one
+/// digit), an optional exponent. Nothing else (a word, a hex float, white space, a NUL) has another spelling.
+bool decimal_text(const std::string& s) {
+  const auto digit = [&](size_t i) { return i < s.size() && s[i] >= '0' && s[i] <= '9'; };
+  size_t i = 0, digits = 0;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  for (; digit(i); ++i) ++digits;
+  if (i < s.size() && s[i] == '.')
+    for (++i; digit(i); ++i) ++digits;
+  if (digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digit(i)) return false;
+    while (digit(i)) ++i;
+  }
+  return i == s.size();
+}
+
+}  // namespace
+
 std::string canonical_axis_value(const std::string& value) {
-  if (value.empty() || std::isspace(static_cast<unsigned char>(value.front()))) return value;
+  if (!decimal_text(value)) return value;
   char* end = nullptr;
   errno = 0;
   const long long i = std::strtoll(value.c_str(), &end, 10);

@@ -53,7 +53,9 @@ std::vector<AxisValues> resolve_axes(const ExperimentKind& kind, const SweepConf
                                      const std::vector<AxisValues>& overrides);
 
 /// The one spelling of an axis value: integers in plain decimal ("064", "+64" -> "64"), other numbers in their
-/// shortest form (".7" -> "0.7"), words unchanged.
+/// shortest form (".7" -> "0.7"); anything not written as a plain ASCII decimal number (a word, a hex float, text
+/// holding a NUL) and a number a double cannot hold (overflow, underflow, subnormal) unchanged. The figures'
+/// result_csv.canonical_axis_value gives the same text.
 std::string canonical_axis_value(const std::string& value);
 
 }  // namespace kvb

@@ -356,7 +356,8 @@ void validate_axis_values(const CsvTable& t, const ExperimentKind& kind, const s
     for (size_t r = 0; r < t.rows.size(); ++r) {
       const std::string& value = t.rows[r][c];
       // A sweep writes an axis's value where the axis matters for the row's variant (the variant always), and leaves
-      // it empty elsewhere; an axis the kind gained later may be empty (may_be_empty: the row reads its default).
+      // it empty elsewhere. (A CSV written before the kind gained an axis lacks its column: its rows read the
+      // default.)
       if (axis.name == "variant" && value.empty())
         throw UsageError(fmt::format("{}:{}: variant is empty (allowed: {})", origin, t.line(r), axis.check.allowed));
       if (axis.name != "variant" && kind.applies && variant < t.header.size()) {
@@ -365,7 +366,7 @@ void validate_axis_values(const CsvTable& t, const ExperimentKind& kind, const s
         if (!applies && !value.empty())
           throw UsageError(fmt::format("{}:{}: {} = '{}' on a {} row (allowed: empty; {} does not apply to {})", origin,
                                        t.line(r), axis.name, shown_value(value), v, axis.name, v));
-        if (applies && value.empty() && !may_be_empty(axis))
+        if (applies && value.empty())
           throw UsageError(fmt::format("{}:{}: {} is empty on a {} row (allowed: {})", origin, t.line(r), axis.name, v,
                                        axis.check.allowed));
       }

@@ -17,8 +17,6 @@ size_t require_column(const std::vector<std::string>& header, const std::string&
 
 bool may_be_absent(const AxisSpec& axis) { return axis.added_later && axis.defaults.size() == 1; }
 
-bool may_be_empty(const AxisSpec& axis) { return may_be_absent(axis) || axis.name == "state_dtype"; }
-
 namespace {
 
 /// True when the header's columns after "experiment" begin with the kind's axes in order, where `allow_absent` lets

@@ -12,10 +12,6 @@ namespace kvb {
 /// An axis a CSV of its kind may lack: one the kind gained later (AxisSpec::added_later) with a single default.
 bool may_be_absent(const AxisSpec& axis);
 
-/// Whether a result CSV's row may leave `axis` empty where it applies to the row's variant: an axis that
-/// may_be_absent (the row reads its default), and state_dtype (empty reads fp32, as before the axis was written).
-bool may_be_empty(const AxisSpec& axis);
-
 /// The kind in `kinds` whose axes a result CSV header carries: the first whose axis names follow "experiment" in
 /// order, or else the first whose axes do with some left out, each of them one the kind gained later
 /// (AxisSpec::added_later, with a single default: decode CSVs written before `launch`); nullptr when none does.

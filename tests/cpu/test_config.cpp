@@ -204,6 +204,13 @@ TEST(ConfigCanonical, OneSpellingPerAxisValue) {
   EXPECT_EQ(canonical_axis_value("recurrent"), "recurrent");
   EXPECT_EQ(canonical_axis_value("all"), "all");
   EXPECT_EQ(canonical_axis_value(""), "");
+  // The edges, which the figures' result_csv.canonical_axis_value spells the same (tests/plots, test_axis_values_...
+  // one_spelling): only plain ASCII decimal numbers a double holds have another spelling.
+  const std::pair<std::string, std::string> edges[] = {
+      {"7e-1", "0.7"}, {"5.", "5"}, {"-0.0", "-0"}, {"1e15", "1000000000000000"}, {"99999999999999999999", "1e+20"},
+      {"1e-310", "1e-310"}, {"1e-400", "1e-400"}, {"0e-400", "0"}, {"1e400", "1e400"}, {"0x1p-1", "0x1p-1"},
+      {std::string("0.5\0x", 5), std::string("0.5\0x", 5)}, {" 64", " 64"}, {"64 ", "64 "}, {"1e", "1e"}};
+  for (const auto& [value, canonical] : edges) EXPECT_EQ(canonical_axis_value(value), canonical) << value;
 }
 
 TEST(Config, AxisValueErrorsNameTheLine) {

@@ -103,7 +103,7 @@ TEST(CsvValidation, SchemasFileMatchesTheKinds) {
 /// as the figures read them. KVB_UPDATE_SCHEMAS=1 writes it from the kinds.
 std::string axes_csv() {
   CsvTable t;
-  t.header = {"kind", "axis", "rule", "words", "low", "high", "allowed", "applies_to", "may_be_empty"};
+  t.header = {"kind", "axis", "rule", "words", "low", "high", "allowed", "applies_to"};
   for (const ExperimentKind& kind : experiment_kinds()) {
     const auto variant = std::find_if(kind.axes.begin(), kind.axes.end(), [](const AxisSpec& a) {
       return a.name == "variant";
@@ -114,8 +114,7 @@ std::string axes_csv() {
       if (variant != kind.axes.end() && a.name != "variant")
         for (const auto& v : variant->check.words)
           if (!kind.applies || kind.applies(v, a.name)) applies_to += (applies_to.empty() ? "" : " ") + v;
-      t.rows.push_back({kind.name, a.name, a.check.rule, words, a.check.low, a.check.high, a.check.allowed, applies_to,
-                        may_be_empty(a) ? "yes" : "no"});
+      t.rows.push_back({kind.name, a.name, a.check.rule, words, a.check.low, a.check.high, a.check.allowed, applies_to});
     }
   }
   return format_csv(t);

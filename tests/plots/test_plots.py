@@ -1505,9 +1505,8 @@ def _first_line_of(path: Path, column: str, value: str) -> int:
 
 def test_axes_set_where_they_do_not_apply_or_empty_where_they_do_are_refused(tmp_path):
     """A sweep writes an axis's value where the axis matters for the row's variant and leaves it empty elsewhere: a
-    buffer_size on a recurrent row, an empty batch, an empty variant, and an empty buffer_form on a KVBuffer row are
-    refused with kvb's messages (validate_axis_values); an empty launch (an axis gained later) and an empty state_dtype
-    (fp32) pass."""
+    buffer_size on a recurrent row, an empty batch, an empty variant, and an empty buffer_form, launch or state_dtype
+    on a KVBuffer row are refused with kvb's messages (validate_axis_values)."""
     decode = RESULTS_DIR / "decode_latency.csv"
     kv = _first_line_of(decode, "variant", "kvbuffer")
     allowed_variants = "recurrent, kvbuffer, fla_recurrent, flashinfer_recurrent, replayssm_decode"
@@ -1516,20 +1515,21 @@ def test_axes_set_where_they_do_not_apply_or_empty_where_they_do_are_refused(tmp
                                      "to recurrent)"),
             (3, "batch", b"", "batch is empty on a recurrent row (allowed: integers 1 to 4096)"),
             (3, "variant", b"", f"variant is empty (allowed: {allowed_variants})"),
-            (kv, "buffer_form", b"", "buffer_form is empty on a kvbuffer row (allowed: delta, raw)")):
+            (kv, "buffer_form", b"", "buffer_form is empty on a kvbuffer row (allowed: delta, raw)"),
+            (kv, "launch", b"", "launch is empty on a kvbuffer row (allowed: plain, pdl)"),
+            (kv, "state_dtype", b"", "state_dtype is empty on a kvbuffer row (allowed: fp32, bf16)")):
         path = _with_cell(decode, tmp_path / "bad.csv", line, column, value)
         with pytest.raises(result_csv.CsvError) as e:
             result_csv.read(path)
         assert str(e.value) == f"{path}:{line}: {message}"
-    for column in ("launch", "state_dtype"):
-        assert result_csv.read(_with_cell(decode, tmp_path / "ok.csv", kv, column, b""))
 
 
 def test_axis_values_allowed_and_empty_pass_and_accepted_takes_a_rate(tmp_path):
-    """An allowed spelling kvb takes (064), an empty cell (the axis does not apply) and an acceptance rate strictly
-    between 0 and 1 pass; 1, a subnormal rate (which strtod refuses) and a NUL after a rate are refused."""
+    """An allowed spelling kvb takes (064), an empty cell where the axis does not apply (a recurrent row's buffer_size
+    and phase) and an acceptance rate strictly between 0 and 1 pass; 1, a subnormal rate (which strtod refuses) and a
+    NUL after a rate are refused."""
     decode = RESULTS_DIR / "decode_latency.csv"
-    for column, value in (("batch", b"064"), ("launch", b""), ("tile", b"")):
+    for column, value in (("batch", b"064"), ("buffer_size", b""), ("phase", b"")):
         assert result_csv.read(_with_cell(decode, tmp_path / "ok.csv", 3, column, value))
     verify = RESULTS_DIR / "spec_verify.csv"
     for value in (b"0.5", b".25", b"5e-1", b"none"):
@@ -1633,6 +1633,11 @@ def test_axis_values_are_read_in_their_one_spelling_and_two_spellings_are_one_po
     assert f"{path}:{len(rows) + 1}: point " in str(e.value) and "is listed twice (first on line 2;" in str(e.value)
     assert [result_csv.canonical_axis_value(v) for v in ("064", "+64", "0.70", ".7", "7e-1", "all", "1e15")] == [
         "64", "64", "0.7", "0.7", "0.7", "all", "1000000000000000"]
+    # The edges kvb's ConfigCanonical.OneSpellingPerAxisValue spells the same.
+    edges = {"5.": "5", "-0.0": "-0", "99999999999999999999": "1e+20", "1e-310": "1e-310", "1e-400": "1e-400",
+             "0e-400": "0", "1e400": "1e400", "0x1p-1": "0x1p-1", "0.5\0x": "0.5\0x", " 64": " 64", "64 ": "64 ",
+             "1e": "1e"}
+    assert {v: result_csv.canonical_axis_value(v) for v in edges} == edges
 
 
 def test_an_out_dir_that_cannot_be_made_is_refused_in_one_line(tmp_path):
