@@ -58,6 +58,19 @@ Side read_side(const CsvInput& in, const std::vector<ExperimentKind>& kinds, con
   const auto& h = in.table.header;
   if (h.empty()) throw UsageError(fmt::format("{}: empty file (no header; is it a kvb sweep CSV?)", in.path));
   s.kind = csv_kind(h, kinds);
+  // A kind whose rows hold no latency (accuracy) is refused as such, naming the kinds that hold one.
+  const auto timed = [](const std::vector<std::string>& columns) {
+    return std::any_of(columns.begin(), columns.end(), [](const std::string& c) {
+      return c.size() > 10 && c.compare(c.size() - 10, 10, "_us_median") == 0;
+    });
+  };
+  if (s.kind && !timed(s.kind->result_columns)) {
+    std::string with_latency;
+    for (const auto& k : kinds)
+      if (timed(k.result_columns)) with_latency += (with_latency.empty() ? "" : ", ") + k.name;
+    throw UsageError(fmt::format("{}: a CSV of kind {} holds no latency to compare (allowed: a CSV of kind {})",
+                                 in.path, s.kind->name, with_latency));
+  }
   s.axis_columns = csv_axis_columns(h, kinds, in.path);
   const RowKeyer keyer(h, s.axis_columns, in.path, s.kind);
   const std::string m = latency_metric(h, metric, in.path);

@@ -263,6 +263,12 @@ TEST(CliInputs, AWordForANumberIsCalledSo) {
                  {"--threshold: 'five' is not a finite number (allowed: a number of percent >= 0 and <= 1000)"},
                  "--threshold");
   expect_refused(run_kvb(dir, "reproduce --device 1.5"), {"--device: '1.5' is not an integer"}, "reproduce");
+  // A sweep CSV whose kind holds no latency is refused as such by kvb compare.
+  const std::string accuracy = shell_quote(kSource + "/results/accuracy.csv");
+  expect_refused(run_kvb(dir, "compare " + accuracy + " " + accuracy),
+                 {"accuracy.csv: a CSV of kind accuracy holds no latency to compare (allowed: a CSV of kind decode, "
+                  "spec_verify, short_context)"},
+                 "compare accuracy");
   // An integer long long cannot hold is out of range, not "not an integer".
   expect_refused(run_kvb(dir, "sweep" + config + " --dry-run --min-samples 99999999999999999999"),
                  {"--min-samples: 99999999999999999999 is out of range (allowed: integers 1 to 1000000)"},
