@@ -20,9 +20,9 @@ CLI::Validator integer_in(long long lo, long long hi) {
   return CLI::Validator(
       [lo, hi, allowed](std::string& value) -> std::string {
         long long v = 0;
-        if (!parse_integer(value, v) && !integer_out_of_range(value))
+        if (!integer_text(value))
           return fmt::format("'{}' is not an integer ({})", shown_value(value), allowed);
-        if (integer_out_of_range(value) || v < lo || v > hi)
+        if (!parse_integer(value, v) || v < lo || v > hi)
           return fmt::format("{} is out of range ({})", shown_value(value), allowed);
         return "";
       },

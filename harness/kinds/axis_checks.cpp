@@ -11,9 +11,9 @@ AxisCheck int_axis(const std::string& name, long long lo, long long hi) {
   const std::string words = fmt::format("integers {} to {}", lo, hi);
   return {[=](const std::string& v) -> std::string {
             long long x = 0;
-            if (!parse_integer(v, x) && !integer_out_of_range(v))
+            if (!integer_text(v))
               return fmt::format("{} = '{}' is not an integer (allowed: {})", name, shown_value(v), words);
-            if (integer_out_of_range(v) || x < lo || x > hi)
+            if (!parse_integer(v, x) || x < lo || x > hi)
               return fmt::format("{} = '{}' is out of range (allowed: {})", name, shown_value(v), words);
             return "";
           },

@@ -85,9 +85,9 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& flag
   while (std::getline(in, item, ',')) {
     const std::string t = trim(item);
     long long v = 0;
-    if (!parse_integer(t, v) && !integer_out_of_range(t))
+    if (!integer_text(t))
       throw UsageError(fmt::format("{}: '{}' is not an integer ({})", flag, shown_value(t), allowed_list(lo, hi)));
-    if (integer_out_of_range(t) || v < lo || v > hi)
+    if (!parse_integer(t, v) || v < lo || v > hi)
       throw UsageError(fmt::format("{}: {} is out of range ({})", flag, shown_value(t), allowed_list(lo, hi)));
     out.push_back(int(v));
   }

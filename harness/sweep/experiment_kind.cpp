@@ -63,11 +63,9 @@ bool parse_integer(const std::string& text, long long& out) {
   return errno == 0 && end == text.c_str() + text.size();
 }
 
-bool integer_out_of_range(const std::string& text) {
+bool integer_text(const std::string& text) {
   const size_t sign = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
-  long long unused = 0;
-  return text.size() > sign && text.find_first_not_of("0123456789", sign) == std::string::npos &&
-         !parse_integer(text, unused);
+  return text.size() > sign && text.find_first_not_of("0123456789", sign) == std::string::npos;
 }
 
 std::string AxisSpec::refusal(const std::string& value) const {

@@ -36,9 +36,9 @@ std::string shown_value(const std::string& value);
 /// which strtoll would skip, nothing after it); false otherwise. Every integer the command line, a config or a point
 /// gives is read by it.
 bool parse_integer(const std::string& text, long long& out);
-/// True when `text` is written as one decimal integer (an optional sign, then digits only) that long long cannot
-/// hold: an integer out of range, which parse_integer refuses as it refuses text that is no integer at all.
-bool integer_out_of_range(const std::string& text);
+/// True when `text` is written as one decimal integer: an optional sign, then ASCII digits only. parse_integer reads
+/// every such text but one long long cannot hold (out of range), and no other text.
+bool integer_text(const std::string& text);
 
 /// One sweep point: (axis, value) in the experiment's axis order, values as written in the config.
 /// An axis that does not apply to the point's variant holds "" (and is written empty in the CSV).

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <string>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "harness/kinds/registry.h"
 #include "harness/reports/claims.h"
 #include "harness/reports/compare.h"
@@ -90,13 +93,17 @@ std::string schemas_csv() {
   return format_csv(t);
 }
 
-TEST(CsvValidation, SchemasFileMatchesTheKinds) {
-  const std::string path = std::string(KVB_SOURCE_DIR) + "/plots/result_schemas.csv";
+/// Expects plots/NAME to hold `text`, what kvb's kinds give; with KVB_UPDATE_SCHEMAS=1 writes it first.
+void expect_plots_file(const std::string& name, const std::string& text, const std::string& test) {
+  const std::string path = std::string(KVB_SOURCE_DIR) + "/plots/" + name;
   const char* update = std::getenv("KVB_UPDATE_SCHEMAS");
-  if (update && std::string(update) == "1") write_file_atomic(path, schemas_csv());
-  EXPECT_EQ(read_text(path), schemas_csv())
-      << "plots/result_schemas.csv differs from the kinds kvb knows; write it again with KVB_UPDATE_SCHEMAS=1 "
-         "kvb_tests --gtest_filter=CsvValidation.SchemasFileMatchesTheKinds";
+  if (update && std::string(update) == "1") write_file_atomic(path, text);
+  EXPECT_EQ(read_text(path), text) << "plots/" << name << " differs from the kinds kvb knows; write it again with "
+                                   << "KVB_UPDATE_SCHEMAS=1 kvb_tests --gtest_filter=CsvValidation." << test;
+}
+
+TEST(CsvValidation, SchemasFileMatchesTheKinds) {
+  expect_plots_file("result_schemas.csv", schemas_csv(), "SchemasFileMatchesTheKinds");
 }
 
 /// plots/result_axes.csv: each kind's axes and what their checks allow (AxisCheck::rule, words, low, high, allowed),
@@ -109,8 +116,8 @@ std::string axes_csv() {
       return a.name == "variant";
     });
     for (const AxisSpec& a : kind.axes) {
-      std::string words, applies_to;
-      for (const auto& w : a.check.words) words += (words.empty() ? "" : " ") + w;
+      const std::string words = fmt::format("{}", fmt::join(a.check.words, " "));
+      std::string applies_to;
       if (variant != kind.axes.end() && a.name != "variant")
         for (const auto& v : variant->check.words)
           if (!kind.applies || kind.applies(v, a.name)) applies_to += (applies_to.empty() ? "" : " ") + v;
@@ -121,12 +128,7 @@ std::string axes_csv() {
 }
 
 TEST(CsvValidation, AxesFileMatchesTheKinds) {
-  const std::string path = std::string(KVB_SOURCE_DIR) + "/plots/result_axes.csv";
-  const char* update = std::getenv("KVB_UPDATE_SCHEMAS");
-  if (update && std::string(update) == "1") write_file_atomic(path, axes_csv());
-  EXPECT_EQ(read_text(path), axes_csv())
-      << "plots/result_axes.csv differs from the kinds kvb knows; write it again with KVB_UPDATE_SCHEMAS=1 "
-         "kvb_tests --gtest_filter=CsvValidation.AxesFileMatchesTheKinds";
+  expect_plots_file("result_axes.csv", axes_csv(), "AxesFileMatchesTheKinds");
 }
 
 TEST(CsvValidation, EveryAxisCheckAllowsWhatItsRuleStates) {
