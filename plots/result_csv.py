@@ -77,14 +77,25 @@ def shown_value(value: str) -> str:
     return value if len(value) <= 80 else f"{value[:72]}... ({len(value)} characters)"
 
 
+# One character of escaped text: an escape `escaped` writes, or one code point.
+_ESCAPED_CHARACTER = re.compile(r"\\(?:[nr]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|.", re.DOTALL)
+
+
+def shown_escaped_value(text: str) -> str:
+    """shown_value of `escaped` text, as kvb's shown_escaped_value: each escape (\\n, \\xNN, \\u2028, ...) counts as
+    one character and is never cut, so that a value is shown with the count it has before it is escaped."""
+    chars = _ESCAPED_CHARACTER.findall(text)
+    return text if len(chars) <= 80 else f"{''.join(chars[:72])}... ({len(chars)} characters)"
+
+
 def _shown_word(word: str) -> str:
     """A run of characters without a space as kvb's one_line shows it: the part inside any opening quotes or
-    parenthesis and closing quotes, parenthesis or punctuation (:,;) through shown_value, those kept."""
+    parenthesis and closing quotes, parenthesis or punctuation (:,;) through shown_escaped_value, those kept."""
     first = len(word) - len(word.lstrip("'\"("))
     end = len(word.rstrip("'\":,;)"))
     if end <= first:
         return word
-    return word[:first] + shown_value(word[first:end]) + word[end:]
+    return word[:first] + shown_escaped_value(word[first:end]) + word[end:]
 
 
 def one_line(message: str) -> str:

@@ -112,8 +112,8 @@ std::string stray_override(const CLI::App& app, int argc, const char* const* arg
 
 std::string one_line(const std::string& message) {
   const std::string out = line_escaped(message);
-  // Every run of characters without a space (a value, a path, a quoted line) as shown_value shows it, its quotes and
-  // closing punctuation kept.
+  // Every run of characters without a space (a value, a path, a quoted line) as shown_escaped_value shows it, its
+  // quotes and closing punctuation kept.
   std::string shown;
   for (size_t i = 0; i < out.size();) {
     const size_t end = std::min(out.find(' ', i), out.size());
@@ -121,7 +121,8 @@ std::string one_line(const std::string& message) {
     const size_t first = std::min(word.find_first_not_of("'\"("), word.size());
     const size_t last = word.find_last_not_of("'\":,;)");
     if (last == std::string::npos || last < first) shown += word;
-    else shown += word.substr(0, first) + shown_value(word.substr(first, last + 1 - first)) + word.substr(last + 1);
+    else shown +=
+        word.substr(0, first) + shown_escaped_value(word.substr(first, last + 1 - first)) + word.substr(last + 1);
     if (end < out.size()) shown += ' ';
     i = end + 1;
   }

@@ -44,16 +44,61 @@ std::string line_escaped(const std::string& text) {
   return out;
 }
 
-std::string shown_value(const std::string& value) {
-  // Characters are UTF-8 code points: counted by their lead bytes, cut only before one.
-  const auto lead = [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; };
-  const size_t chars = size_t(std::count_if(value.begin(), value.end(), lead));
+namespace {
+
+/// Bytes of the UTF-8 character at value[i]: a well-formed sequence (Unicode's table of well-formed byte sequences)
+/// counts as one character, each byte of an ill-formed one (a stray continuation byte, a cut or overlong sequence) as
+/// one of its own, as a decoder that escapes undecodable bytes (Python's surrogateescape) counts them.
+size_t utf8_character_bytes(const std::string& value, size_t i) {
+  const auto byte = [&](size_t k) { return k < value.size() ? static_cast<unsigned char>(value[k]) : 0u; };
+  const unsigned b = byte(i);
+  size_t len = 1;
+  unsigned lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+  if (b >= 0xC2 && b <= 0xDF) len = 2;
+  else if (b >= 0xE0 && b <= 0xEF) len = 3, lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
+  else if (b >= 0xF0 && b <= 0xF4) len = 4, lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
+  if (len == 1) return 1;
+  if (byte(i + 1) < lo || byte(i + 1) > hi) return 1;
+  for (size_t k = 2; k < len; ++k)
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 1;
+  return len;
+}
+
+/// Bytes of the character at text[i] of line_escaped text: an escape it writes (\n, \r, \xNN, \uNNNN) or a UTF-8
+/// character (utf8_character_bytes).
+size_t escaped_character_bytes(const std::string& text, size_t i) {
+  const auto hex = [&](size_t from, size_t n) {
+    if (from + n > text.size()) return false;
+    for (size_t k = from; k < from + n; ++k)
+      if (!std::isxdigit(static_cast<unsigned char>(text[k]))) return false;
+    return true;
+  };
+  if (text[i] == '\\' && i + 1 < text.size()) {
+    const char e = text[i + 1];
+    if (e == 'n' || e == 'r') return 2;
+    if (e == 'x' && hex(i + 2, 2)) return 4;
+    if (e == 'u' && hex(i + 2, 4)) return 6;
+  }
+  return utf8_character_bytes(text, i);
+}
+
+/// `value` whole up to 80 characters, else its first 72 and how many it has; `bytes(value, i)`: the bytes of the
+/// character at value[i].
+std::string shortened(const std::string& value, size_t (*bytes)(const std::string&, size_t)) {
+  size_t chars = 0, cut = value.size();
+  for (size_t i = 0; i < value.size(); i += bytes(value, i)) {
+    if (chars == 72) cut = i;
+    ++chars;
+  }
   if (chars <= 80) return value;
-  size_t cut = 0;
-  for (size_t seen = 0; cut < value.size(); ++cut)
-    if (lead(value[cut]) && seen++ == 72) break;
   return value.substr(0, cut) + "... (" + std::to_string(chars) + " characters)";
 }
+
+}  // namespace
+
+std::string shown_value(const std::string& value) { return shortened(value, utf8_character_bytes); }
+
+std::string shown_escaped_value(const std::string& text) { return shortened(text, escaped_character_bytes); }
 
 bool parse_integer(const std::string& text, long long& out) {
   if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return false;

@@ -28,9 +28,13 @@ struct UsageError : std::runtime_error {
   explicit UsageError(const std::string& message) : std::runtime_error(nul_escaped(message)) {}
 };
 
-/// A value as an error message quotes it: whole up to 80 characters (UTF-8 code points), else its first 72 and how
-/// many it has, so that a pasted file or a runaway string still gives a short error.
+/// A value as an error message quotes it: whole up to 80 characters (UTF-8 code points; each byte of an ill-formed
+/// sequence one character), else its first 72 and how many it has, so that a pasted file or a runaway string still
+/// gives a short error.
 std::string shown_value(const std::string& value);
+/// shown_value of line_escaped text: each escape line_escaped writes (\n, \xNN, \u2028, ...) counts as one
+/// character and is never cut, so that a value is shown with the count it had before it was escaped.
+std::string shown_escaped_value(const std::string& text);
 
 /// The integer in `text` when the whole of it is one decimal integer in range of long long (no leading white space,
 /// which strtoll would skip, nothing after it); false otherwise. Every integer the command line, a config or a point

@@ -247,6 +247,18 @@ TEST(CliInputs, EveryLongWordOfAnErrorIsShortenedWholeCharactersAndQuotesKept) {
   // A line break in a value CLI11 refuses stays one line.
   expect_refused(run_kvb(dir, "sweep" + grid + " --min-samples \"$(printf '1\\n2')\""), {"'1\\n2' is not an integer"},
                  "CLI11's own error");
+  // A value holding line breaks is counted and cut by its own characters: an escape is one, never cut.
+  std::string breaks46, shown72;  // "\na" 46 times: 92 characters, its first 72 "\na" 36 times
+  for (int i = 0; i < 46; ++i) breaks46 += "\\na";
+  for (int i = 0; i < 36; ++i) shown72 += "\\na";
+  expect_refused(run_kvb(dir, "sweep" + grid + " --set \"$(printf 'variant=" + breaks46 + "')\""),
+                 {"variant = '" + shown72 + "... (92 characters)' is not known"}, "line breaks");
+  // Bytes that are no UTF-8 (1000 stray continuation bytes) count one character each.
+  std::string stray;
+  for (int i = 0; i < 1000; ++i) stray += "\\200";
+  const Result r = run_kvb(dir, "sweep" + grid + " --set \"$(printf 'variant=" + stray + "')\"");
+  expect_refused(r, {"... (1000 characters)' is not known"}, "stray continuation bytes");
+  EXPECT_LT(r.err.size(), 300u);
 }
 
 TEST(CliInputs, AWordForANumberIsCalledSo) {

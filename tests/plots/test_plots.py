@@ -1612,6 +1612,10 @@ def test_one_line_writes_nul_and_shortens_long_runs_as_kvb_does():
     assert result_csv.one_line("a  b ") == "a  b "
     assert result_csv.one_line("'':,") == "'':,"
     assert result_csv.one_line("é" * 81) == "é" * 72 + "... (81 characters)"
+    # A value holding line breaks is counted and cut by its own characters: each escape one, never cut.
+    assert result_csv.one_line("'" + "a\n" * 46 + "'") == "'" + "a\\n" * 36 + "... (92 characters)'"
+    assert result_csv.one_line("\u2028" * 81) == "\\u2028" * 72 + "... (81 characters)"
+    assert result_csv.one_line("\x1b" * 80) == "\\x1b" * 80
     assert str(result_csv.CsvError(f"p:2: v = '{long}\0'")) == f"p:2: v = '{long}\\x00'"
 
 
