@@ -10,10 +10,11 @@
 namespace kvb {
 namespace {
 
-/// A non-negative decimal integer, or -1.
+/// A decimal integer written as every integer flag takes it (integer_text: an optional sign, ASCII digits), or -1:
+/// not one, or negative, or past what a long long holds.
 long long parse_count(const std::string& s) {
-  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos) return -1;
-  return std::strtoll(s.c_str(), nullptr, 10);
+  long long v = -1;
+  return integer_text(s) && parse_integer(s, v) && v >= 0 ? v : -1;
 }
 
 }  // namespace
@@ -59,9 +60,13 @@ std::vector<int> parse_device_list(const std::string& text, int device_count) {
       const auto comma = text.find(',', start);
       const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       const long long d = parse_count(item);
-      if (d < 0 || d > kMaxDeviceIndex || (known && d >= device_count))
-        throw UsageError(fmt::format("--devices '{}': '{}' is not {} ({})", text, item,
-                                     known ? "a device of this machine" : "a device index", allowed));
+      if (!integer_text(item))
+        throw UsageError(fmt::format("--devices '{}': '{}' is not a device index ({})", text, item, allowed));
+      if (d < 0 || d > kMaxDeviceIndex)
+        throw UsageError(fmt::format("--devices '{}': {} is out of range ({})", text, item, allowed));
+      if (known && d >= device_count)
+        throw UsageError(
+            fmt::format("--devices '{}': '{}' is not a device of this machine ({})", text, item, allowed));
       if (std::find(devices.begin(), devices.end(), int(d)) != devices.end())
         throw UsageError(fmt::format("--devices '{}': device {} is listed twice ({})", text, d, allowed));
       devices.push_back(int(d));

@@ -37,7 +37,11 @@ TEST(Shard, ParsesIOverN) {
   EXPECT_EQ(s.count, 7);
   EXPECT_EQ(s.tag(), "3-of-7");
   EXPECT_EQ(parse_shard("0/1").count, 1);
-  for (const char* bad : {"7/7", "-1/3", "1", "a/b", "1/0", "", "/", "1/", "/2", "1/2/3", " 1/2", "0/100001"}) {
+  // Integers as every integer flag takes them (--device +1 alike): a sign, leading zeros.
+  EXPECT_EQ(parse_shard("+1/02").index, 1);
+  EXPECT_EQ(parse_shard("+1/02").count, 2);
+  for (const char* bad : {"7/7", "-1/3", "1", "a/b", "1/0", "", "/", "1/", "/2", "1/2/3", " 1/2", "0/100001",
+                          "0/99999999999999999999", "1/2 ", "1/\xd9\xa2"}) {
     const std::string e = error_of([&] { parse_shard(bad); });
     EXPECT_NE(e.find("--shard"), std::string::npos) << bad << ": " << e;
     EXPECT_NE(e.find("0 <= I < N"), std::string::npos) << bad << ": " << e;
@@ -86,6 +90,16 @@ TEST(Devices, ParsesListsAndAll) {
   // The form alone (device count unknown, as without a GPU): indices are taken as given, "all" names none.
   EXPECT_EQ(parse_device_list("all", -1), (std::vector<int>{}));
   EXPECT_EQ(parse_device_list("3,1", -1), (std::vector<int>{3, 1}));
+  EXPECT_EQ(parse_device_list("+0,01", -1), (std::vector<int>{0, 1}));  // as --device +0 takes it
+  EXPECT_NE(error_of([] { parse_device_list("0,+0", -1); }).find("device 0 is listed twice"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_device_list("0,99999999999999999999", -1); })
+                .find("--devices '0,99999999999999999999': 99999999999999999999 is out of range (allowed: all, or "
+                      "distinct device indices in 0..1023"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_device_list("0,1", 1); })
+                .find("--devices '0,1': '1' is not a device of this machine (allowed: all, or distinct indices in 0..0"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_device_list("one", 2); }).find("'one' is not a device index"), std::string::npos);
   for (const std::string text : {"x", "ALL", "-1", "1024", "0,,1", "0,0", ""}) {
     const std::string e = error_of([&] { parse_device_list(text, -1); });
     EXPECT_NE(e.find("--devices '" + text + "'"), std::string::npos) << text << ": " << e;
