@@ -30,10 +30,10 @@ struct Side {
 
 double positive_number(const Side& s, const std::vector<std::string>& row, size_t col, const std::string& label) {
   const std::string& text = row[col];
-  errno = 0;
+  // The row passed validate_result_table; this holds the same rule (a subnormal number is taken, as there).
   char* end = nullptr;
   const double x = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(x) || !(x > 0))
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(x) || !(x > 0))
     throw UsageError(fmt::format("{}: point {}: {} = '{}' (allowed: a positive number of microseconds)", s.input->path,
                                  label, s.input->table.header[col], text));
   return x;

@@ -199,6 +199,15 @@ TEST_F(CompareTest, BadInputNamesTheFileAndColumn) {
   EXPECT_NE(e.find("latency_us_p10"), std::string::npos) << e;
 }
 
+TEST_F(CompareTest, ASubnormalLatencyIsTakenAsTheResultReadersTakeIt) {
+  // validate_result_table, kvb merge and the figures take any finite latency > 0; compare does as well.
+  CsvTable cand = base.table;
+  cand.rows[0][require_column(cand.header, "latency_us_p10", "x")] = "1e-310";
+  const Comparison c = run(cand);
+  EXPECT_EQ(c.points.size(), points.size());
+  EXPECT_EQ(c.points[0].candidate.p10, 1e-310);
+}
+
 /// `t` without column `name`, as a CSV written before its kind gained that axis.
 CsvTable without_column(CsvTable t, const std::string& name) {
   const size_t c = require_column(t.header, name, "t");
