@@ -71,7 +71,12 @@ toml::table parse_toml(const std::string& toml_text, const std::string& origin) 
     return toml::parse(toml_text, origin);
   } catch (const toml::parse_error& e) {
     const auto& where = e.source().begin;
-    throw UsageError(fmt::format("{}:{}:{}: malformed TOML: {}", origin, where.line, where.column, e.description()));
+    const std::string what(e.description());
+    // toml++ refuses an integer past 64 bits while parsing (TOML requires it): say what a TOML integer may be.
+    const char* allowed = what.find("not representable in 64 bits") != std::string::npos
+                              ? " (allowed: TOML integers -9223372036854775808 to 9223372036854775807)"
+                              : "";
+    throw UsageError(fmt::format("{}:{}:{}: malformed TOML: {}{}", origin, where.line, where.column, what, allowed));
   }
 }
 

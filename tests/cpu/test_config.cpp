@@ -123,6 +123,10 @@ TEST(Config, MalformedTomlNamesTheFile) {
   TempDir dir;
   write_text(dir.file("bad.toml"), "[experiment]\nname = \"x\nbatch = [1,\n");
   expect_usage_error([&] { load_sweep_config(dir.file("bad.toml")); }, {dir.file("bad.toml"), "malformed TOML"});
+  // An integer past 64 bits is a parse error in TOML: the message says which integers a TOML file may hold.
+  expect_usage_error(
+      [&] { parse_sweep_config("[experiment]\nname = \"x\"\n[axes]\nbatch = [-99999999999999999999]\n", "big.toml"); },
+      {"big.toml:4:", "malformed TOML", "(allowed: TOML integers -9223372036854775808 to 9223372036854775807)"});
 }
 
 TEST(Config, ANulByteInAValueIsKeptInTheMessageEscaped) {
