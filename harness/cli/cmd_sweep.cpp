@@ -63,9 +63,12 @@ SweepSetup prepare_sweep(const SweepCommandOptions& options) {
     throw UsageError("--devices: cannot be combined with --device (give the devices as --devices 0,1,... or all)");
   if (!options.devices.empty()) parse_device_list(options.devices, -1);  // its form, before looking for a GPU
 
+  // Without --out: the config's experiment.out, else results/NAME.csv (a shard: the same stem, .shardK-of-N.csv).
+  const std::string stem = s.config.out.empty() ? "results/" + s.config.name
+                                                : s.config.out.substr(0, s.config.out.size() - 4);
   if (!options.out.empty()) s.out = options.out;
-  else if (options.shard.empty()) s.out = "results/" + s.config.name + ".csv";
-  else s.out = "results/" + s.config.name + ".shard" + s.shard.tag() + ".csv";
+  else if (options.shard.empty()) s.out = stem + ".csv";
+  else s.out = stem + ".shard" + s.shard.tag() + ".csv";
   check_outputs({{s.out, "--out", Existing::resume}}, {{options.config, "--config"}});
   s.existing = load_resume_table(*s.kind, s.out);
   report_rows_outside_grid(stderr, rows_outside_grid(*s.kind, s.config.name, s.grid, s.existing), s.out);

@@ -88,7 +88,7 @@ SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& 
   config.path = origin;
   const toml::table* exp = root["experiment"].as_table();
   if (!exp) throw UsageError(fmt::format("{}: missing [experiment] table with name = \"...\"", origin));
-  check_keys(*exp, origin, "experiment.", {"name", "kind", "description"});
+  check_keys(*exp, origin, "experiment.", {"name", "kind", "description", "out"});
   config.name = require_string(*exp, "name", origin, true, "");
   for (char c : config.name)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
@@ -96,6 +96,11 @@ SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& 
                                    config.name));
   config.kind = require_string(*exp, "kind", origin, false, "decode");
   config.description = require_string(*exp, "description", origin, false, "");
+  config.out = require_string(*exp, "out", origin, false, "");
+  if (!config.out.empty() && (config.out.size() <= 4 || config.out.compare(config.out.size() - 4, 4, ".csv") != 0))
+    throw UsageError(fmt::format("{}: experiment.out = '{}' (allowed: a file path ending in .csv, such as "
+                                 "results/{}.csv)",
+                                 origin, config.out, config.name));
 
   if (root.contains("axes")) {
     const toml::table* axes = root["axes"].as_table();

@@ -29,6 +29,9 @@ struct SweepConfig {
   std::string name;
   std::string kind = "decode";
   std::string description;
+  /// The CSV a sweep writes without --out, ending in .csv (shards: its stem + .shardK-of-N.csv); "" for
+  /// results/NAME.csv. A config whose name matches a committed CSV's experiment (to be compared with it) sets its own.
+  std::string out;
   std::vector<AxisValues> axes;  ///< as written in [axes] (sorted by axis name; resolve_axes puts them in kind order)
   std::vector<int> axis_lines;   ///< the line of each of `axes` in the file (0: not known)
   TimingConfig timing;

@@ -118,6 +118,18 @@ TEST(Cli, SweepRowOrderOutsideItsFormsExits2WithoutCsv) {
   EXPECT_NE(listed.out.find("row_order=spread"), std::string::npos) << listed.out;
 }
 
+/// The committed configs whose experiment name is that of a committed CSV they are compared with write elsewhere by
+/// default: a sweep of the CI verify smoke without --out leaves results/spec_verify.csv alone.
+TEST(Cli, TheVerifySmokeWritesItsOwnCsvByDefault) {
+  TempDir dir;
+  const std::string config = std::string(KVB_SOURCE_DIR) + "/experiments/ci_smoke_verify.toml";
+  const test::Result r = test::run_kvb(dir, "sweep --config '" + config + "' --dry-run");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("already in results/ci_smoke_verify.csv"), std::string::npos) << r.out;
+  const test::Result shard = test::run_kvb(dir, "sweep --config '" + config + "' --dry-run --shard 1/2");
+  EXPECT_NE(shard.out.find("already in results/ci_smoke_verify.shard1-of-2.csv"), std::string::npos) << shard.out;
+}
+
 TEST(Cli, CheckGoldenMalformedFileExits2) {
   TempDir dir;
   write_text(dir.file("broken.gdn"), "# not a gdn-case\nN: two\ntensor q 4 1 1\n");

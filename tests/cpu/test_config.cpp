@@ -62,6 +62,17 @@ TEST(Config, LoadsGoodFile) {
   EXPECT_DOUBLE_EQ(c.timing.target_noise_pct.value(), 2.0);
 }
 
+TEST(Config, ExperimentOutIsADefaultCsvPath) {
+  EXPECT_EQ(parse_sweep_config("[experiment]\nname = \"x\"\n", "a.toml").out, "");
+  EXPECT_EQ(parse_sweep_config("[experiment]\nname = \"x\"\nout = \"results/y.csv\"\n", "a.toml").out,
+            "results/y.csv");
+  for (const std::string bad : {"\"results/y\"", "\".csv\"", "\"y.CSV\"", "3"})
+    expect_usage_error([&] { parse_sweep_config("[experiment]\nname = \"x\"\nout = " + bad + "\n", "a.toml"); },
+                       {"a.toml: experiment.out"});
+  expect_usage_error([] { parse_sweep_config("[experiment]\nname = \"x\"\nout = \"y\"\n", "a.toml"); },
+                     {"experiment.out = 'y' (allowed: a file path ending in .csv, such as results/x.csv)"});
+}
+
 TEST(Config, ResolvesDefaultsInKindOrder) {
   FakeKind fake;
   const ExperimentKind kind = fake.kind();
