@@ -85,7 +85,19 @@ std::map<std::string, std::pair<std::vector<int64_t>, std::string>> expected_dim
   };
 }
 
-int64_t header_int(const GoldenCase& c, const Where& at, const std::string& key, int64_t lo, int64_t hi) {
+/// Header field lines: key -> the line that set it.
+using HeaderLines = std::map<std::string, int64_t>;
+
+/// Where a header field's error points: the field's own line, or `at` (the first tensor's, where the header ends)
+/// for a field the header lacks.
+Where field_at(const Where& at, const HeaderLines& lines, const std::string& key) {
+  const auto it = lines.find(key);
+  return Where{at.path, it == lines.end() ? at.line : it->second};
+}
+
+int64_t header_int(const GoldenCase& c, const Where& header_end, const HeaderLines& lines, const std::string& key,
+                   int64_t lo, int64_t hi) {
+  const Where at = field_at(header_end, lines, key);
   const auto it = c.meta.find(key);
   if (it == c.meta.end()) {
     throw at.error("header field '" + key + "' missing (required before the first tensor)");
@@ -98,7 +110,9 @@ int64_t header_int(const GoldenCase& c, const Where& at, const std::string& key,
   return v;
 }
 
-double header_positive(const GoldenCase& c, const Where& at, const std::string& key, bool required, double dflt) {
+double header_positive(const GoldenCase& c, const Where& header_end, const HeaderLines& lines, const std::string& key,
+                       bool required, double dflt) {
+  const Where at = field_at(header_end, lines, key);
   const auto it = c.meta.find(key);
   if (it == c.meta.end()) {
     if (required) throw at.error("header field '" + key + "' missing (required before the first tensor)");
@@ -112,27 +126,27 @@ double header_positive(const GoldenCase& c, const Where& at, const std::string& 
 }
 
 /// Validates the header once the first tensor line is reached; fills the typed fields of c.
-void finish_header(GoldenCase& c, const Where& at) {
+void finish_header(GoldenCase& c, const Where& at, const HeaderLines& lines) {
   const auto fmt = c.meta.find("format");
   if (fmt == c.meta.end() || fmt->second != kFormat) {
-    throw at.error(std::string("header field 'format' must be '") + kFormat + "'" +
+    throw field_at(at, lines, "format").error(std::string("header field 'format' must be '") + kFormat + "'" +
                    (fmt == c.meta.end() ? std::string(", missing") : ", got '" + fmt->second + "'"));
   }
   const int64_t big = 1 << 20;
-  c.N = int(header_int(c, at, "N", 1, big));
-  c.T = int(header_int(c, at, "T", 1, big));
-  c.shape.heads_qk = int(header_int(c, at, "H", 1, 4096));
-  c.shape.heads_v = int(header_int(c, at, "HV", 1, 4096));
-  c.shape.head_dim_k = int(header_int(c, at, "K", 1, 4096));
-  c.shape.head_dim_v = int(header_int(c, at, "V", 1, 4096));
+  c.N = int(header_int(c, at, lines, "N", 1, big));
+  c.T = int(header_int(c, at, lines, "T", 1, big));
+  c.shape.heads_qk = int(header_int(c, at, lines, "H", 1, 4096));
+  c.shape.heads_v = int(header_int(c, at, lines, "HV", 1, 4096));
+  c.shape.head_dim_k = int(header_int(c, at, lines, "K", 1, 4096));
+  c.shape.head_dim_v = int(header_int(c, at, lines, "V", 1, 4096));
   if (c.shape.heads_v % c.shape.heads_qk != 0) {
-    throw at.error("header field 'HV' must be a multiple of H=" + std::to_string(c.shape.heads_qk) + ", got " +
+    throw field_at(at, lines, "HV").error("header field 'HV' must be a multiple of H=" + std::to_string(c.shape.heads_qk) + ", got " +
                    std::to_string(c.shape.heads_v));
   }
-  c.scale = header_positive(c, at, "scale", true, 0);
-  c.has_initial_state = header_int(c, at, "has_initial_state", 0, 1) == 1;
-  c.qk_l2norm = c.meta.count("qk_l2norm") ? header_int(c, at, "qk_l2norm", 0, 1) == 1 : true;
-  c.l2norm_eps = header_positive(c, at, "l2norm_eps", false, 1e-6);
+  c.scale = header_positive(c, at, lines, "scale", true, 0);
+  c.has_initial_state = header_int(c, at, lines, "has_initial_state", 0, 1) == 1;
+  c.qk_l2norm = c.meta.count("qk_l2norm") ? header_int(c, at, lines, "qk_l2norm", 0, 1) == 1 : true;
+  c.l2norm_eps = header_positive(c, at, lines, "l2norm_eps", false, 1e-6);
   const auto name = c.meta.find("name");
   c.name = name != c.meta.end() ? name->second : "";
 }
@@ -168,8 +182,12 @@ const GoldenTensor& GoldenCase::tensor(const std::string& tensor_name) const {
 
 std::string golden_case_unreadable(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(st))
     return path + ": is a directory (allowed: a gdn-case v1 file such as tests/data/golden/draft4.gdn)";
+  // Opening a FIFO would wait for a writer: only a regular file is opened.
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    return path + ": not a regular file (allowed: a gdn-case v1 file such as tests/data/golden/draft4.gdn)";
   if (!std::ifstream(path))
     return path + ": cannot read it: " + std::strerror(errno) +
            " (allowed: a readable gdn-case v1 file such as tests/data/golden/draft4.gdn)";
@@ -188,6 +206,8 @@ GoldenCase load_golden_case(const std::string& path) {
   std::map<std::string, std::pair<std::vector<int64_t>, std::string>> expected;
   GoldenTensor* current = nullptr;  // tensor whose values are being read
   std::string current_name;
+  HeaderLines header_lines;
+  const GoldenTensor* last = nullptr;  // the tensor whose values ended last (a number after them is one too many)
   int64_t current_need = 0;
 
   auto truncated = [&](const std::string& where) {
@@ -207,7 +227,7 @@ GoldenCase load_golden_case(const std::string& path) {
     if (words[0] == "tensor") {
       if (current) throw truncated("the next tensor");
       if (!header_done) {
-        finish_header(c, at);
+        finish_header(c, at, header_lines);
         expected = expected_dims(c);
         header_done = true;
       }
@@ -269,9 +289,12 @@ GoldenCase load_golden_case(const std::string& path) {
         }
         current->values.push_back(v);
       }
-      if (int64_t(current->values.size()) == current_need) current = nullptr;
+      if (int64_t(current->values.size()) == current_need) last = current, current = nullptr;
       continue;
     }
+    if (double v = 0; last && parse_double(words[0], v))
+      throw at.error("tensor '" + current_name + "' " + dims_text(last->dims) + " has more than " +
+                     std::to_string(last->numel()) + " values");
 
     const size_t colon = line.find(':');
     if (colon == std::string::npos || colon == 0) {
@@ -284,6 +307,7 @@ GoldenCase load_golden_case(const std::string& path) {
     if (header_done) throw at.error("header field '" + key + "' after the first tensor");
     if (c.meta.count(key)) throw at.error("header field '" + key + "' appears twice");
     c.meta[key] = trim(line.substr(colon + 1));
+    header_lines[key] = at.line;
   }
   if (in.bad()) throw std::runtime_error("error while reading golden case '" + path + "'");
 

@@ -1,6 +1,7 @@
 // Golden gdn-case v1 files: the float64 reference against the independent oracle, KVBuffer verify on the draft4 case,
 // and the reader's errors on malformed files.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -232,6 +233,9 @@ TEST_F(GoldenFormat, TruncatedValues) {
   l = tiny_case();
   l[31] = "1.0e-01 2.0e-01 3.0e-01 4.0e-01 5.0e-01";  // one value too many
   expect_error(l, 32, "more than 6 values");
+  l = tiny_case();
+  l.insert(l.begin() + 13, "0.25");  // a line past q's 4 values, before k's tensor line
+  expect_error(l, 14, "tensor 'q' [1,2,1,2] has more than 4 values");
 }
 
 TEST_F(GoldenFormat, WrongDims) {
@@ -251,8 +255,8 @@ TEST_F(GoldenFormat, BadNumber) {
   l[16] = "1 2 nan 4 5 6";
   expect_error(l, 17, "got 'nan'");
   l = tiny_case();
-  l[9] = "scale: fast";
-  expect_error(l, 12, "header field 'scale' must be a positive number");
+  l[9] = "scale: fast";  // the field's own line
+  expect_error(l, 10, "header field 'scale' must be a positive number");
 }
 
 TEST_F(GoldenFormat, MissingHeaderField) {
@@ -263,8 +267,11 @@ TEST_F(GoldenFormat, MissingHeaderField) {
   l.erase(l.begin() + 10);  // has_initial_state
   expect_error(l, 11, "header field 'has_initial_state' missing");
   l = tiny_case();
-  l[1] = "format: gdn-case v2";
-  expect_error(l, 12, "header field 'format' must be 'gdn-case v1'");
+  l[1] = "format: gdn-case v2";  // a field set wrong: its own line; a field missing: the first tensor's
+  expect_error(l, 2, "header field 'format' must be 'gdn-case v1'");
+  l = tiny_case();
+  l[6] = "HV: 0";
+  expect_error(l, 7, "header field 'HV' must be an integer in [1, 4096], got '0'");
   l = tiny_case();
   l[10] = "has_initial_state: 1";  // then initial_state is required
   expect_error(l, 34, "missing tensor 'initial_state'");
@@ -304,6 +311,14 @@ TEST_F(GoldenFormat, AFileCutInItsLastNumberIsMalformed) {
     EXPECT_EQ(std::string(e.what()), path + ":34: the last line has no line end (a file cut short?)");
   }
   EXPECT_THROW(load_golden_case(dir_.string()), std::runtime_error);  // a folder
+}
+
+TEST_F(GoldenFormat, AFifoIsRefusedWithoutWaitingForAWriter) {
+  const std::string fifo = (dir_ / "pipe.gdn").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(golden_case_unreadable(fifo),
+            fifo + ": not a regular file (allowed: a gdn-case v1 file such as tests/data/golden/draft4.gdn)");
+  EXPECT_THROW(load_golden_case(fifo), std::runtime_error);
 }
 
 TEST_F(GoldenFormat, ACaseTheKernelsDoNotTakeIsSkippedByTheGpuWithTheReason) {
