@@ -1,10 +1,14 @@
 // `kvb`: the command line of kvbuffer-bench. Subcommands info, check-golden, sweep, merge, compare, capacity,
 // reproduce (harness/cli/commands.h).
-// Exit codes: 0 success, 1 a check or sweep point failed (or a runtime error), 2 bad input, 130 / 143 stopped by
-// SIGINT / SIGTERM (harness/sweep/interrupt.h).
+// Exit codes: 0 success, 1 a check or sweep point failed (or a runtime error, or standard output could not be
+// written), 2 bad input, 130 / 143 stopped by SIGINT / SIGTERM (harness/sweep/interrupt.h).
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -157,14 +161,30 @@ int main(int argc, char** argv) {
     if (reproduce_cmd->parsed()) return run_reproduce_command(reproduce);
     return 2;
   };
+  // What a command printed must reach its reader: a full disk or a closed file behind standard output is a failed
+  // write (exit 1, the command's own failure code kept), not a success that lost its output.
+  const auto stdout_written = [](int code) {
+    errno = 0;
+    if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
+    fmt::print(stderr, "kvb: standard output: {}\n", errno != 0 ? std::strerror(errno) : "a write failed");
+    return code == 0 ? 1 : code;
+  };
   try {
-    const int code = dispatch();
+    const int code = stdout_written(dispatch());
     return kvb::interrupt_signal() ? kvb::interrupt_exit_code() : code;
   } catch (const kvb::UsageError& e) {
     fmt::print(stderr, "kvb: {}\n", one_line(e.what()));
     return 2;
   } catch (const kvb::CudaError& e) {
     fmt::print(stderr, "kvb: CUDA error: {}\n", one_line(e.what()));
+    return 1;
+  } catch (const std::system_error& e) {
+    // fmt::print throws when its write fails (a full disk behind standard output): said of standard output as such.
+    if (std::ferror(stdout)) {
+      fmt::print(stderr, "kvb: standard output: {}\n", e.code().message());
+      return 1;
+    }
+    fmt::print(stderr, "kvb: error: {}\n", one_line(e.what()));
     return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "kvb: error: {}\n", one_line(e.what()));

@@ -261,6 +261,25 @@ TEST(CliInputs, EveryLongWordOfAnErrorIsShortenedWholeCharactersAndQuotesKept) {
   EXPECT_LT(r.err.size(), 300u);
 }
 
+TEST(CliInputs, AFailedWriteToStandardOutputIsAFailure) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this machine";
+  TempDir dir;
+  const std::string kvb = std::string("'") + KVB_BINARY_PATH + "'";
+  const std::string csv = shell_quote(kSource + "/results/decode_latency.csv");
+  for (const std::string& args :
+       {std::string("info"), "compare " + csv + " " + csv,
+        "sweep --config " + shell_quote(kSource + "/experiments/decode_latency.toml") + " --dry-run --out " +
+            shell_quote(dir.file("x.csv")),
+        "capacity --budget-gib 10 --out " + shell_quote(dir.file("cap.csv"))}) {
+    const std::string err = dir.file("err.txt");
+    const int status = std::system(("cd " + shell_quote(kSource) + " && " + kvb + " " + args + " >/dev/full 2>" +
+                                    shell_quote(err)).c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << args;
+    EXPECT_EQ(WEXITSTATUS(status), 1) << args;
+    EXPECT_NE(read_text(err).find("kvb: standard output: "), std::string::npos) << args << ": " << read_text(err);
+  }
+}
+
 TEST(CliInputs, AWordForANumberIsCalledSo) {
   TempDir dir;
   const std::string config = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml");
