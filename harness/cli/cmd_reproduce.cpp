@@ -175,6 +175,10 @@ int run_reproduce_command(const ReproduceOptions& o) {
     for (const auto& e : fs::directory_iterator(kGoldenDir))
       if (e.path().extension() == ".gdn") golden.files.push_back(e.path().string());
     std::sort(golden.files.begin(), golden.files.end());
+    if (golden.files.empty())  // nothing to check would pass as checked
+      throw UsageError(fmt::format("kvb reproduce: {} holds no gdn-case files (allowed: the repository's "
+                                   "{}/*.gdn, such as draft4.gdn)",
+                                   kGoldenDir, kGoldenDir));
     steps.push_back({fmt::format("kvb check-golden {}/*.gdn (float64 reference)", kGoldenDir),
                      [golden] { return run_check_golden(golden); }});
     cap.out = (out / "capacity_model.csv").string();

@@ -501,6 +501,18 @@ TEST_F(ReproduceTree, AMalformedCommittedCsvStopsItBeforeAnyFigureOrFile) {
   EXPECT_EQ(results(), before) << "no figure redrawn, no capacity_model.csv written";
 }
 
+TEST_F(ReproduceTree, NoGoldenCasesIsNotAPassedCheck) {
+  for (const auto& e : fs::directory_iterator(root / "tests/data/golden")) fs::remove(e.path());
+  const auto before = results();
+  const std::string out = dir.file("out");
+  const Result r = run_kvb(dir, "reproduce --no-plots --out-dir " + shell_quote(out), root.string());
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err, "kvb: kvb reproduce: tests/data/golden holds no gdn-case files (allowed: the repository's "
+                   "tests/data/golden/*.gdn, such as draft4.gdn)\n");
+  EXPECT_FALSE(fs::exists(out + "/capacity_model.csv"));
+  EXPECT_EQ(results(), before);
+}
+
 TEST_F(ReproduceTree, FiguresAlreadyThereNeedForce) {
   const auto before = results();
   const Result r = run_kvb(dir, "reproduce", root.string());
