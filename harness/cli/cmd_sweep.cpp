@@ -71,6 +71,7 @@ SweepSetup prepare_sweep(const SweepCommandOptions& options) {
   else s.out = stem + ".shard" + s.shard.tag() + ".csv";
   check_outputs({{s.out, "--out", Existing::resume}}, {{options.config, "--config"}});
   s.existing = load_resume_table(*s.kind, s.out);
+  require_resume_experiment(s.existing, s.config.name, s.out);
   report_rows_outside_grid(stderr, rows_outside_grid(*s.kind, s.config.name, s.grid, s.existing), s.out);
   return s;
 }

@@ -142,6 +142,15 @@ CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path) 
   return table;
 }
 
+void require_resume_experiment(const CsvTable& table, const std::string& experiment, const std::string& path) {
+  const size_t col = column_index(table.header, "experiment");
+  for (size_t r = 0; r < table.rows.size(); ++r)
+    if (col < table.rows[r].size() && table.rows[r][col] != experiment)
+      throw UsageError(fmt::format("--out {}:{}: experiment '{}' is not this sweep's (allowed: a CSV of experiment "
+                                   "'{}' to resume, or a new --out)",
+                                   path, table.line(r), table.rows[r][col], experiment));
+}
+
 std::vector<bool> finished_points(const ExperimentKind& kind, const std::string& experiment,
                                   const std::vector<Point>& points, const CsvTable& table) {
   const size_t status_col = 1 + kind.axes.size() + kind.result_columns.size();
@@ -167,7 +176,7 @@ void report_rows_outside_grid(std::FILE* out, size_t count, const std::string& p
   fmt::print(out,
              "kvb sweep: {} row(s) of {} are no point of this grid (other axis values, or values this kvb does not "
              "know); they stay in the file and count for no point\n",
-             count, shown_value(line_escaped(path)));
+             count, shown_escaped_value(line_escaped(path)));
 }
 
 SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& points, SweepContext& ctx,
@@ -177,6 +186,7 @@ SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& poi
   const size_t status_col = column_index(cols, "status");
   check_output_writable(options.out_path);  // before any point runs: a point's row must be writable
   CsvTable table = load_resume_table(kind, options.out_path);
+  require_resume_experiment(table, options.experiment, options.out_path);
   if (table.header.empty()) table.header = cols;
 
   // Resuming continues a run on the same GPU: rows measured on another GPU are not this run's results.

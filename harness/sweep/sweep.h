@@ -36,6 +36,11 @@ struct SweepSummary {
 /// rule.
 CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path);
 
+/// Throws UsageError naming --out `path` and the line of the first row of `table` (as load_resume_table read it)
+/// whose experiment is not `experiment`: a sweep resumes its own experiment's file, and would otherwise add its rows
+/// to another's (which kvb merge then refuses).
+void require_resume_experiment(const CsvTable& table, const std::string& experiment, const std::string& path);
+
 /// For each point: true when `table` holds an "ok" row for it (same experiment and axis values).
 std::vector<bool> finished_points(const ExperimentKind& kind, const std::string& experiment,
                                   const std::vector<Point>& points, const CsvTable& table);

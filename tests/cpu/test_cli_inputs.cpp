@@ -261,6 +261,21 @@ TEST(CliInputs, EveryLongWordOfAnErrorIsShortenedWholeCharactersAndQuotesKept) {
   EXPECT_LT(r.err.size(), 300u);
 }
 
+TEST(CliInputs, ASweepResumesOnlyItsOwnExperimentsCsv) {
+  TempDir dir;
+  // ci_smoke (kind decode) given the committed decode_latency.csv as --out: it would add its rows to another
+  // experiment's file, which kvb merge then refuses.
+  const std::string out = dir.file("decode.csv");
+  fs::copy_file(kSource + "/results/decode_latency.csv", out);
+  const std::string before = read_text(out);
+  const Result r = run_kvb(dir, "sweep --config " + shell_quote(kSource + "/experiments/ci_smoke.toml") +
+                                    " --dry-run --out " + shell_quote(out));
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err, "kvb: --out " + out + ":2: experiment 'decode_latency' is not this sweep's (allowed: a CSV of "
+                   "experiment 'ci_smoke' to resume, or a new --out)\n");
+  EXPECT_EQ(read_text(out), before);
+}
+
 TEST(CliInputs, AFailedWriteToStandardOutputIsAFailure) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this machine";
   TempDir dir;
