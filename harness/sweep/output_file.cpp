@@ -158,6 +158,10 @@ void check_one(const OutputFile& o, const std::vector<InputFile>& inputs) {
   if (o.path.empty()) throw UsageError(o.flag + " '': allowed: a file path such as results/NAME.csv");
   const fs::path p(o.path);
   std::error_code ec;
+  // A path ending in '/' (or '.', '..') names a folder, whether or not it exists: no file could be renamed to it.
+  if (const std::string name = p.filename().string(); name.empty() || name == "." || name == "..")
+    throw UsageError(fmt::format("{} {}: names a folder, not a file (allowed: a file path such as results/NAME.csv)",
+                                 o.flag, o.path));
   if (fs::is_directory(p, ec))
     throw UsageError(fmt::format("{} {}: is a directory (allowed: a file path such as results/NAME.csv)", o.flag,
                                  o.path));

@@ -102,6 +102,11 @@ TEST(OutputFile, FoldersAndEmptyPathsAreRefused) {
   TempDir dir;
   EXPECT_NE(refusal({{dir.path().string(), "--out"}}).find("is a directory"), std::string::npos);
   EXPECT_EQ(refusal({{"", "OUT"}}), "OUT '': allowed: a file path such as results/NAME.csv");
+  // A path that names a folder, existing or not (kvb merge a/b/c/ left a/b/c behind and failed at its rename).
+  for (const std::string& folder : {dir.file("a/b/c/"), dir.file("x.csv/."), dir.file("new/..")})
+    EXPECT_EQ(refusal({{folder, "OUT"}}),
+              "OUT " + folder + ": names a folder, not a file (allowed: a file path such as results/NAME.csv)");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("a")));
 }
 
 }  // namespace
