@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <regex>
 #include <utility>
 #include <vector>
 
@@ -49,6 +50,18 @@ CLI::Validator non_empty(const std::string& allowed) {
       [allowed](std::string& v) { return v.empty() ? fmt::format("empty value (allowed: {})", allowed) : ""; }, "");
 }
 
+namespace {
+
+/// The long names of `cmd`'s options, "--a, --b, ...".
+std::string option_list(const CLI::App& cmd) {
+  std::string allowed;
+  for (const CLI::Option* opt : cmd.get_options())
+    if (!opt->get_lnames().empty()) allowed += (allowed.empty() ? "--" : ", --") + opt->get_lnames()[0];
+  return allowed;
+}
+
+}  // namespace
+
 std::string unknown_option(const CLI::App& app, int argc, const char* const* argv) {
   const CLI::App* cmd = &app;
   int first = 1;
@@ -65,11 +78,44 @@ std::string unknown_option(const CLI::App& app, int argc, const char* const* arg
     if (!long_option && !short_option) continue;
     const std::string name = arg.substr(0, arg.find('='));
     if (name == "--help" || name == "-h" || cmd->get_option_no_throw(name)) continue;
-    std::string allowed;
-    for (const CLI::Option* opt : cmd->get_options())
-      if (!opt->get_lnames().empty()) allowed += (allowed.empty() ? "--" : ", --") + opt->get_lnames()[0];
     const std::string where = cmd == &app ? "kvb" : "kvb " + cmd->get_name();
-    return fmt::format("{}: unknown option '{}' (allowed: {})", where, name, allowed);
+    return fmt::format("{}: unknown option '{}' (allowed: {})", where, name, option_list(*cmd));
+  }
+  return "";
+}
+
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
+  const std::string what = e.what();
+  const CLI::App* cmd = &app;
+  for (const CLI::App* sub : app.get_subcommands()) cmd = sub;
+  const std::string where = cmd == &app ? "kvb" : "kvb " + cmd->get_name();
+  std::smatch m;
+  static const std::regex twice("^(\\S+): At Most 1 required but received (\\d+)$");
+  static const std::regex missing("^(\\S+): 1 required (.+) missing$");
+  static const std::regex positional("^([a-z_]+) is required$");
+  if (std::regex_match(what, m, twice))
+    return fmt::format("kvb: {}: given {} times (allowed: once)", m[1].str(), m[2].str());
+  if (std::regex_match(what, m, missing)) {
+    std::string type = m[2].str();  // CLI11's "TYPE:VALIDATOR" when the option has a check
+    type = type.substr(type.find(':') + 1);
+    return fmt::format("kvb: {}: no value (allowed: {})", m[1].str(),
+                       type == "TEXT" ? "a value; see " + where + " --help" : type);
+  }
+  if (std::regex_match(what, m, positional)) {
+    std::string name = m[1].str();
+    for (char& c : name) c = char(std::toupper(static_cast<unsigned char>(c)));
+    return fmt::format("{}: {} is required (see {} --help)", where, name, where);
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+    const size_t colon = what.find(": ");
+    const std::string words = colon == std::string::npos ? what : what.substr(colon + 2);
+    return fmt::format("{}: unexpected argument{} '{}' (allowed: {})", where,
+                       words.find(' ') == std::string::npos ? "" : "s", words, option_list(*cmd));
+  }
+  if (what == "A subcommand is required") {
+    std::string known;
+    for (const CLI::App* sub : app.get_subcommands({})) known += (known.empty() ? "" : ", ") + sub->get_name();
+    return fmt::format("kvb: a subcommand is required (allowed: {})", known);
   }
   return "";
 }

@@ -31,6 +31,14 @@ std::string unknown_option(const CLI::App& app, int argc, const char* const* arg
 /// ...)"; "" when there is none. Looked at before CLI11's own parse errors, which call the word not expected.
 std::string stray_override(const CLI::App& app, int argc, const char* const* argv);
 
+/// CLI11's parse error `e` as the line kvb prints, "" for an error it leaves as CLI11 writes it: an option given twice
+/// ("kvb: --device: given 2 times (allowed: once)"), an option without its value ("kvb: --device: no value (allowed:
+/// INT in [0, 1023])"), a missing argument ("kvb merge: OUT is required (see kvb merge --help)"), a word no option or
+/// argument takes ("kvb info: unexpected argument 'x' (allowed: --help, --device, ...)"), no subcommand ("kvb: a
+/// subcommand is required (allowed: info, check-golden, ...)"). `app` is the top-level app after the failed parse
+/// (its parsed subcommands name where the error is).
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e);
+
 /// `message` with each line break and control character written as its escape (line_escaped: LF as \n, a NUL byte as
 /// \x00, ...), so that an error stays one line whatever a value it quotes holds (a --set value, a config string or a
 /// CSV cell may hold one), and each run of characters without a space over 80 characters shortened as

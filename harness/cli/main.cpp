@@ -137,6 +137,10 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "kvb: {}\n", one_line(stray));
       return 2;
     }
+    if (const std::string message = parse_error_message(app, e); !message.empty()) {
+      fmt::print(stderr, "{}\n", one_line(message));
+      return 2;
+    }
     // Point at the help of the subcommand being parsed (the last one given), else the top level's.
     std::string help = "kvb --help";
     for (const CLI::App* sub : app.get_subcommands()) help = "kvb " + sub->get_name() + " --help";

@@ -295,6 +295,26 @@ TEST(CliInputs, AFailedWriteToStandardOutputIsAFailure) {
   }
 }
 
+TEST(CliInputs, TheParsersOwnErrorsNameTheOptionAndWhatIsAllowed) {
+  TempDir dir;
+  const auto line = [&](const std::string& args) {
+    const Result r = run_kvb(dir, args);
+    EXPECT_EQ(r.code, 2) << args;
+    return r.err;
+  };
+  EXPECT_EQ(line("info --device 0 --device 1"), "kvb: --device: given 2 times (allowed: once)\n");
+  EXPECT_EQ(line("info --device="), "kvb: --device: no value (allowed: INT in [0, 1023])\n");
+  EXPECT_EQ(line("sweep --config x.toml --set"), "kvb: --set: no value (allowed: a value; see kvb sweep --help)\n");
+  EXPECT_EQ(line("info extra"),
+            "kvb info: unexpected argument 'extra' (allowed: --help, --device, --buffer-mib, --gpu-present)\n");
+  EXPECT_EQ(line(""), "kvb: a subcommand is required (allowed: info, check-golden, sweep, merge, compare, capacity, "
+                      "reproduce)\n");
+  EXPECT_EQ(line("merge"), "kvb merge: OUT is required (see kvb merge --help)\n");
+  EXPECT_EQ(line("compare a.csv"), "kvb compare: CANDIDATE is required (see kvb compare --help)\n");
+  EXPECT_NE(line("compare a.csv b.csv c.csv").find("kvb compare: unexpected argument 'c.csv' (allowed: --help, "),
+            std::string::npos);
+}
+
 TEST(CliInputs, AWordForANumberIsCalledSo) {
   TempDir dir;
   const std::string config = " --config " + shell_quote(kSource + "/experiments/decode_latency.toml");
