@@ -74,10 +74,12 @@ CLI::App* add_capacity_command(CLI::App& app, CapacityCommandOptions& o) {
       ->check(integer_in(1, 256));
   cmd->add_option_function<int>("--heads-v", [&o](const int& v) { o.heads_v = v; }, "value heads HV (default 32)")
       ->check(integer_in(1, 256));
-  cmd->add_option_function<int>("--head-dim-k", [&o](const int& v) { o.head_dim_k = v; }, "K (default 128)")
-      ->check(integer_in(1, 4096));
-  cmd->add_option_function<int>("--head-dim-v", [&o](const int& v) { o.head_dim_v = v; }, "V (default 128)")
-      ->check(integer_in(1, 4096));
+  cmd->add_option_function<int>("--head-dim-k", [&o](const int& v) { o.head_dim_k = v; },
+                                "K: 32, 64, 128 or 256 (default 128)")
+      ->check(integer_in(32, 256));
+  cmd->add_option_function<int>("--head-dim-v", [&o](const int& v) { o.head_dim_v = v; },
+                                "V: a multiple of 4 from 4 to 1024 (default 128)")
+      ->check(integer_in(4, 1024));
   cmd->add_option_function<std::string>("--buffer-sizes", [&o](const std::string& v) { o.buffer_sizes = v; },
                                         "KVBuffer sizes B, comma-separated (default 1,2,4,8,16)");
   cmd->add_option_function<std::string>("--draft-tokens", [&o](const std::string& v) { o.draft_tokens = v; },

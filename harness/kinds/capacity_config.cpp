@@ -4,6 +4,7 @@
 #include "harness/sweep/toml_parse.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <sstream>
@@ -149,6 +150,10 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
   const toml::table root = parse_toml(toml_text, origin);
   for (const auto& [key, node] : root) {
     const std::string k(key.str());
+    if (k == "timing")  // a sweep's config, given to kvb capacity: say which command takes it
+      throw UsageError(fmt::format("{}: a [timing] table, which sweep configs hold (allowed: kvb sweep --config {}; "
+                                   "a capacity config holds experiment, axes, capacity)",
+                                   origin, origin));
     if (k != "experiment" && k != "axes" && k != "capacity")
       throw UsageError(fmt::format("{}: unknown table '{}' (allowed: experiment, axes, capacity)", origin, k));
     if (!node.is_table()) throw UsageError(fmt::format("{}: '{}' must be a table", origin, k));
@@ -159,6 +164,11 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
       if (k != "name" && k != "kind" && k != "description")
         throw UsageError(fmt::format("{}: unknown key 'experiment.{}' (allowed: name, kind, description)", origin, k));
       if (!node.is_string()) throw UsageError(fmt::format("{}: experiment.{} must be a string", origin, k));
+      if (k == "name")  // as a sweep config's name: it names an experiment, never a path
+        for (char c : node.as_string()->get())
+          if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+            throw UsageError(fmt::format("{}: experiment.name = '{}' (allowed: letters, digits, '_', '-', '.')",
+                                         origin, node.as_string()->get()));
       if (k == "kind" && node.as_string()->get() != "capacity")
         throw UsageError(fmt::format("{}: experiment.kind = '{}' (allowed: capacity; `kvb sweep` runs the other kinds)",
                                      origin, node.as_string()->get()));
@@ -188,6 +198,20 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
             origin, k));
       }
     }
+  }
+  // The model the config sets, checked as the file's (a flag given later is checked again as the flag's).
+  if (const toml::table* axes = root["axes"].as_table()) {
+    const auto has = [&](const char* k) { return axes->contains(k); };
+    if (has("heads_qk") || has("heads_v") || has("head_dim_k") || has("head_dim_v")) {
+      if (const std::string e = validate_shape(s.model.shape); !e.empty())
+        throw UsageError(fmt::format("{}: axes: {}", origin, e));
+      if (s.model.shape.heads_qk > 256 || s.model.shape.heads_v > 256)
+        throw UsageError(fmt::format("{}: axes: heads_qk = {}, heads_v = {} (allowed: 1 to 256 each)", origin,
+                                     s.model.shape.heads_qk, s.model.shape.heads_v));
+    }
+    if (has("layers") && (s.model.layers < 1 || s.model.layers > 10000))
+      throw UsageError(fmt::format("{}: axes.layers = {} is out of range (allowed: 1 to 10000)", origin,
+                                   s.model.layers));
   }
   const toml::table* cap = root["capacity"].as_table();
   if (!cap) return;

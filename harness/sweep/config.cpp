@@ -82,6 +82,10 @@ toml::table parse_toml(const std::string& toml_text, const std::string& origin) 
 
 SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& origin) {
   const toml::table root = parse_toml(toml_text, origin);
+  if (root.contains("capacity"))  // kvb capacity's config, given to a sweep: say which command takes it
+    throw UsageError(fmt::format("{}: a [capacity] table, which kvb capacity's configs hold (allowed: kvb capacity "
+                                 "--config {}; a sweep config holds experiment, axes, timing)",
+                                 origin, origin));
   check_keys(root, origin, "", {"experiment", "axes", "timing"});
 
   SweepConfig config;

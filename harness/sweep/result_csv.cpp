@@ -96,6 +96,11 @@ const CsvSchema& match_header(const std::vector<std::string>& header, const std:
   }
   std::vector<std::string> kinds;
   for (const CsvSchema& s : schemas) kinds.push_back(s.kind);
+  // kvb capacity's CSV (its own columns, harness/kinds/capacity_table.h): named as such, not as a stranger's file.
+  if (contains(header, "bytes_per_request") && contains(header, "max_requests_model") && !contains(kinds, "capacity"))
+    throw UsageError(fmt::format("{}:1: a CSV of kvb capacity, which this command does not read (allowed: a result "
+                                 "CSV of kind {})",
+                                 origin, fmt::join(kinds, ", ")));
   if (!best || 2 * best_shared < header.size())
     throw UsageError(fmt::format("{}:1: not a result CSV of kvb: its header fits none of the kinds {} (it starts "
                                  "'{}')",

@@ -14,6 +14,7 @@
 #include "harness/kinds/capacity_model.h"
 #include "harness/kinds/capacity_table.h"
 #include "harness/measure/device_info.h"
+#include "harness/sweep/config.h"
 #include "harness/sweep/csv.h"
 #include "harness/sweep/experiment_kind.h"
 #include "harness/sweep/result_csv.h"
@@ -418,6 +419,27 @@ std::string refusal(F f) {
   }
   ADD_FAILURE() << "no UsageError";
   return "";
+}
+
+TEST(CapacityConfig, TheFileIsNamedForItsOwnFaultsAndASweepConfigIsCalledSo) {
+  const auto apply = [](const std::string& text) {
+    CapacitySettings t;  // each file from the defaults
+    apply_capacity_config(text, "x.toml", t);
+  };
+  EXPECT_EQ(refusal([&] { apply("[axes]\nhead_dim_k = [100]\n"); }),
+            "x.toml: axes: head_dim_k = 100 is not supported (allowed: 32, 64, 128, 256)");
+  EXPECT_EQ(refusal([&] { apply("[axes]\nheads_qk = 512\nheads_v = 512\n"); }),
+            "x.toml: axes: heads_qk = 512, heads_v = 512 (allowed: 1 to 256 each)");
+  EXPECT_EQ(refusal([&] { apply("[axes]\nlayers = 0\n"); }),
+            "x.toml: axes.layers = 0 is out of range (allowed: 1 to 10000)");
+  EXPECT_EQ(refusal([&] { apply("[experiment]\nname = \"a/b\"\n"); }),
+            "x.toml: experiment.name = 'a/b' (allowed: letters, digits, '_', '-', '.')");
+  EXPECT_EQ(refusal([&] { apply("[timing]\nmin_samples = 3\n"); }),
+            "x.toml: a [timing] table, which sweep configs hold (allowed: kvb sweep --config x.toml; a capacity "
+            "config holds experiment, axes, capacity)");
+  EXPECT_EQ(refusal([] { parse_sweep_config("[experiment]\nname = \"c\"\n[capacity]\nbudget_gib = 8\n", "c.toml"); }),
+            "c.toml: a [capacity] table, which kvb capacity's configs hold (allowed: kvb capacity --config c.toml; a "
+            "sweep config holds experiment, axes, timing)");
 }
 
 // A config value that is no integer, or past what a config value may hold, is refused naming what is allowed.

@@ -276,6 +276,20 @@ TEST(CliInputs, ASweepResumesOnlyItsOwnExperimentsCsv) {
   EXPECT_EQ(read_text(out), before);
 }
 
+TEST(CliInputs, ACapacityCsvIsCalledSoByTheSweepCsvReaders) {
+  TempDir dir;
+  const std::string cap = shell_quote(kSource + "/results/capacity.csv");
+  const std::string said = kSource + "/results/capacity.csv:1: a CSV of kvb capacity, which this command does not "
+                                     "read (allowed: a result CSV of kind decode, spec_verify, short_context, accuracy)";
+  const Result compare = run_kvb(dir, "compare " + cap + " " + cap);
+  EXPECT_EQ(compare.code, 2);
+  EXPECT_EQ(compare.err, "kvb: " + said + "\n");
+  const Result merge = run_kvb(dir, "merge " + shell_quote(dir.file("out.csv")) + " " + cap);
+  EXPECT_EQ(merge.code, 2);
+  EXPECT_EQ(merge.err, "kvb: " + said + "\n");
+  EXPECT_FALSE(fs::exists(dir.file("out.csv")));
+}
+
 TEST(CliInputs, AFailedWriteToStandardOutputIsAFailure) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this machine";
   TempDir dir;
