@@ -41,6 +41,20 @@ void check_keys(const toml::table& table, const std::string& origin, const std::
   }
 }
 
+/// "ORIGIN:LINE: FIELD = VALUE" for a config value: its line in the file and the value (a number or a string as
+/// written; an array, table, boolean or date by its type).
+std::string field_value(const toml::node& node, const std::string& origin, const std::string& field) {
+  std::string value;
+  if (const auto* i = node.as_integer()) value = std::to_string(i->get());
+  else if (const auto* f = node.as_floating_point()) value = fmt::format("{}", f->get());
+  else if (const auto* t = node.as_string()) value = "'" + t->get() + "'";
+  else if (const auto* b = node.as_boolean()) value = b->get() ? "true" : "false";
+  else if (node.is_array()) value = "an array";
+  else if (node.is_table()) value = "a table";
+  else value = "a date or time";
+  return fmt::format("{}:{}: {} = {}", origin, node.source().begin.line, field, value);
+}
+
 std::string require_string(const toml::table& t, const char* key, const std::string& origin, bool required,
                            const std::string& fallback) {
   const toml::node* node = t.get(key);
@@ -49,7 +63,9 @@ std::string require_string(const toml::table& t, const char* key, const std::str
     return fallback;
   }
   auto s = node->as_string();
-  if (!s) throw UsageError(fmt::format("{}: experiment.{} must be a string", origin, key));
+  if (!s)
+    throw UsageError(
+        fmt::format("{} (allowed: a string)", field_value(*node, origin, std::string("experiment.") + key)));
   if (required && s->get().empty()) throw UsageError(fmt::format("{}: experiment.{} must not be empty", origin, key));
   return s->get();
 }
@@ -58,9 +74,9 @@ double positive_number(const toml::node& node, const std::string& origin, const 
   double v = 0;
   if (auto i = node.as_integer()) v = double(i->get());
   else if (auto f = node.as_floating_point()) v = f->get();
-  else throw UsageError(fmt::format("{}: timing.{} must be a number > 0", origin, key));
-  if (!(v > 0) || !std::isfinite(v))
-    throw UsageError(fmt::format("{}: timing.{} = {} must be a finite number > 0", origin, key, v));
+  if (!(node.is_integer() || node.is_floating_point()) || !(v > 0) || !std::isfinite(v))
+    throw UsageError(fmt::format("{} (allowed: a finite number > 0)",
+                                 field_value(node, origin, std::string("timing.") + key)));
   return v;
 }
 
@@ -98,6 +114,10 @@ SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& 
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
       throw UsageError(fmt::format("{}: experiment.name = '{}' (allowed: letters, digits, '_', '-', '.')", origin,
                                    config.name));
+  // The name makes the default output's file name (results/NAME.shardK-of-N.csv): it stays within a file name.
+  if (config.name.size() > kMaxExperimentName)
+    throw UsageError(fmt::format("{}: experiment.name = '{}' has {} characters (allowed: at most {})", origin,
+                                 config.name, config.name.size(), kMaxExperimentName));
   config.kind = require_string(*exp, "kind", origin, false, "decode");
   config.description = require_string(*exp, "description", origin, false, "");
   config.out = require_string(*exp, "out", origin, false, "");
@@ -132,7 +152,8 @@ SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& 
     if (const toml::node* n = timing->get("min_samples")) {
       auto i = n->as_integer();
       if (!i || i->get() < 1 || i->get() > 1000000)
-        throw UsageError(fmt::format("{}: timing.min_samples must be an integer in [1, 1000000]", origin));
+        throw UsageError(fmt::format("{} (allowed: an integer from 1 to 1000000)",
+                                     field_value(*n, origin, "timing.min_samples")));
       config.timing.min_samples = int(i->get());
     }
     if (const toml::node* n = timing->get("max_seconds_per_point"))

@@ -1,6 +1,7 @@
 // Sweep configuration: the TOML file (experiments/NAME.toml), command-line axis overrides, and the resolved axes.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,6 +25,9 @@ struct TimingConfig {
 /// Layout: [experiment] name (string, required), kind (string, default "decode"), description (string, optional);
 /// [axes] AXIS = [values] (integers or strings, or one scalar); [timing] min_samples, max_seconds_per_point,
 /// target_noise_pct (optional).
+/// Characters an experiment name may have: with ".shardK-of-N.csv" it stays under a file name's 255 bytes.
+constexpr size_t kMaxExperimentName = 200;
+
 struct SweepConfig {
   std::string path;
   std::string name;

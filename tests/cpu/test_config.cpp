@@ -68,7 +68,7 @@ TEST(Config, ExperimentOutIsADefaultCsvPath) {
             "results/y.csv");
   for (const std::string bad : {"\"results/y\"", "\".csv\"", "\"y.CSV\"", "3"})
     expect_usage_error([&] { parse_sweep_config("[experiment]\nname = \"x\"\nout = " + bad + "\n", "a.toml"); },
-                       {"a.toml: experiment.out"});
+                       {"a.toml", "experiment.out ="});
   expect_usage_error([] { parse_sweep_config("[experiment]\nname = \"x\"\nout = \"y\"\n", "a.toml"); },
                      {"experiment.out = 'y' (allowed: a file path ending in .csv, such as results/x.csv)"});
 }
@@ -168,11 +168,23 @@ TEST(Config, StructuralErrors) {
   expect_usage_error(
       [] { parse_sweep_config("[experiment]\nname = \"x\"\n[axes]\nbatch = [[1, 2]]\n", "c.toml"); },
       {"axes.batch", "integers or strings"});
+  // Timing and experiment fields: the line, the value given and what is allowed.
   expect_usage_error([] { parse_sweep_config("[experiment]\nname = \"x\"\n[timing]\nmin_samples = 0\n", "c.toml"); },
-                     {"timing.min_samples"});
+                     {"c.toml:4: timing.min_samples = 0 (allowed: an integer from 1 to 1000000)"});
   expect_usage_error(
       [] { parse_sweep_config("[experiment]\nname = \"x\"\n[timing]\nmax_seconds_per_point = -1\n", "c.toml"); },
-      {"timing.max_seconds_per_point", "> 0"});
+      {"c.toml:4: timing.max_seconds_per_point = -1 (allowed: a finite number > 0)"});
+  expect_usage_error(
+      [] { parse_sweep_config("[experiment]\nname = \"x\"\n[timing]\ntarget_noise_pct = \"1\"\n", "c.toml"); },
+      {"c.toml:4: timing.target_noise_pct = '1' (allowed: a finite number > 0)"});
+  expect_usage_error([] { parse_sweep_config("[experiment]\nname = [1]\n", "c.toml"); },
+                     {"c.toml:2: experiment.name = an array (allowed: a string)"});
+  // A name too long for the default output's file name is the name's fault, not --out's.
+  expect_usage_error(
+      [] { parse_sweep_config("[experiment]\nname = \"" + std::string(201, 'n') + "\"\n", "c.toml"); },
+      {"c.toml: experiment.name = '", "' has 201 characters (allowed: at most 200)"});
+  EXPECT_EQ(parse_sweep_config("[experiment]\nname = \"" + std::string(200, 'n') + "\"\n", "c.toml").name.size(),
+            200u);
 }
 
 struct BadValue {
