@@ -31,6 +31,22 @@ std::vector<std::string> short_labels(const Comparison& c) {
   return out;
 }
 
+/// The axes short_labels leaves out because every point holds one value of them ("draft_tokens=4, heads_qk=16, ..."),
+/// "" when none: the points' labels then say everything.
+std::string common_axes(const Comparison& c) {
+  if (c.points.empty()) return "";
+  std::string out;
+  for (size_t a = 0; a < c.points[0].axes.size(); ++a) {
+    if (c.points[0].axes[a].first == "variant") continue;
+    std::set<std::string> distinct;
+    for (const auto& p : c.points)
+      if (!p.axes[a].second.empty()) distinct.insert(p.axes[a].second);
+    if (distinct.size() == 1)
+      out += (out.empty() ? "" : ", ") + c.points[0].axes[a].first + '=' + *distinct.begin();
+  }
+  return out;
+}
+
 std::string latency_cell(const Latency& l) { return fmt::format("{:.2f} ({:.2f}..{:.2f})", l.median, l.p10, l.p90); }
 
 std::string ratio_cell(double r) { return fmt::format("{:.3f} ({:+.1f}%)", r, (r - 1.0) * 100.0); }
@@ -83,6 +99,7 @@ std::string format_comparison_text(const Comparison& c, const std::string& basel
     for (size_t k = 0; k < r.size(); ++k) width[k] = std::max(width[k], r[k].size());
   std::string out =
       fmt::format("kvb compare: baseline {} vs candidate {} ({})\n", baseline_name, candidate_name, gpu_line(c));
+  if (const std::string common = common_axes(c); !common.empty()) out += "every point: " + common + '\n';
   for (const auto& r : rows) {
     std::string line;
     for (size_t k = 0; k < r.size(); ++k) line += fmt::format("{:<{}}  ", r[k], width[k]);
@@ -99,6 +116,8 @@ std::string format_comparison_markdown(const Comparison& c, const std::string& b
   const auto labels = short_labels(c);
   std::string out = fmt::format("### kvb compare: {}\n\nBaseline `{}`, candidate `{}`, {}.\n\n", summary_line(c),
                                 baseline_name, candidate_name, escape_md(gpu_line(c)));
+  if (const std::string common = common_axes(c); !common.empty())
+    out += "Every point: " + escape_md(common) + ".\n\n";
   out += "| point | baseline us (p10..p90) | candidate us (p10..p90) | ratio | verdict |\n";
   out += "|---|---:|---:|---:|---|\n";
   for (size_t i = 0; i < c.points.size(); ++i) {

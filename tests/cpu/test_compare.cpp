@@ -103,9 +103,17 @@ TEST_F(CompareTest, OnePointTwentyPercentSlowerWithTightSpreadIsSlower) {
   EXPECT_EQ(md.rfind("### kvb compare", 0), 0u) << md;
   EXPECT_NE(md.find("|---|---:|---:|---:|---|"), std::string::npos) << md;
   EXPECT_NE(md.find("**slower**"), std::string::npos) << md;
-  // Short labels: the varying axes only (variant, batch, buffer_size), not the fixed shape.
+  // Short labels: the varying axes only (variant, batch, buffer_size); the fixed shape once, above the table.
   EXPECT_NE(md.find("| variant=kvbuffer,batch=1,buffer_size=16 |"), std::string::npos) << md;
-  EXPECT_EQ(md.find("heads_qk"), std::string::npos) << md;
+  EXPECT_EQ(md.find("heads_qk"), md.rfind("heads_qk")) << md;
+  EXPECT_LT(md.find("Every point: "), md.find("| point |")) << md;
+  EXPECT_NE(md.find("heads_qk=16"), std::string::npos) << md;
+  const size_t common = text.find("\nevery point: ");
+  ASSERT_NE(common, std::string::npos) << text;
+  const std::string line = text.substr(common + 1, text.find('\n', common + 1) - common - 1);
+  EXPECT_NE(line.find("heads_qk=16"), std::string::npos) << line;
+  EXPECT_EQ(line.find("batch="), std::string::npos) << line;  // batch varies: in the labels
+  EXPECT_EQ(line.find("variant="), std::string::npos) << line;
 }
 
 TEST_F(CompareTest, AllFasterBeyondSpreadIsFaster) {
