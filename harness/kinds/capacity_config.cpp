@@ -36,14 +36,19 @@ void check_list(const std::vector<int>& values, const std::string& flag, int lo,
   }
 }
 
-constexpr const char* kAllowedInteger = "allowed: a TOML integer from -1000000000 to 1000000000, such as 8";
+constexpr int kAnyLow = -1000000000, kAnyHigh = 1000000000;  ///< what a config integer may hold at all
 
-int toml_int(const toml::node& node, const std::string& where) {
+/// "allowed: a TOML integer from LO to HI, such as 8" (the example only where 8 is in range).
+std::string allowed_integer(int lo, int hi) {
+  return fmt::format("allowed: a TOML integer from {} to {}{}", lo, hi, lo <= 8 && 8 <= hi ? ", such as 8" : "");
+}
+
+/// An integer from lo to hi; UsageError naming `where` and the range otherwise (a float, a string, ...).
+int toml_int(const toml::node& node, const std::string& where, int lo = kAnyLow, int hi = kAnyHigh) {
   auto i = node.as_integer();
-  if (!i) throw UsageError(fmt::format("{} must be an integer ({})", where, kAllowedInteger));
+  if (!i) throw UsageError(fmt::format("{} must be an integer ({})", where, allowed_integer(lo, hi)));
   const int64_t v = i->get();
-  if (v < -1000000000 || v > 1000000000)
-    throw UsageError(fmt::format("{} = {} is out of range ({})", where, v, kAllowedInteger));
+  if (v < lo || v > hi) throw UsageError(fmt::format("{} = {} is out of range ({})", where, v, allowed_integer(lo, hi)));
   return int(v);
 }
 
@@ -69,11 +74,14 @@ void check_dtype_list(const std::vector<StateDtype>& values, const std::string& 
       throw UsageError(fmt::format("{}: {} is listed twice ({})", where, to_string(values[i]), kAllowedDtypes));
 }
 
-std::vector<int> toml_int_list(const toml::node& node, const std::string& where) {
+std::vector<int> toml_int_list(const toml::node& node, const std::string& where, int lo = kAnyLow,
+                               int hi = kAnyHigh) {
   auto arr = node.as_array();
-  if (!arr) throw UsageError(fmt::format("{} must be an integer or an array of integers ({})", where, kAllowedInteger));
+  if (!arr)
+    throw UsageError(
+        fmt::format("{} must be an integer or an array of integers ({})", where, allowed_integer(lo, hi)));
   std::vector<int> out;
-  for (const toml::node& v : *arr) out.push_back(toml_int(v, where + " (each value)"));
+  for (const toml::node& v : *arr) out.push_back(toml_int(v, where + " (each value)", lo, hi));
   return out;
 }
 
@@ -138,10 +146,10 @@ int toml_single_int(const toml::node& node, const std::string& where) {
   return values[0];
 }
 
-/// An integer list axis; one integer stands for a list of one.
-std::vector<int> toml_axis_ints(const toml::node& node, const std::string& where) {
-  if (node.is_integer()) return {toml_int(node, where)};
-  return toml_int_list(node, where);
+/// An integer list axis of values from lo to hi; one integer stands for a list of one.
+std::vector<int> toml_axis_ints(const toml::node& node, const std::string& where, int lo, int hi) {
+  if (node.is_integer()) return {toml_int(node, where, lo, hi)};
+  return toml_int_list(node, where, lo, hi);
 }
 
 }  // namespace
@@ -184,10 +192,10 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
       else if (k == "head_dim_k") s.model.shape.head_dim_k = toml_single_int(node, where);
       else if (k == "head_dim_v") s.model.shape.head_dim_v = toml_single_int(node, where);
       else if (k == "buffer_size") {
-        s.buffer_sizes = toml_axis_ints(node, where);
+        s.buffer_sizes = toml_axis_ints(node, where, 1, kMaxBufferEntries);
         check_list(s.buffer_sizes, where, 1, kMaxBufferEntries);
       } else if (k == "draft_tokens") {
-        s.draft_tokens = toml_axis_ints(node, where);
+        s.draft_tokens = toml_axis_ints(node, where, 1, kMaxDrafts);
         check_list(s.draft_tokens, where, 1, kMaxDrafts);
       } else if (k == "state_dtype") {
         s.state_dtypes = toml_state_dtypes(node, where);

@@ -444,11 +444,18 @@ TEST(CapacityConfig, TheFileIsNamedForItsOwnFaultsAndASweepConfigIsCalledSo) {
 
 // A config value that is no integer, or past what a config value may hold, is refused naming what is allowed.
 TEST(CapacityConfig, AValueThatIsNoIntegerNamesWhatIsAllowed) {
-  for (const char* bad : {"buffer_size = [\"4\"]", "buffer_size = [9223372036854775807]", "layers = 1.5"}) {
+  // Each names the axis's own range (a list axis's values) or what a config integer may hold (the model's axes,
+  // whose ranges are checked with the model).
+  for (const auto& [bad, allowed] : std::vector<std::pair<std::string, std::string>>{
+           {"buffer_size = [\"4\"]", "(allowed: a TOML integer from 1 to 256, such as 8)"},
+           {"buffer_size = [4.0]", "(allowed: a TOML integer from 1 to 256, such as 8)"},
+           {"buffer_size = [9223372036854775807]", "(allowed: a TOML integer from 1 to 256, such as 8)"},
+           {"draft_tokens = 9", "(allowed: a TOML integer from 1 to 8, such as 8)"},
+           {"layers = 1.5", "(allowed: a TOML integer from -1000000000 to 1000000000, such as 8)"}}) {
     SCOPED_TRACE(bad);
     CapacitySettings t;
-    const std::string e = refusal([&] { apply_capacity_config(std::string("[axes]\n") + bad + "\n", "x.toml", t); });
-    EXPECT_NE(e.find("(allowed: a TOML integer from -1000000000 to 1000000000, such as 8)"), std::string::npos) << e;
+    const std::string e = refusal([&] { apply_capacity_config("[axes]\n" + bad + "\n", "x.toml", t); });
+    EXPECT_NE(e.find(allowed), std::string::npos) << e;
   }
 }
 
