@@ -68,7 +68,12 @@ int run_check_golden(const CheckGoldenOptions& options) {
       return 2;
     }
   const bool gpu = cuda_device_present();
-  if (!gpu) error_line("no CUDA device found; checking the float64 reference only");
+  // Said once, before the first check's lines: a file refused before any check gets its one line alone.
+  bool told = gpu;
+  const auto tell_no_gpu = [&] {
+    if (!told) error_line("no CUDA device found; checking the float64 reference only");
+    told = true;
+  };
   bool malformed = false, failed = false;
   size_t width = 0;
   for (const auto& file : options.files) width = std::max(width, file.size());
@@ -90,6 +95,7 @@ int run_check_golden(const CheckGoldenOptions& options) {
       malformed = true;
       continue;
     }
+    tell_no_gpu();
     try {
       failed = !report(file, width, ref::check_golden_reference(c)) || failed;
     } catch (const std::exception& e) {
