@@ -31,17 +31,21 @@ std::vector<std::string> short_labels(const Comparison& c) {
   return out;
 }
 
-/// The axes short_labels leaves out because every point holds one value of them ("draft_tokens=4, heads_qk=16, ..."),
-/// "" when none: the points' labels then say everything.
+/// The axes every point holds with one value ("draft_tokens=4, heads_qk=16, ..."), which short_labels leaves out;
+/// "" when none.
 std::string common_axes(const Comparison& c) {
   if (c.points.empty()) return "";
   std::string out;
   for (size_t a = 0; a < c.points[0].axes.size(); ++a) {
     if (c.points[0].axes[a].first == "variant") continue;
+    // Shared only when every point holds it, with one value (a recurrent point holds no buffer_size).
     std::set<std::string> distinct;
-    for (const auto& p : c.points)
-      if (!p.axes[a].second.empty()) distinct.insert(p.axes[a].second);
-    if (distinct.size() == 1)
+    bool everywhere = true;
+    for (const auto& p : c.points) {
+      distinct.insert(p.axes[a].second);
+      everywhere = everywhere && !p.axes[a].second.empty();
+    }
+    if (everywhere && distinct.size() == 1)
       out += (out.empty() ? "" : ", ") + c.points[0].axes[a].first + '=' + *distinct.begin();
   }
   return out;

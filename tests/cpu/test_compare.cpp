@@ -114,6 +114,8 @@ TEST_F(CompareTest, OnePointTwentyPercentSlowerWithTightSpreadIsSlower) {
   EXPECT_NE(line.find("heads_qk=16"), std::string::npos) << line;
   EXPECT_EQ(line.find("batch="), std::string::npos) << line;  // batch varies: in the labels
   EXPECT_EQ(line.find("variant="), std::string::npos) << line;
+  EXPECT_EQ(line.find("buffer_size="), std::string::npos) << line;  // recurrent points hold none
+  EXPECT_EQ(line.find("phase="), std::string::npos) << line;
 }
 
 TEST_F(CompareTest, AllFasterBeyondSpreadIsFaster) {
