@@ -61,7 +61,8 @@ SweepSetup prepare_sweep(const SweepCommandOptions& options) {
         "--devices: cannot be combined with --dry-run (list one worker's points with --dry-run --shard K/N)");
   if (!options.devices.empty() && options.device_given)
     throw UsageError("--devices: cannot be combined with --device (give the devices as --devices 0,1,... or all)");
-  if (!options.devices.empty()) parse_device_list(options.devices, -1);  // its form, before looking for a GPU
+  if (!options.devices.empty())  // its form, and the worker shards a listed set makes, before looking for a GPU
+    check_worker_shards(s.shard, parse_device_list(options.devices, -1).size(), options.devices);
 
   // Without --out: the config's experiment.out, else results/NAME.csv (a shard: the same stem, .shardK-of-N.csv).
   const std::string stem = s.config.out.empty() ? "results/" + s.config.name
@@ -69,9 +70,12 @@ SweepSetup prepare_sweep(const SweepCommandOptions& options) {
   if (!options.out.empty()) s.out = options.out;
   else if (options.shard.empty()) s.out = stem + ".csv";
   else s.out = stem + ".shard" + s.shard.tag() + ".csv";
-  check_outputs({{s.out, "--out", Existing::resume}}, {{options.config, "--config"}});
-  s.existing = load_resume_table(*s.kind, s.out);
-  require_resume_experiment(s.existing, s.config.name, s.out);
+  // Errors about the output name what gave its path: --out, or the config's experiment.out.
+  const std::string out_flag =
+      options.out.empty() && !s.config.out.empty() ? options.config + ": experiment.out" : "--out";
+  check_outputs({{s.out, out_flag, Existing::resume}}, {{options.config, "--config"}});
+  s.existing = load_resume_table(*s.kind, s.out, out_flag);
+  require_resume_experiment(s.existing, s.config.name, s.out, out_flag);
   report_rows_outside_grid(stderr, rows_outside_grid(*s.kind, s.config.name, s.grid, s.existing), s.out);
   return s;
 }

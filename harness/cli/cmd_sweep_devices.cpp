@@ -58,12 +58,14 @@ int run_sweep_on_devices(const SweepCommandOptions& options, const SweepSetup& s
                                    "sweep per model)",
                                    options.devices, devices[0], model, d, name));
   const fs::path parts = setup.out + ".parts";
+  check_worker_shards(setup.shard, devices.size(), options.devices);
 
   // 1. The existing output plus whatever an interrupted run left in the parts folder (ok rows win).
   KeyedRows merged(kind, setup.existing);
   const std::vector<fs::path> leftovers = part_files(parts);
   for (const auto& f : leftovers) {
-    const CsvTable left = load_resume_table(kind, f.string());
+    const CsvTable left = load_resume_table(kind, f.string(), "a part file of --devices,");
+    require_resume_experiment(left, setup.config.name, f.string(), "a part file of --devices,");
     for (const auto& row : left.rows) merged.put(row, true);
   }
   if (!leftovers.empty()) {

@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
       ->required()
       ->check(non_empty("a TOML file such as experiments/decode_latency.toml"));
   sweep_cmd->add_option("--out", sweep.out,
-                        "result CSV (default results/<experiment name>.csv; resumed when it exists)")
+                        "result CSV (default the config's experiment.out, else results/<experiment name>.csv; "
+                        "resumed when it exists)")
       ->check(non_empty("a file path such as results/NAME.csv"));
   // One value an occurrence, so that a file name after it is not taken as a second override.
   sweep_cmd->add_option("--set", sweep.sets, "override an axis: AXIS=V1,V2,... (repeatable)")
@@ -63,11 +64,11 @@ int main(int argc, char** argv) {
       sweep_cmd->add_option("--device", sweep.device, "CUDA device index")->check(integer_in(0, kvb::kMaxDeviceIndex));
   sweep_cmd->add_option("--shard", sweep.shard,
                         "run grid points i with i % N == I (I/N, 0 <= I < N); default output "
-                        "results/<name>.shardI-of-N.csv")
+                        "results/<name>.shardI-of-N.csv (or experiment.out's stem)")
       ->check(non_empty("I/N with 0 <= I < N"));
   sweep_cmd->add_option("--devices", sweep.devices,
                         "one worker process per GPU (0,1,... or all), rows merged into --out")
-      ->check(non_empty("all, or GPU indices 0,1,..."));
+      ->check(non_empty("all, or distinct device indices in 0..1023, comma-separated"));
 
   MergeCommandOptions merge;
   CLI::App* merge_cmd = app.add_subcommand("merge", "join shard CSVs of one experiment into one CSV");

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -47,7 +48,7 @@ std::string field_value(const toml::node& node, const std::string& origin, const
   std::string value;
   if (const auto* i = node.as_integer()) value = std::to_string(i->get());
   else if (const auto* f = node.as_floating_point()) value = fmt::format("{}", f->get());
-  else if (const auto* t = node.as_string()) value = "'" + t->get() + "'";
+  else if (const auto* t = node.as_string()) value = "'" + line_escaped(t->get()) + "'";  // one line
   else if (const auto* b = node.as_boolean()) value = b->get() ? "true" : "false";
   else if (node.is_array()) value = "an array";
   else if (node.is_table()) value = "a table";
@@ -120,11 +121,19 @@ SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& 
                                  config.name, config.name.size(), kMaxExperimentName));
   config.kind = require_string(*exp, "kind", origin, false, "decode");
   config.description = require_string(*exp, "description", origin, false, "");
-  config.out = require_string(*exp, "out", origin, false, "");
-  if (!config.out.empty() && (config.out.size() <= 4 || config.out.compare(config.out.size() - 4, 4, ".csv") != 0))
-    throw UsageError(fmt::format("{}: experiment.out = '{}' (allowed: a file path ending in .csv, such as "
-                                 "results/{}.csv)",
-                                 origin, config.out, config.name));
+  if (const toml::node* out = exp->get("out")) {
+    // A file path whose name is NAME.csv: no control character (a NUL would end the path the file system sees), a
+    // name before .csv that is not hidden, and set when the key is given (the default is the key left out).
+    config.out = require_string(*exp, "out", origin, false, "");
+    const std::string file = std::filesystem::path(config.out).filename().string();
+    const bool control = std::any_of(config.out.begin(), config.out.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    if (control || file.size() <= 4 || file[0] == '.' || file.compare(file.size() - 4, 4, ".csv") != 0)
+      throw UsageError(fmt::format("{} (allowed: a file path whose name ends in .csv, such as results/{}.csv, "
+                                   "without control characters)",
+                                   field_value(*out, origin, "experiment.out"), config.name));
+  }
 
   if (root.contains("axes")) {
     const toml::table* axes = root["axes"].as_table();

@@ -25,11 +25,11 @@ Shard parse_shard(const std::string& text) {
   const auto slash = text.find('/');
   const long long i = slash == std::string::npos ? -1 : parse_count(text.substr(0, slash));
   const long long n = slash == std::string::npos ? -1 : parse_count(text.substr(slash + 1));
-  if (i < 0 || n < 1 || n > 100000 || i >= n)
+  if (i < 0 || n < 1 || n > kMaxShards || i >= n)
     throw UsageError(
-        fmt::format("--shard '{}': expected I/N with integers 0 <= I < N, 1 <= N <= 100000 (for example "
+        fmt::format("--shard '{}': expected I/N with integers 0 <= I < N, 1 <= N <= {} (for example "
                     "0/4 ... 3/4)",
-                    text));
+                    text, kMaxShards));
   return Shard{int(i), int(n)};
 }
 
@@ -42,6 +42,14 @@ std::vector<Point> shard_points(const std::vector<Point>& points, const Shard& s
 
 Shard sub_shard(const Shard& outer, int worker, int workers) {
   return Shard{outer.index + outer.count * worker, outer.count * workers};
+}
+
+void check_worker_shards(const Shard& outer, size_t workers, const std::string& devices_text) {
+  const long long total = (long long)outer.count * (long long)workers;
+  if (total > kMaxShards)
+    throw UsageError(fmt::format("--shard {}/{} with --devices {}: {} shards x {} devices make {} worker shards "
+                                 "(allowed: at most {})",
+                                 outer.index, outer.count, devices_text, outer.count, workers, total, kMaxShards));
 }
 
 std::vector<int> parse_device_list(const std::string& text, int device_count) {

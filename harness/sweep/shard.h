@@ -9,6 +9,9 @@
 
 namespace kvb {
 
+/// The most shards a grid is dealt into (--shard I/N: N; with --devices, N times the devices).
+constexpr int kMaxShards = 100000;
+
 /// Shard `index` of `count`: the points of the full grid whose position i (0-based, grid order) has
 /// i % count == index. 0 <= index < count; {0, 1} is the whole grid.
 struct Shard {
@@ -30,6 +33,10 @@ std::vector<Point> shard_points(const std::vector<Point>& points, const Shard& s
 /// Worker `worker` of `workers` splitting an outer shard further: the shard (outer.index + outer.count * worker) of
 /// (outer.count * workers), whose points are exactly the outer shard's points dealt round-robin to the workers.
 Shard sub_shard(const Shard& outer, int worker, int workers);
+
+/// Throws UsageError naming --shard and --devices (`devices_text`) when `workers` workers, each taking
+/// sub_shard(outer, k, workers), would deal the grid into more than kMaxShards shards.
+void check_worker_shards(const Shard& outer, size_t workers, const std::string& devices_text);
 
 /// Largest device index a `--devices` list may name (the --device flags' range).
 constexpr int kMaxDeviceIndex = 1023;

@@ -130,25 +130,26 @@ std::string format_duration(double seconds) {
   return fmt::format("{}s", s);
 }
 
-CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path) {
+CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path, const std::string& flag) {
   CsvTable table = read_csv_file(path);
   if (table.header.empty()) return table;
   try {
     validate_result_table(table, {csv_schema(kind)}, path);
   } catch (const UsageError& e) {
-    throw UsageError(fmt::format("--out {}; move the file away or choose another --out", e.what()));
+    throw UsageError(fmt::format("{} {}; move the file away or choose another --out", flag, e.what()));
   }
   upgrade_older_header(kind, table, path);
   return table;
 }
 
-void require_resume_experiment(const CsvTable& table, const std::string& experiment, const std::string& path) {
+void require_resume_experiment(const CsvTable& table, const std::string& experiment, const std::string& path,
+                               const std::string& flag) {
   const size_t col = column_index(table.header, "experiment");
   for (size_t r = 0; r < table.rows.size(); ++r)
     if (col < table.rows[r].size() && table.rows[r][col] != experiment)
-      throw UsageError(fmt::format("--out {}:{}: experiment '{}' is not this sweep's (allowed: a CSV of experiment "
+      throw UsageError(fmt::format("{} {}:{}: experiment '{}' is not this sweep's (allowed: a CSV of experiment "
                                    "'{}' to resume, or a new --out)",
-                                   path, table.line(r), table.rows[r][col], experiment));
+                                   flag, path, table.line(r), table.rows[r][col], experiment));
 }
 
 std::vector<bool> finished_points(const ExperimentKind& kind, const std::string& experiment,

@@ -32,14 +32,15 @@ struct SweepSummary {
 /// (result_csv.h) as a CSV of `kind`. A file written before the kind gained an axis or a result column
 /// (AxisSpec::added_later, one default; ExperimentKind::results_added_later) is read with that column put back (the
 /// axis's default where it applies to the row's variant; an empty result), and the sweep's next write of the file
-/// carries the whole header. Throws UsageError naming --out, the file and the line when it is malformed or breaks a
-/// rule.
-CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path);
+/// carries the whole header. Throws UsageError naming `flag` (what gave the path: --out, or a config's experiment.out),
+/// the file and the line when it is malformed or breaks a rule.
+CsvTable load_resume_table(const ExperimentKind& kind, const std::string& path, const std::string& flag = "--out");
 
-/// Throws UsageError naming --out `path` and the line of the first row of `table` (as load_resume_table read it)
+/// Throws UsageError naming `flag` and `path` and the line of the first row of `table` (as load_resume_table read it)
 /// whose experiment is not `experiment`: a sweep resumes its own experiment's file, and would otherwise add its rows
 /// to another's (which kvb merge then refuses).
-void require_resume_experiment(const CsvTable& table, const std::string& experiment, const std::string& path);
+void require_resume_experiment(const CsvTable& table, const std::string& experiment, const std::string& path,
+                               const std::string& flag = "--out");
 
 /// For each point: true when `table` holds an "ok" row for it (same experiment and axis values).
 std::vector<bool> finished_points(const ExperimentKind& kind, const std::string& experiment,

@@ -128,6 +128,13 @@ TEST(Cli, TheVerifySmokeWritesItsOwnCsvByDefault) {
   EXPECT_NE(r.out.find("already in results/ci_smoke_verify.csv"), std::string::npos) << r.out;
   const test::Result shard = test::run_kvb(dir, "sweep --config '" + config + "' --dry-run --shard 1/2");
   EXPECT_NE(shard.out.find("already in results/ci_smoke_verify.shard1-of-2.csv"), std::string::npos) << shard.out;
+  // Errors about a path the config gave name the config's field, not --out.
+  const std::string own = dir.file("own.toml");
+  test::write_text(own, "[experiment]\nname = \"mine\"\nout = \"results/decode_latency.csv\"\n[axes]\nbatch = [1]\n");
+  const test::Result other = test::run_kvb(dir, "sweep --config '" + own + "' --dry-run");
+  EXPECT_EQ(other.code, 2);
+  EXPECT_EQ(other.err, "kvb: " + own + ": experiment.out results/decode_latency.csv:2: experiment 'decode_latency' is "
+                       "not this sweep's (allowed: a CSV of experiment 'mine' to resume, or a new --out)\n");
 }
 
 TEST(Cli, CheckGoldenMalformedFileExits2) {

@@ -66,11 +66,13 @@ TEST(Config, ExperimentOutIsADefaultCsvPath) {
   EXPECT_EQ(parse_sweep_config("[experiment]\nname = \"x\"\n", "a.toml").out, "");
   EXPECT_EQ(parse_sweep_config("[experiment]\nname = \"x\"\nout = \"results/y.csv\"\n", "a.toml").out,
             "results/y.csv");
-  for (const std::string bad : {"\"results/y\"", "\".csv\"", "\"y.CSV\"", "3"})
+  for (const std::string bad : {"\"results/y\"", "\".csv\"", "\"y.CSV\"", "3", "\"\"", "\"a/.csv\"", "\"results/\"",
+                                "\"x.csv\\u0000.csv\"", "\"a\\nb.csv\""})
     expect_usage_error([&] { parse_sweep_config("[experiment]\nname = \"x\"\nout = " + bad + "\n", "a.toml"); },
                        {"a.toml", "experiment.out ="});
   expect_usage_error([] { parse_sweep_config("[experiment]\nname = \"x\"\nout = \"y\"\n", "a.toml"); },
-                     {"experiment.out = 'y' (allowed: a file path ending in .csv, such as results/x.csv)"});
+                     {"a.toml:3: experiment.out = 'y' (allowed: a file path whose name ends in .csv, such as "
+                      "results/x.csv, without control characters)"});
 }
 
 TEST(Config, ResolvesDefaultsInKindOrder) {

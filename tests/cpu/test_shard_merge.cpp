@@ -77,6 +77,11 @@ TEST(Shard, SubShardSplitsAnOuterShardAmongWorkers) {
   std::sort(worker_labels.begin(), worker_labels.end());
   EXPECT_EQ(worker_labels, outer_labels);
   EXPECT_EQ(sub_shard(Shard{}, 1, 2).tag(), "1-of-2");
+  // The workers' shards stay within what a worker's --shard takes.
+  EXPECT_NO_THROW(check_worker_shards(Shard{0, 50000}, 2, "0,1"));
+  EXPECT_EQ(error_of([] { check_worker_shards(Shard{0, 60000}, 2, "0,1"); }),
+            "--shard 0/60000 with --devices 0,1: 60000 shards x 2 devices make 120000 worker shards (allowed: at most "
+            "100000)");
 }
 
 TEST(Devices, ParsesListsAndAll) {
