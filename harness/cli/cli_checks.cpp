@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/sweep/experiment_kind.h"
 
@@ -94,11 +95,11 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
   static const std::regex missing("^(\\S+): 1 required (.+) missing$");
   static const std::regex positional("^([a-z_]+) is required$");
   if (std::regex_match(what, m, twice))
-    return fmt::format("kvb: {}: given {} times (allowed: once)", m[1].str(), m[2].str());
+    return fmt::format("{}: {}: given {} times (allowed: once)", where, m[1].str(), m[2].str());
   if (std::regex_match(what, m, missing)) {
     std::string type = m[2].str();  // CLI11's "TYPE:VALIDATOR" when the option has a check
     type = type.substr(type.find(':') + 1);
-    return fmt::format("kvb: {}: no value (allowed: {})", m[1].str(),
+    return fmt::format("{}: {}: no value (allowed: {})", where, m[1].str(),
                        type == "TEXT" ? "a value; see " + where + " --help" : type);
   }
   if (std::regex_match(what, m, positional)) {
@@ -107,10 +108,20 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
     return fmt::format("{}: {} is required (see {} --help)", where, name, where);
   }
   if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
-    const size_t colon = what.find(": ");
-    const std::string words = colon == std::string::npos ? what : what.substr(colon + 2);
-    return fmt::format("{}: unexpected argument{} '{}' (allowed: {})", where,
-                       words.find(' ') == std::string::npos ? "" : "s", words, option_list(*cmd));
+    // The words no option or argument took, in the order given ("--" ends the options; it is no word).
+    std::vector<std::string> words;
+    for (const std::string& w : cmd->remaining())
+      if (w != "--") words.push_back("'" + w + "'");
+    if (words.empty()) return "";
+    return fmt::format("{}: unexpected argument{} {} (allowed: {})", where, words.size() > 1 ? "s" : "",
+                       fmt::join(words, ", "), option_list(*cmd));
+  }
+  static const std::regex flag_value("^Could not convert: (--\\S+) = (.*)$");
+  if (std::regex_match(what, m, flag_value)) {  // a flag's value that is no boolean (--dry-run=maybe)
+    const CLI::Option* opt = cmd->get_option_no_throw(m[1].str());
+    if (opt && opt->get_expected_max() == 0)
+      return fmt::format("{}: {} takes no value, given '{}' (allowed: {} alone)", where, m[1].str(), m[2].str(),
+                         m[1].str());
   }
   if (what == "A subcommand is required") {
     std::string known;

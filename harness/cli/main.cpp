@@ -124,10 +124,18 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // What a command printed must reach its reader: a full disk or a closed file behind standard output is a failed
+  // write (exit 1, the command's own failure code kept), not a success that lost its output.
+  const auto stdout_written = [](int code) {
+    errno = 0;
+    if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
+    fmt::print(stderr, "kvb: standard output: {}\n", errno != 0 ? std::strerror(errno) : "a write failed");
+    return code == 0 ? 1 : code;
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    if (e.get_exit_code() == 0) return stdout_written(app.exit(e));  // --help
     // An unknown option first: CLI11 reports a missing required one before it.
     if (const std::string unknown = unknown_option(app, argc, argv); !unknown.empty()) {
       fmt::print(stderr, "{}\n", one_line(unknown));
@@ -165,14 +173,6 @@ int main(int argc, char** argv) {
     if (capacity_cmd->parsed()) return run_capacity_command(capacity);
     if (reproduce_cmd->parsed()) return run_reproduce_command(reproduce);
     return 2;
-  };
-  // What a command printed must reach its reader: a full disk or a closed file behind standard output is a failed
-  // write (exit 1, the command's own failure code kept), not a success that lost its output.
-  const auto stdout_written = [](int code) {
-    errno = 0;
-    if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
-    fmt::print(stderr, "kvb: standard output: {}\n", errno != 0 ? std::strerror(errno) : "a write failed");
-    return code == 0 ? 1 : code;
   };
   try {
     const int code = stdout_written(dispatch());

@@ -296,7 +296,7 @@ TEST(CliInputs, AFailedWriteToStandardOutputIsAFailure) {
   const std::string kvb = std::string("'") + KVB_BINARY_PATH + "'";
   const std::string csv = shell_quote(kSource + "/results/decode_latency.csv");
   for (const std::string& args :
-       {std::string("info"), "compare " + csv + " " + csv,
+       {std::string("info"), std::string("--help"), "compare " + csv + " " + csv,
         "sweep --config " + shell_quote(kSource + "/experiments/decode_latency.toml") + " --dry-run --out " +
             shell_quote(dir.file("x.csv")),
         "capacity --budget-gib 10 --out " + shell_quote(dir.file("cap.csv"))}) {
@@ -316,11 +316,17 @@ TEST(CliInputs, TheParsersOwnErrorsNameTheOptionAndWhatIsAllowed) {
     EXPECT_EQ(r.code, 2) << args;
     return r.err;
   };
-  EXPECT_EQ(line("info --device 0 --device 1"), "kvb: --device: given 2 times (allowed: once)\n");
-  EXPECT_EQ(line("info --device="), "kvb: --device: no value (allowed: INT in [0, 1023])\n");
-  EXPECT_EQ(line("sweep --config x.toml --set"), "kvb: --set: no value (allowed: a value; see kvb sweep --help)\n");
+  EXPECT_EQ(line("info --device 0 --device 1"), "kvb info: --device: given 2 times (allowed: once)\n");
+  EXPECT_EQ(line("info --device="), "kvb info: --device: no value (allowed: INT in [0, 1023])\n");
+  EXPECT_EQ(line("sweep --config x.toml --set"),
+            "kvb sweep: --set: no value (allowed: a value; see kvb sweep --help)\n");
+  EXPECT_EQ(line("sweep --config x.toml --dry-run=maybe"),
+            "kvb sweep: --dry-run takes no value, given 'maybe' (allowed: --dry-run alone)\n");
   EXPECT_EQ(line("info extra"),
             "kvb info: unexpected argument 'extra' (allowed: --help, --device, --buffer-mib, --gpu-present)\n");
+  // In the order given, each word whole.
+  EXPECT_EQ(line("info x 'a b'"),
+            "kvb info: unexpected arguments 'x', 'a b' (allowed: --help, --device, --buffer-mib, --gpu-present)\n");
   EXPECT_EQ(line(""), "kvb: a subcommand is required (allowed: info, check-golden, sweep, merge, compare, capacity, "
                       "reproduce)\n");
   EXPECT_EQ(line("merge"), "kvb merge: OUT is required (see kvb merge --help)\n");
