@@ -45,6 +45,9 @@ def build(rows, path):
                 s.label += f", {phase}"
                 s.marker = "^"
             series.append(s)
+    if not series:  # rows with DRAM counts, but none of a series: launch = pdl or a peer's
+        style.fail(f"CSV {path} has no recurrent or kvbuffer rows with launch plain and dram_read_bytes and "
+                   "dram_write_bytes (the figure draws plain launches with DRAM counts)")
 
     fig, (top, bottom) = style.figure(style.TALL_WIDE, nrows=2, sharex=True, height_ratios=(3, 2))
     lo, hi = float("inf"), 0.0

@@ -36,7 +36,9 @@ def build(rows, path, phase: str = "staggered"):
     """The figure for decode `rows` read from `path` (KVBuffer rows of `phase` only)."""
     series = dd.decode_series(rows, path, phase) + dd.peer_series(rows, path)
     if not series:
-        style.fail(f"CSV {path} has no recurrent rows and no kvbuffer rows with phase {phase}")
+        style.fail(f"CSV {path} has no recurrent rows with launch plain, no kvbuffer rows with phase {phase} and "
+                   f"launch plain and no {', '.join(list(dd.PEERS)[:-1])} or {list(dd.PEERS)[-1]} rows (the figure's "
+                   "series are plain launches and the peers)")
     fig, (ax,) = style.figure(style.SINGLE)
     handles = [ax.axhline(1.0, color=style.FLOOR_COLOUR, ls="--", lw=1.4, label="floor (ratio 1)")]
     all_batches: set[float] = set()

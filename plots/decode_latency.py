@@ -58,7 +58,8 @@ def build(rows, path, phase: str = "staggered"):
     style.require_single(rows, dd.SHAPE_COLUMNS + ("state_dtype", "layers"), path)
     series = dd.decode_series(rows, path, phase)
     if not series:
-        style.fail(f"CSV {path} has no recurrent rows and no kvbuffer rows with phase {phase}")
+        style.fail(f"CSV {path} has no recurrent rows with launch plain and no kvbuffer rows with phase {phase} and "
+                   "launch plain (the figure's series are plain launches)")
     recurrent = next((s for s in series if s.variant == "recurrent"), None)
     rec_by_batch = (dict(zip(recurrent.batches(path), recurrent.values("latency_us_median", path)))
                     if recurrent else {})

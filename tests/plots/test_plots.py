@@ -469,6 +469,29 @@ def test_decode_series_keeps_plain_launches_and_best_pdl_per_batch():
     assert best and decode_data.best_kvbuffer_by_batch(rows, "synthetic", "staggered", "pdl") == {}
 
 
+@pytest.mark.parametrize("script,message", [
+    ("decode_latency", "has no recurrent rows with launch plain and no kvbuffer rows with phase staggered and launch "
+                       "plain (the figure's series are plain launches)"),
+    ("decode_efficiency", "has no recurrent rows with launch plain, no kvbuffer rows with phase staggered and launch "
+                          "plain and no fla_recurrent, flashinfer_recurrent or replayssm_decode rows (the figure's "
+                          "series are plain launches and the peers)"),
+    ("decode_bytes", "has no recurrent or kvbuffer rows with launch plain and dram_read_bytes and dram_write_bytes "
+                     "(the figure draws plain launches with DRAM counts)"),
+])
+def test_decode_figures_refuse_a_csv_of_pdl_launches_only(script, message, tmp_path):
+    """A decode CSV whose rows are all launch = pdl holds none of the plain-launch series the figures draw: exit 2 with
+    one line saying so, nothing written (decode_bytes ended in a traceback)."""
+    header = DECODE_HEADER[:DECODE_HEADER.index("phase") + 1] + ["launch"] + DECODE_HEADER[
+        DECODE_HEADER.index("phase") + 1:]
+    rows = [{c: r.get(c, "pdl") for c in header} for r in synthetic_decode_rows()]
+    path = write_csv(tmp_path / "pdl.csv", rows)
+    out = tmp_path / "figures"
+    r = run_script(script, "--csv", str(path), "--out-dir", str(out))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == result_csv.one_line(f"CSV {path} {message}") + "\n"
+    assert not out.exists()
+
+
 def test_footnote_names_gpu_dates_and_revision():
     rows = synthetic_decode_rows()
     text = style.footnote_text(rows, REPO_ROOT / "results" / "x.csv")
