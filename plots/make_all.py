@@ -13,8 +13,8 @@ plotting libraries load it stops at once, in one line, nothing written.
 
 Usage: python3 plots/make_all.py [--results-dir results] [--out-dir results/figures]
 Exit status: 0 when every figure whose CSV exists was made (skipped ones do not count), 1 when a script failed,
-2 for bad input (a results folder that does not exist, a path too long for the file system, a CSV kvb would refuse),
-130 / 143 when SIGINT / SIGTERM stopped it.
+2 for bad input (an empty path, a results folder that does not exist, a path too long for the file system, a CSV kvb
+would refuse), 130 / 143 when SIGINT / SIGTERM stopped it.
 """
 
 from __future__ import annotations
@@ -80,6 +80,9 @@ STATE_DTYPE_FIGURES = (
            "bf16"),
 )
 
+# What --results-dir may be, in the words of its errors.
+RESULTS_DIR_ALLOWED = "the folder of the result CSVs, such as results"
+
 # Modules in plots/ that are not figure scripts.
 HELPER_MODULES = frozenset({"style", "anchors", "decode_data", "make_all", "result_csv", "stop_at_start"})
 
@@ -92,6 +95,8 @@ def main(argv=None) -> int:
     p.add_argument("--out-dir", default=str(REPO_ROOT / "results" / "figures"),
                    help="where the figures go (default results/figures)")
     args = p.parse_args(argv)
+    style.refuse_empty("--results-dir", args.results_dir, RESULTS_DIR_ALLOWED)
+    style.refuse_empty("--out-dir", args.out_dir, style.OUT_DIR_ALLOWED)
     if argv is None:
         style.stop_between_steps()
     try:
@@ -112,7 +117,7 @@ def _make(results: Path, out: Path) -> int:
             style.fail(f"{result_csv.shown_value(str(results / fig.csv))}: {problem}")
     if not results.is_dir():
         style.fail(f"--results-dir {results}: {'not a folder' if results.exists() else 'no such folder'} (allowed: "
-                   f"the folder of the result CSVs, such as results)")
+                   f"{RESULTS_DIR_ALLOWED})")
     if out.exists() and not out.is_dir():
         style.fail(f"--out-dir {out}: exists and is not a folder (allowed: a folder for the figures)")
 

@@ -7,10 +7,11 @@ writes NAME.png and NAME.pdf with `save`: each to a temporary file in the same f
 once both are whole, so an interrupted run leaves every figure as it was or new.
 
 Only the standard library's csv module and matplotlib (Agg backend, no display needed) are used.
-Bad input (a missing file, a path too long for the file system, a CSV kvb would refuse, a missing column, a value that
-is not a number, no usable rows) prints one line to stderr and exits with status 2, writing nothing. SIGINT and
-SIGTERM stop a script after removing its temporary files (and the folders made for them), with exit status 130 and
-143; while it starts, before its arguments are read and its libraries loaded, they stop it at once (stop_at_start).
+Bad input (a missing file, an empty path, a path too long for the file system, a CSV kvb would refuse, a missing
+column, a value that is not a number, no usable rows) prints one line to stderr and exits with status 2, writing
+nothing. SIGINT and SIGTERM stop a script after removing its temporary files (and the folders made for them), with
+exit status 130 and 143; while it starts, before its arguments are read and its libraries loaded, they stop it at once
+(stop_at_start).
 """
 
 from __future__ import annotations
@@ -99,6 +100,13 @@ def fail(message: str) -> NoReturn:
     status 2 (bad input)."""
     print(result_csv.one_line(message), file=sys.stderr)
     raise SystemExit(2)
+
+
+def refuse_empty(flag: str, value: str, allowed: str) -> None:
+    """Exit 2 with "FLAG: empty value (allowed: ALLOWED)", as kvb words it, when a path flag's `value` is empty: an
+    empty path would name the current folder (and no file at all), not what the flag asks for."""
+    if value == "":
+        fail(f"{flag}: empty value (allowed: {allowed})")
 
 
 def check_path_fits(flag: str, path, inside: str = "") -> None:
@@ -448,6 +456,9 @@ def parser(description: str, default_csv: str) -> argparse.ArgumentParser:
     return p
 
 
+# What --out-dir may be, in the words of its errors.
+OUT_DIR_ALLOWED = "a folder, or a path to make one at"
+
 # The figure's file name: NAME, or NAME_bf16 for bf16 rows (defined with the start-up guard, which names it too).
 figure_name = stop_at_start.figure_name
 
@@ -464,7 +475,7 @@ def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | Non
         fail(f"--out-dir {out_dir}: exists and is not a folder")
     above = next((f for f in Path(out_dir).parents if f.exists() or f.is_symlink()), None)
     if above is not None and not above.is_dir():
-        fail(f"--out-dir {out_dir}: '{above}' is not a folder (allowed: a folder, or a path to make one at)")
+        fail(f"--out-dir {out_dir}: '{above}' is not a folder (allowed: {OUT_DIR_ALLOWED})")
     rows = read_rows(csv_path)
     if state_dtype is not None:
         rows = rows_of_state_dtype(rows, state_dtype, csv_path)
@@ -489,6 +500,8 @@ def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=Non
         p.add_argument("--state-dtype", choices=("fp32", "bf16"), default="fp32",
                        help="rows of this state dtype (default fp32; bf16 figures are saved as NAME_bf16)")
     args = p.parse_args(argv)
+    refuse_empty("--csv", args.csv, f"a result CSV of kvb such as results/{default_csv}")
+    refuse_empty("--out-dir", args.out_dir, OUT_DIR_ALLOWED)
     state_dtype = args.state_dtype if with_state_dtype else None
     try:
         if argv is None:  # a command: until now the start-up guard (stop_at_start) stopped it at once

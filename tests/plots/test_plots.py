@@ -1162,6 +1162,33 @@ def test_paths_too_long_for_the_file_system_are_refused_in_one_line(tmp_path):
         assert _all_paths(tmp_path) == before, "nothing may be written"
 
 
+@pytest.mark.parametrize("script,flag,message", [
+    ("decode_latency", "--csv", "--csv: empty value (allowed: a result CSV of kvb such as results/decode_latency.csv)"),
+    ("decode_latency", "--out-dir", "--out-dir: empty value (allowed: a folder, or a path to make one at)"),
+    ("make_all", "--results-dir", "--results-dir: empty value (allowed: the folder of the result CSVs, such as "
+                                  "results)"),
+    ("make_all", "--out-dir", "--out-dir: empty value (allowed: a folder, or a path to make one at)"),
+])
+def test_an_empty_path_flag_is_refused_in_one_line(script, flag, message, tmp_path):
+    """An empty --csv, --out-dir or --results-dir exits 2 naming the flag, as kvb refuses an empty value, instead of
+    reading or writing the current folder."""
+    results = tmp_path / "results"
+    results.mkdir()
+    write_csv(results / "decode_latency.csv", synthetic_decode_rows())
+    work = tmp_path / "work"  # the current folder, which an empty path would name
+    work.mkdir()
+    args = ({"--csv": str(results / "decode_latency.csv"), "--out-dir": str(tmp_path / "figures")}
+            if script != "make_all" else {"--results-dir": str(results), "--out-dir": str(tmp_path / "figures")})
+    args[flag] = ""
+    before = _all_paths(tmp_path)
+    r = subprocess.run([sys.executable, str(PLOTS_DIR / f"{script}.py"), *(x for kv in args.items() for x in kv)],
+                       capture_output=True, text=True, cwd=work, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == message + "\n"
+    assert r.stdout == ""
+    assert _all_paths(tmp_path) == before, "nothing may be written"
+
+
 def test_make_all_refuses_a_missing_results_folder(tmp_path):
     r = run_script("make_all", "--results-dir", str(tmp_path / "nonexistent"), "--out-dir", str(tmp_path / "f"))
     assert r.returncode == 2
