@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import errno
 import math
 import os
 import signal
@@ -372,8 +373,11 @@ def write_files_atomic(writers: Mapping[Path, object]) -> None:
     """Replace each path of `writers` with what its writer (a function of a binary file object) writes, all or none:
     every file goes to a temporary PATH.tmp.XXXXXX in its folder (created when missing), is flushed to disk, and only
     when all are whole are they renamed over their paths, with SIGINT and SIGTERM held back meanwhile. An existing
-    file keeps its permission bits; a new one gets 0666 less the umask. On any exception (an interrupt included) the
-    temporaries are removed, the folders made for them removed again while empty, and the files left as they were."""
+    file keeps its permission bits; a new one gets 0666 less the umask. A path that exists and is not a regular file
+    (a folder) refuses the whole write with OSError, checked before anything is written and again before the first
+    rename. On any exception (an interrupt included) the temporaries are removed, the folders made for them removed
+    again while empty, and the files left as they were."""
+    _refuse_targets_not_files(writers)  # before any folder or file is made
     temporaries: list[tuple[str, Path]] = []
     folders: list[Path] = []  # the folders made here, outermost first: removed again when nothing is written
     written = False
@@ -394,6 +398,9 @@ def write_files_atomic(writers: Mapping[Path, object]) -> None:
                 os.fsync(f.fileno())
             os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else _new_file_mode())
         with _signals_held():
+            # Again just before renaming (one may have appeared meanwhile): a rename that failed after another had
+            # replaced its file would leave the figure's two files from different runs.
+            _refuse_targets_not_files(writers)
             for tmp, path in temporaries:
                 os.replace(tmp, path)
             temporaries.clear()
@@ -406,6 +413,15 @@ def write_files_atomic(writers: Mapping[Path, object]) -> None:
             for folder in reversed(folders) if not written else ():
                 with contextlib.suppress(OSError):  # one that something else has put a file in stays
                     folder.rmdir()
+
+
+def _refuse_targets_not_files(paths: Iterable[Path]) -> None:
+    """Raise OSError (its strerror naming the file) when any of `paths` exists and is not a regular file (a folder, a
+    FIFO; a link is judged by what it points to), which a rename could not replace or should not."""
+    for path in map(Path, paths):
+        if path.exists() and not path.is_file():
+            raise OSError(errno.EISDIR if path.is_dir() else errno.EEXIST,
+                          f"{path.name} exists and is not a file (allowed: a file to replace, or none)")
 
 
 def _missing_folders(folder: Path) -> list[Path]:

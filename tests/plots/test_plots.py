@@ -1254,6 +1254,42 @@ def test_interrupted_save_leaves_both_figures_as_they_were(exception, tmp_path, 
     assert not _temporaries(out)
 
 
+def test_a_figure_file_that_is_a_folder_refuses_both_files(tmp_path):
+    """A folder where one of a figure's files goes refuses the whole write: exit 2 in one line, the other file neither
+    made nor replaced, no temporaries left."""
+    path = write_csv(tmp_path / "decode_latency.csv", synthetic_decode_rows())
+    out = tmp_path / "figures"
+    (out / "decode_latency.pdf").mkdir(parents=True)
+    r = run_script("decode_latency", "--csv", str(path), "--out-dir", str(out))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == result_csv.one_line(f"--out-dir {out}: cannot write decode_latency.png and decode_latency.pdf "
+                                           "there: decode_latency.pdf exists and is not a file (allowed: a file to "
+                                           "replace, or none)") + "\n"
+    assert sorted(p.name for p in out.iterdir()) == ["decode_latency.pdf"]
+
+
+def test_a_folder_made_while_saving_leaves_both_figures_as_they_were(tmp_path, monkeypatch):
+    """Every target is checked again before the first rename: a folder that appears where the PDF goes while the
+    figure is written leaves the PNG as it was too."""
+    out = tmp_path / "figures"
+    out.mkdir()
+    (out / "capacity.png").write_bytes(b"old png")
+    fig = _figure(tmp_path)
+    real = fig.savefig
+
+    def savefig(f, **kwargs):
+        real(f, **kwargs)
+        if kwargs.get("format") == "pdf":
+            (out / "capacity.pdf").mkdir()
+
+    monkeypatch.setattr(fig, "savefig", savefig)
+    with pytest.raises(OSError, match="capacity.pdf exists and is not a file"):
+        style.save(fig, out, "capacity")
+    assert (out / "capacity.png").read_bytes() == b"old png"
+    assert (out / "capacity.pdf").is_dir()
+    assert not _temporaries(out)
+
+
 def _stopped_at(where: str, args: list[str], cwd=REPO_ROOT) -> subprocess.Popen:
     """Starts a plots script (`args`: the script and its arguments) that stops itself (SIGSTOP) at stop point `where`
     (KVB_TEST_STOP_AT: loading, out-dir, savefig); waits until it has."""
