@@ -12,9 +12,10 @@ under way (a second one at once, leaving that figure as it was), and the made an
 plotting libraries load it stops at once, in one line, nothing written.
 
 Usage: python3 plots/make_all.py [--results-dir results] [--out-dir results/figures]
-Exit status: 0 when every figure whose CSV exists was made (skipped ones do not count), 1 when a script failed,
-2 for bad input (an empty path, a results folder that does not exist, a path too long for the file system, a CSV kvb
-would refuse), 130 / 143 when SIGINT / SIGTERM stopped it.
+Exit status: 0 when every figure whose CSV exists was made (skipped ones do not count), 1 when a script failed or
+stdout could not take the lines listing them (the figures written all the same: "standard output: REASON"), 2 for
+bad input (an empty path, a results folder that does not exist, a path too long for the file system, a CSV kvb would
+refuse), 130 / 143 when SIGINT / SIGTERM stopped it.
 """
 
 from __future__ import annotations
@@ -156,17 +157,19 @@ def _make(results: Path, out: Path) -> int:
         (made if code == 0 else failed).append(fig.name)
     stopped = stopped or style.pending_interrupt()
 
-    print(f"made {len(made)} figure(s): {', '.join(made) or 'none'}")
+    style.say(f"made {len(made)} figure(s): {', '.join(made) or 'none'}")
     if skipped:
-        print(f"skipped {len(skipped)}: " + "; ".join(skipped))
+        style.say(f"skipped {len(skipped)}: " + "; ".join(skipped))
     if failed:
         print(f"failed {len(failed)}: {', '.join(failed)}", file=sys.stderr)
     if stopped:
         not_made = [fig.name for fig, _, _ in todo if fig.name not in made and fig.name not in failed]
         print(f"stopped by {'SIGINT' if stopped == 130 else 'SIGTERM'}; not made (left as they were): "
               f"{', '.join(not_made) or 'none'}", file=sys.stderr)
-        return stopped
-    return 1 if failed else 0
+    # Lines stdout could not take (the figures' "wrote" lines or the summary) fail the run as a write failure, once;
+    # the figures written are counted as made all the same.
+    lost = style.stdout_failed()
+    return stopped or (1 if failed or lost else 0)
 
 
 if __name__ == "__main__":

@@ -450,8 +450,37 @@ def save(fig, out_dir, name: str) -> list[Path]:
     finally:
         plt.close(fig)
     for p in paths:
-        print(f"wrote {_display_path(p)}")
+        say(f"wrote {_display_path(p)}")
     return paths
+
+
+_stdout_error: OSError | None = None
+
+
+def say(line: str) -> None:
+    """Print `line` on stdout, flushed at once. When stdout cannot take it (a full disk, a closed pipe) the error is
+    kept for stdout_failed instead of raised, since what the line reports (a figure written) is done, and stdout is
+    pointed at os.devnull so that nothing later, Python's flush at exit among it, fails on it again."""
+    global _stdout_error
+    try:
+        print(line, flush=True)
+    except OSError as e:
+        _stdout_error = _stdout_error or e
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # a stdout without a file descriptor
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, sys.stdout.fileno())
+            finally:
+                os.close(null)
+
+
+def stdout_failed() -> int:
+    """1 after one line on stderr, "standard output: REASON", when a line of `say` could not be written (a write
+    failure, reported once, when the command ends); else 0."""
+    if _stdout_error is None:
+        return 0
+    print(result_csv.one_line(f"standard output: {_stdout_error.strerror or _stdout_error}"), file=sys.stderr)
+    return 1
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -507,7 +536,8 @@ def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=Non
     """The command line of one figure script: parse --csv/--out-dir (and --phase when `with_phase`, --state-dtype
     when `with_state_dtype`: a figure that draws every state dtype has none) and draw_figure.
     Returns the exit status: 0, 2 for bad input (exits inside read_rows), 130 or 143 when SIGINT or SIGTERM stopped
-    it (the figure left as it was, and named in the notice: NAME_bf16 for a bf16 figure)."""
+    it (the figure left as it was, and named in the notice: NAME_bf16 for a bf16 figure), 1 when the figure was
+    written but stdout could not take the lines saying so (stdout_failed; a command only)."""
     p = parser(doc.split("\n\n")[0], default_csv)
     if with_phase:
         p.add_argument("--phase", choices=("staggered", "aligned"), default="staggered",
@@ -527,7 +557,9 @@ def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=Non
     except Interrupted as e:
         print(f"{figure_name(name, state_dtype)}: stopped by {e}; the figure is as it was", file=sys.stderr)
         return e.code
-    return 0
+    # The figure is written; a command whose "wrote" lines were lost exits 1 saying so (make_all, which runs it in its
+    # own process, reports its stdout once, at its end).
+    return stdout_failed() if argv is None else 0
 
 
 def _display_path(path) -> str:

@@ -1290,6 +1290,29 @@ def test_a_folder_made_while_saving_leaves_both_figures_as_they_were(tmp_path, m
     assert not _temporaries(out)
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_stdout_that_cannot_be_written_is_not_a_figure_that_was_not(tmp_path):
+    """A full stdout fails the run as a write failure (exit 1, "standard output: ..." once on stderr) after the figures
+    are in place; neither the figure script nor make_all (whose scripts print to its stdout) calls them not written."""
+    results = tmp_path / "results"
+    results.mkdir()
+    path = write_csv(results / "decode_latency.csv", synthetic_decode_rows())
+    write_csv(results / "capacity.csv", synthetic_capacity_rows())
+    message = "standard output: No space left on device\n"
+    runs = [("decode_latency", ["--csv", str(path)], ["decode_latency"]),
+            ("make_all", ["--results-dir", str(results)], ["decode_latency", "decode_efficiency", "decode_bytes",
+                                                           "capacity"])]
+    for script, args, names in runs:
+        out = tmp_path / script
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([sys.executable, str(PLOTS_DIR / f"{script}.py"), *args, "--out-dir", str(out)],
+                               stdout=full, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT, timeout=300)
+        assert r.returncode == 1, r.stderr
+        assert r.stderr == message
+        for name in names:
+            assert_figure(out, name)
+
+
 def _stopped_at(where: str, args: list[str], cwd=REPO_ROOT) -> subprocess.Popen:
     """Starts a plots script (`args`: the script and its arguments) that stops itself (SIGSTOP) at stop point `where`
     (KVB_TEST_STOP_AT: loading, out-dir, savefig); waits until it has."""
