@@ -7,9 +7,10 @@ figure script in plots/ is registered. STATE_DTYPE_FIGURES draws some of the sam
 state dtypes, on their bf16 rows (`--state-dtype bf16`: NAME_bf16.png and .pdf).
 
 Every CSV present is validated first (result_csv.py: kvb's rules): one that kvb would refuse stops the run before any
-figure is drawn. Each figure is written atomically (style.save). SIGINT or SIGTERM stops the run after the figure
-under way (a second one at once, leaving that figure as it was), and the made and not made ones are listed; while the
-plotting libraries load it stops at once, in one line, nothing written.
+figure is drawn, as an --out-dir does that the figures cannot be written in (checked once, as the figure scripts check
+it, and probed: style.check_out_dir, style.probe_out_dir). Each figure is written atomically (style.save). SIGINT or
+SIGTERM stops the run after the figure under way (a second one at once, leaving that figure as it was), and the made
+and not made ones are listed; while the plotting libraries load it stops at once, in one line, nothing written.
 
 Usage: python3 plots/make_all.py [--results-dir results] [--out-dir results/figures]
 Exit status: 0 when every figure whose CSV exists was made (skipped ones do not count), 1 when a script failed or
@@ -110,8 +111,8 @@ def main(argv=None) -> int:
 def _make(results: Path, out: Path) -> int:
     # Paths too long for the file system first: looking them up would end in a traceback.
     style.check_path_fits("--results-dir", results)
-    style.check_path_fits("--out-dir", out, max((style.temporary_name(f.name) for f in FIGURES + STATE_DTYPE_FIGURES),
-                                                key=len))
+    # The figure scripts' check of --out-dir, once here rather than once for each figure.
+    style.check_out_dir(out, max((style.temporary_name(f.name) for f in FIGURES + STATE_DTYPE_FIGURES), key=len))
     for fig in FIGURES + STATE_DTYPE_FIGURES:
         problem = result_csv.path_too_long(results / fig.csv)
         if problem:
@@ -119,8 +120,6 @@ def _make(results: Path, out: Path) -> int:
     if not results.is_dir():
         style.fail(f"--results-dir {results}: {'not a folder' if results.exists() else 'no such folder'} (allowed: "
                    f"{RESULTS_DIR_ALLOWED})")
-    if out.exists() and not out.is_dir():
-        style.fail(f"--out-dir {out}: exists and is not a folder (allowed: a folder for the figures)")
 
     # Every CSV first, so that a bad one stops the run before any figure changes.
     todo, skipped = [], []
@@ -135,6 +134,11 @@ def _make(results: Path, out: Path) -> int:
         except result_csv.CsvError as e:
             style.fail(str(e))
         todo.append((fig, module, csv_path))
+    # A folder that cannot be made or written (as in /proc), or a figure's file that is a folder, is refused once
+    # before any figure is drawn, instead of by every script in turn.
+    if todo:
+        style.probe_out_dir(out, [out / f"{fig.name}.{ext}" for fig, _, _ in todo for ext in ("png", "pdf")],
+                            "the figures")
 
     made, failed = [], []
     stopped = None

@@ -508,6 +508,36 @@ OUT_DIR_ALLOWED = "a folder, or a path to make one at"
 figure_name = stop_at_start.figure_name
 
 
+def check_out_dir(out_dir, inside: str) -> None:
+    """Exit 2 with one line naming --out-dir when figures cannot go there, before anything is read or drawn: a path
+    too long for the file system with `inside` (the longest name made in it) in it, a file, or a path under a file."""
+    check_path_fits("--out-dir", out_dir, inside)
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        fail(f"--out-dir {out_dir}: exists and is not a folder (allowed: {OUT_DIR_ALLOWED})")
+    above = next((f for f in Path(out_dir).parents if f.exists() or f.is_symlink()), None)
+    if above is not None and not above.is_dir():
+        fail(f"--out-dir {out_dir}: '{above}' is not a folder (allowed: {OUT_DIR_ALLOWED})")
+
+
+class _Probed(Exception):
+    """Raised by probe_out_dir's writer once its temporary file exists: the write is undone, as any failed one is."""
+
+
+def probe_out_dir(out_dir, paths: Iterable[Path], files: str) -> None:
+    """Exit 2 with "--out-dir OUT_DIR: cannot write FILES there: REASON" when write_files_atomic could not write
+    `paths` (under `out_dir`): a folder that cannot be made (as in /proc) or written, or one of `paths` that is not a
+    file. It makes the missing folders and a first temporary file, and removes them again (nothing is left written)."""
+    def stop(_file) -> NoReturn:
+        raise _Probed
+
+    try:
+        write_files_atomic(dict.fromkeys(paths, stop))
+    except _Probed:
+        pass
+    except OSError as e:
+        fail(f"--out-dir {out_dir}: cannot write {files} there: {e.strerror or e}")
+
+
 def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | None = None,
                 state_dtype: str | None = None) -> None:
     """Read the rows with `read_rows(csv_path)` (those of `state_dtype` only, when given), draw `build(rows,
@@ -515,12 +545,7 @@ def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | Non
     they never replace the fp32 figure. Bad input (an --out-dir too long for the file system among it) exits 2
     (SystemExit) before anything is written."""
     figure = figure_name(name, state_dtype)
-    check_path_fits("--out-dir", out_dir, temporary_name(figure))
-    if Path(out_dir).exists() and not Path(out_dir).is_dir():
-        fail(f"--out-dir {out_dir}: exists and is not a folder")
-    above = next((f for f in Path(out_dir).parents if f.exists() or f.is_symlink()), None)
-    if above is not None and not above.is_dir():
-        fail(f"--out-dir {out_dir}: '{above}' is not a folder (allowed: {OUT_DIR_ALLOWED})")
+    check_out_dir(out_dir, temporary_name(figure))
     rows = read_rows(csv_path)
     if state_dtype is not None:
         rows = rows_of_state_dtype(rows, state_dtype, csv_path)

@@ -1765,3 +1765,31 @@ def test_an_out_dir_that_cannot_be_made_is_refused_in_one_line(tmp_path):
         assert r.returncode == 2, r.stderr
         assert r.stderr.startswith("--out-dir /proc/kvb-figures: cannot write decode_latency.png and "
                                    "decode_latency.pdf there: ") and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_make_all_refuses_an_out_dir_that_cannot_be_made_once_before_drawing(tmp_path):
+    """make_all checks --out-dir as the figure scripts do, once, before any figure is drawn: a path under a file, a
+    folder that cannot be made (/proc), or a figure's file that is a folder is refused in one line, exit 2, instead of
+    by each script in turn."""
+    results = tmp_path / "results"
+    results.mkdir()
+    path = write_csv(results / "decode_latency.csv", synthetic_decode_rows())
+    write_csv(results / "capacity.csv", synthetic_capacity_rows())
+    taken = tmp_path / "taken"
+    (taken / "capacity.pdf").mkdir(parents=True)
+    cases = [(path / "x", f"--out-dir {path / 'x'}: '{path}' is not a folder (allowed: a folder, or a path to make one "
+                          "at)"),
+             (taken, f"--out-dir {taken}: cannot write the figures there: capacity.pdf exists and is not a file "
+                     "(allowed: a file to replace, or none)")]
+    if Path("/proc/self").is_dir():  # Linux: no folder can be made in /proc, not even by root
+        cases.append((Path("/proc/kvb-figures"), "--out-dir /proc/kvb-figures: cannot write the figures there: "))
+    before = _all_paths(tmp_path)
+    for out, message in cases:
+        r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(out))
+        assert r.returncode == 2, r.stderr
+        if message.endswith(": "):  # the reason is the system's (No such file or directory)
+            assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr
+        else:
+            assert r.stderr == result_csv.one_line(message) + "\n"
+        assert r.stdout == ""
+        assert _all_paths(tmp_path) == before, "nothing may be written"
