@@ -1,5 +1,6 @@
 // `kvb capacity` settings: list parsing, the TOML config, validation and the table's rows (capacity_config.h).
 #include "harness/kinds/capacity_config.h"
+#include "harness/sweep/config.h"
 #include "harness/sweep/input_file.h"
 #include "harness/sweep/toml_parse.h"
 
@@ -136,10 +137,11 @@ std::vector<StateDtype> toml_state_dtypes(const toml::node& node, const std::str
   return out;
 }
 
-/// One value of a model axis: an integer, or a list holding exactly one (a capacity table is of one model).
-int toml_single_int(const toml::node& node, const std::string& where) {
-  if (node.is_integer()) return toml_int(node, where);
-  const std::vector<int> values = toml_int_list(node, where);
+/// One value of a model axis, from lo to hi: an integer, or a list holding exactly one (a capacity table is of one
+/// model).
+int toml_single_int(const toml::node& node, const std::string& where, int lo, int hi) {
+  if (node.is_integer()) return toml_int(node, where, lo, hi);
+  const std::vector<int> values = toml_int_list(node, where, lo, hi);
   if (values.size() != 1)
     throw UsageError(fmt::format("{} holds {} values (allowed: one; a capacity table is of one model)", where,
                                  values.size()));
@@ -158,7 +160,7 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
   const toml::table root = parse_toml(toml_text, origin);
   for (const auto& [key, node] : root) {
     const std::string k(key.str());
-    if (k == "timing")  // a sweep's config, given to kvb capacity: say which command takes it
+    if (k == "timing" && !root.contains("capacity"))  // a sweep's config: say which command takes it
       throw UsageError(fmt::format("{}: a [timing] table, which sweep configs hold (allowed: kvb sweep --config {}; "
                                    "a capacity config holds experiment, axes, capacity)",
                                    origin, origin));
@@ -172,11 +174,7 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
       if (k != "name" && k != "kind" && k != "description")
         throw UsageError(fmt::format("{}: unknown key 'experiment.{}' (allowed: name, kind, description)", origin, k));
       if (!node.is_string()) throw UsageError(fmt::format("{}: experiment.{} must be a string", origin, k));
-      if (k == "name")  // as a sweep config's name: it names an experiment, never a path
-        for (char c : node.as_string()->get())
-          if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
-            throw UsageError(fmt::format("{}: experiment.name = '{}' (allowed: letters, digits, '_', '-', '.')",
-                                         origin, node.as_string()->get()));
+      if (k == "name") check_experiment_name(node.as_string()->get(), origin);  // as a sweep config's
       if (k == "kind" && node.as_string()->get() != "capacity")
         throw UsageError(fmt::format("{}: experiment.kind = '{}' (allowed: capacity; `kvb sweep` runs the other kinds)",
                                      origin, node.as_string()->get()));
@@ -186,11 +184,12 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
     for (const auto& [key, node] : *axes) {
       const std::string k(key.str());
       const std::string where = fmt::format("{}: axes.{}", origin, k);
-      if (k == "layers") s.model.layers = toml_single_int(node, where);
-      else if (k == "heads_qk") s.model.shape.heads_qk = toml_single_int(node, where);
-      else if (k == "heads_v") s.model.shape.heads_v = toml_single_int(node, where);
-      else if (k == "head_dim_k") s.model.shape.head_dim_k = toml_single_int(node, where);
-      else if (k == "head_dim_v") s.model.shape.head_dim_v = toml_single_int(node, where);
+      // The flags' ranges (kvb capacity --help); the shape's own rules are checked below, with the model.
+      if (k == "layers") s.model.layers = toml_single_int(node, where, 1, 10000);
+      else if (k == "heads_qk") s.model.shape.heads_qk = toml_single_int(node, where, 1, 256);
+      else if (k == "heads_v") s.model.shape.heads_v = toml_single_int(node, where, 1, 256);
+      else if (k == "head_dim_k") s.model.shape.head_dim_k = toml_single_int(node, where, 32, 256);
+      else if (k == "head_dim_v") s.model.shape.head_dim_v = toml_single_int(node, where, 4, 1024);
       else if (k == "buffer_size") {
         s.buffer_sizes = toml_axis_ints(node, where, 1, kMaxBufferEntries);
         check_list(s.buffer_sizes, where, 1, kMaxBufferEntries);
@@ -207,19 +206,13 @@ void apply_capacity_config(const std::string& toml_text, const std::string& orig
       }
     }
   }
-  // The model the config sets, checked as the file's (a flag given later is checked again as the flag's).
+  // The shape the config sets, checked as the file's (each value's range was, above; a flag given later is checked
+  // again as the flag's).
   if (const toml::table* axes = root["axes"].as_table()) {
     const auto has = [&](const char* k) { return axes->contains(k); };
-    if (has("heads_qk") || has("heads_v") || has("head_dim_k") || has("head_dim_v")) {
+    if (has("heads_qk") || has("heads_v") || has("head_dim_k") || has("head_dim_v"))
       if (const std::string e = validate_shape(s.model.shape); !e.empty())
         throw UsageError(fmt::format("{}: axes: {}", origin, e));
-      if (s.model.shape.heads_qk > 256 || s.model.shape.heads_v > 256)
-        throw UsageError(fmt::format("{}: axes: heads_qk = {}, heads_v = {} (allowed: 1 to 256 each)", origin,
-                                     s.model.shape.heads_qk, s.model.shape.heads_v));
-    }
-    if (has("layers") && (s.model.layers < 1 || s.model.layers > 10000))
-      throw UsageError(fmt::format("{}: axes.layers = {} is out of range (allowed: 1 to 10000)", origin,
-                                   s.model.layers));
   }
   const toml::table* cap = root["capacity"].as_table();
   if (!cap) return;

@@ -83,6 +83,18 @@ double positive_number(const toml::node& node, const std::string& origin, const 
 
 }  // namespace
 
+void check_experiment_name(const std::string& name, const std::string& origin) {
+  if (name.empty()) throw UsageError(fmt::format("{}: experiment.name must not be empty", origin));
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+      throw UsageError(fmt::format("{}: experiment.name = '{}' (allowed: letters, digits, '_', '-', '.')", origin,
+                                   line_escaped(name)));
+  // The name makes the default output's file name (results/NAME.shardK-of-N.csv): it stays within a file name.
+  if (name.size() > kMaxExperimentName)
+    throw UsageError(fmt::format("{}: experiment.name = '{}' has {} characters (allowed: at most {})", origin, name,
+                                 name.size(), kMaxExperimentName));
+}
+
 toml::table parse_toml(const std::string& toml_text, const std::string& origin) {
   try {
     return toml::parse(toml_text, origin);
@@ -99,7 +111,7 @@ toml::table parse_toml(const std::string& toml_text, const std::string& origin) 
 
 SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& origin) {
   const toml::table root = parse_toml(toml_text, origin);
-  if (root.contains("capacity"))  // kvb capacity's config, given to a sweep: say which command takes it
+  if (root.contains("capacity") && !root.contains("timing"))  // kvb capacity's config: say which command takes it
     throw UsageError(fmt::format("{}: a [capacity] table, which kvb capacity's configs hold (allowed: kvb capacity "
                                  "--config {}; a sweep config holds experiment, axes, timing)",
                                  origin, origin));
@@ -111,14 +123,7 @@ SweepConfig parse_sweep_config(const std::string& toml_text, const std::string& 
   if (!exp) throw UsageError(fmt::format("{}: missing [experiment] table with name = \"...\"", origin));
   check_keys(*exp, origin, "experiment.", {"name", "kind", "description", "out"});
   config.name = require_string(*exp, "name", origin, true, "");
-  for (char c : config.name)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
-      throw UsageError(fmt::format("{}: experiment.name = '{}' (allowed: letters, digits, '_', '-', '.')", origin,
-                                   config.name));
-  // The name makes the default output's file name (results/NAME.shardK-of-N.csv): it stays within a file name.
-  if (config.name.size() > kMaxExperimentName)
-    throw UsageError(fmt::format("{}: experiment.name = '{}' has {} characters (allowed: at most {})", origin,
-                                 config.name, config.name.size(), kMaxExperimentName));
+  check_experiment_name(config.name, origin);
   config.kind = require_string(*exp, "kind", origin, false, "decode");
   config.description = require_string(*exp, "description", origin, false, "");
   if (const toml::node* out = exp->get("out")) {

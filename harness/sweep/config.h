@@ -41,6 +41,10 @@ struct SweepConfig {
   TimingConfig timing;
 };
 
+/// Throws UsageError "ORIGIN: experiment.name ..." unless `name` is an experiment name: not empty, letters, digits,
+/// '_', '-', '.' only (it makes file names), at most kMaxExperimentName characters. Sweep and capacity configs alike.
+void check_experiment_name(const std::string& name, const std::string& origin);
+
 /// Reads and parses a config file. Throws UsageError naming the file and the field on a missing or unreadable file,
 /// malformed TOML, a missing or mistyped field, an unknown table or key, or an empty axis.
 SweepConfig load_sweep_config(const std::string& path);

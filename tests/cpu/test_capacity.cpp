@@ -429,9 +429,18 @@ TEST(CapacityConfig, TheFileIsNamedForItsOwnFaultsAndASweepConfigIsCalledSo) {
   EXPECT_EQ(refusal([&] { apply("[axes]\nhead_dim_k = [100]\n"); }),
             "x.toml: axes: head_dim_k = 100 is not supported (allowed: 32, 64, 128, 256)");
   EXPECT_EQ(refusal([&] { apply("[axes]\nheads_qk = 512\nheads_v = 512\n"); }),
-            "x.toml: axes: heads_qk = 512, heads_v = 512 (allowed: 1 to 256 each)");
+            "x.toml: axes.heads_qk = 512 is out of range (allowed: a TOML integer from 1 to 256, such as 8)");
   EXPECT_EQ(refusal([&] { apply("[axes]\nlayers = 0\n"); }),
-            "x.toml: axes.layers = 0 is out of range (allowed: 1 to 10000)");
+            "x.toml: axes.layers = 0 is out of range (allowed: a TOML integer from 1 to 10000, such as 8)");
+  EXPECT_EQ(refusal([&] { apply("[axes]\nheads_v = 24\n"); }),
+            "x.toml: axes: heads_v = 24 must be a positive multiple of heads_qk = 16");
+  EXPECT_EQ(refusal([&] { apply("[experiment]\nname = \"\"\n"); }), "x.toml: experiment.name must not be empty");
+  EXPECT_NE(refusal([&] { apply("[experiment]\nname = \"" + std::string(201, 'n') + "\"\n"); })
+                .find("' has 201 characters (allowed: at most 200)"),
+            std::string::npos);
+  // A file holding both tables is no one command's: the unknown table is named, not another command.
+  EXPECT_EQ(refusal([&] { apply("[capacity]\nbudget_gib = 8\n[timing]\nmin_samples = 3\n"); }),
+            "x.toml: unknown table 'timing' (allowed: experiment, axes, capacity)");
   EXPECT_EQ(refusal([&] { apply("[experiment]\nname = \"a/b\"\n"); }),
             "x.toml: experiment.name = 'a/b' (allowed: letters, digits, '_', '-', '.')");
   EXPECT_EQ(refusal([&] { apply("[timing]\nmin_samples = 3\n"); }),
@@ -451,7 +460,8 @@ TEST(CapacityConfig, AValueThatIsNoIntegerNamesWhatIsAllowed) {
            {"buffer_size = [4.0]", "(allowed: a TOML integer from 1 to 256, such as 8)"},
            {"buffer_size = [9223372036854775807]", "(allowed: a TOML integer from 1 to 256, such as 8)"},
            {"draft_tokens = 9", "(allowed: a TOML integer from 1 to 8, such as 8)"},
-           {"layers = 1.5", "(allowed: a TOML integer from -1000000000 to 1000000000, such as 8)"}}) {
+           {"layers = 1.5", "(allowed: a TOML integer from 1 to 10000, such as 8)"},
+           {"head_dim_k = [4000000000]", "(allowed: a TOML integer from 32 to 256)"}}) {
     SCOPED_TRACE(bad);
     CapacitySettings t;
     const std::string e = refusal([&] { apply_capacity_config("[axes]\n" + bad + "\n", "x.toml", t); });
