@@ -24,6 +24,7 @@
 #include "harness/sweep/output_file.h"
 #include "harness/sweep/result_csv.h"
 #include "harness/sweep/workers.h"
+#include "reference/golden_case.h"
 
 namespace kvb::cli {
 namespace {
@@ -172,13 +173,18 @@ int run_reproduce_command(const ReproduceOptions& o) {
     claims_dir = out.string();
   } else {
     CheckGoldenOptions golden;
+    if (!fs::is_directory(kGoldenDir))
+      throw UsageError(fmt::format("{}: not a folder (allowed: the repository's folder of gdn-case files)", kGoldenDir));
     for (const auto& e : fs::directory_iterator(kGoldenDir))
       if (e.path().extension() == ".gdn") golden.files.push_back(e.path().string());
     std::sort(golden.files.begin(), golden.files.end());
     if (golden.files.empty())  // nothing to check would pass as checked
-      throw UsageError(fmt::format("kvb reproduce: {} holds no gdn-case files (allowed: the repository's "
-                                   "{}/*.gdn, such as draft4.gdn)",
+      throw UsageError(fmt::format("{} holds no gdn-case files (allowed: the repository's {}/*.gdn, such as "
+                                   "draft4.gdn)",
                                    kGoldenDir, kGoldenDir));
+    // Each one readable as a file now, before the first step (check-golden asks again, file by file).
+    for (const auto& file : golden.files)
+      if (const std::string why = ref::golden_case_unreadable(file); !why.empty()) throw UsageError(why);
     steps.push_back({fmt::format("kvb check-golden {}/*.gdn (float64 reference)", kGoldenDir),
                      [golden] { return run_check_golden(golden); }});
     cap.out = (out / "capacity_model.csv").string();

@@ -562,9 +562,22 @@ TEST_F(ReproduceTree, NoGoldenCasesIsNotAPassedCheck) {
   const std::string out = dir.file("out");
   const Result r = run_kvb(dir, "reproduce --no-plots --out-dir " + shell_quote(out), root.string());
   EXPECT_EQ(r.code, 2) << r.out << r.err;
-  EXPECT_EQ(r.err, "kvb: kvb reproduce: tests/data/golden holds no gdn-case files (allowed: the repository's "
+  EXPECT_EQ(r.err, "kvb: tests/data/golden holds no gdn-case files (allowed: the repository's "
                    "tests/data/golden/*.gdn, such as draft4.gdn)\n");
   EXPECT_FALSE(fs::exists(out + "/capacity_model.csv"));
+  EXPECT_EQ(results(), before);
+  // A gdn-case "file" that is a folder is found before the first step (nothing printed on stdout), and so is a
+  // golden folder that is a file.
+  fs::create_directories(root / "tests/data/golden/case.gdn");
+  const Result folder = run_kvb(dir, "reproduce --no-plots --out-dir " + shell_quote(out), root.string());
+  EXPECT_EQ(folder.code, 2) << folder.out << folder.err;
+  EXPECT_EQ(folder.out, "");
+  EXPECT_NE(folder.err.find("tests/data/golden/case.gdn: is a directory"), std::string::npos) << folder.err;
+  fs::remove_all(root / "tests/data/golden");
+  write_text((root / "tests/data/golden").string(), "not a folder\n");
+  const Result file = run_kvb(dir, "reproduce --no-plots --out-dir " + shell_quote(out), root.string());
+  EXPECT_EQ(file.code, 2) << file.out << file.err;
+  EXPECT_EQ(file.err, "kvb: tests/data/golden: not a folder (allowed: the repository's folder of gdn-case files)\n");
   EXPECT_EQ(results(), before);
 }
 
