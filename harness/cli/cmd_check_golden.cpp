@@ -42,9 +42,9 @@ void error_line(fmt::format_string<Args...> format, Args&&... args) {
   fmt::print(stderr, "kvb check-golden: {}\n", one_line(fmt::format(format, std::forward<Args>(args)...)));
 }
 
-/// "" when the gdn-case file `path` holds no NUL byte, else why not: the line and column of the first one, and that
-/// line as shown_value shows it (its NUL written \x00 where the message is printed). A gdn-case file is plain text,
-/// and the reader's errors, which quote the line at fault, would end at the NUL.
+/// "" when the gdn-case file `path` holds no NUL byte, else why not: the line and column (in characters) of the first
+/// one, and that line as shown_value shows it (its NUL written \x00 where the message is printed). A gdn-case file is
+/// plain text, and the reader's errors, which quote the line at fault, would end at the NUL.
 std::string nul_byte(const std::string& path) {
   const std::string text = read_input_file(path, "FILE", "a gdn-case v1 file such as tests/data/golden/draft4.gdn");
   const size_t nul = text.find('\0');
@@ -54,7 +54,8 @@ std::string nul_byte(const std::string& path) {
   const size_t line = size_t(std::count(text.begin(), text.begin() + long(begin), '\n')) + 1;
   return fmt::format("{}:{}: a NUL byte at column {} of '{}' (allowed: plain text: '# comment', 'key: value' and "
                      "'tensor NAME RANK D0 D1 ...' lines, the tensors' numbers)",
-                     path, line, nul - begin + 1, shown_value(text.substr(begin, end - begin)));  // escaped where it is printed
+                     path, line, character_count(text.substr(begin, nul - begin)) + 1,
+                     shown_value(text.substr(begin, end - begin)));
 }
 
 }  // namespace

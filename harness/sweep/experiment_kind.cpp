@@ -98,6 +98,12 @@ std::string shortened(const std::string& value, size_t (*bytes)(const std::strin
 
 std::string shown_value(const std::string& value) { return shortened(value, utf8_character_bytes); }
 
+size_t character_count(const std::string& text) {
+  size_t chars = 0;
+  for (size_t i = 0; i < text.size(); i += utf8_character_bytes(text, i)) ++chars;
+  return chars;
+}
+
 std::string shown_escaped_value(const std::string& text) { return shortened(text, escaped_character_bytes); }
 
 bool parse_integer(const std::string& text, long long& out) {

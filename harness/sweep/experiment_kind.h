@@ -32,6 +32,8 @@ struct UsageError : std::runtime_error {
 /// sequence one character), else its first 72 and how many it has, so that a pasted file or a runaway string still
 /// gives a short error.
 std::string shown_value(const std::string& value);
+/// The characters of `text` as shown_value counts them (UTF-8 code points; each byte of an ill-formed sequence one).
+size_t character_count(const std::string& text);
 /// shown_value of line_escaped text: each escape line_escaped writes (\n, \xNN, \u2028, ...) counts as one
 /// character and is never cut, so that a value is shown with the count it had before it was escaped.
 std::string shown_escaped_value(const std::string& text);

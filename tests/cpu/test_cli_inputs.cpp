@@ -155,6 +155,11 @@ TEST(CliInputs, ANulByteInAValueIsShownEscapedAndTheMessageGoesOn) {
       << r.err;
   EXPECT_EQ(r.out.find(nul_gdn), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("t1_no_state.gdn  reference"), std::string::npos) << r.out;
+  // The column counts characters: a NUL after "name: " and three two-byte letters is at column 10.
+  const std::string wide_gdn = dir.file("wide.gdn");
+  write_text(wide_gdn, std::string("# case\nname: \u00e9\u00e9\u00e9") + '\0' + "\n");
+  const Result wide = run_kvb(dir, "check-golden " + shell_quote(wide_gdn));
+  EXPECT_NE(wide.err.find(wide_gdn + ":2: a NUL byte at column 10 of "), std::string::npos) << wide.err;
 }
 
 TEST(CliInputs, ANumberAfterWhiteSpaceOrInHexIsRefused) {
