@@ -202,6 +202,8 @@ int run_capacity_command(const CapacityCommandOptions& o) {
   blocker.reset();
   capacity::fill_ratios(rows);
 
+  // The CSV first: what the probe measured is kept whatever becomes of the printed table (a full disk behind stdout).
+  write_file_atomic(out, capacity::format_capacity_csv(rows, gpu_name, utc_timestamp()));
   const capacity::ModelShape& m = s.model;
   fmt::print("Serving capacity: {} GDN layers, H = {}, HV = {}, K = {}, V = {}; budget {}; conv state {}\n", m.layers,
              m.shape.heads_qk, m.shape.heads_v, m.shape.head_dim_k, m.shape.head_dim_v, budget_note,
@@ -210,8 +212,6 @@ int run_capacity_command(const CapacityCommandOptions& o) {
   for (const StateDtype d : s.state_dtypes) fmt::print("{}\n", capacity::claim_check_line(rows, d));
   fmt::print("{}\n", capacity::target_check_line(rows));
   if (!probe) fmt::print("model only ({}): no allocation was made\n", gpu ? "--no-probe" : "no GPU");
-
-  write_file_atomic(out, capacity::format_capacity_csv(rows, gpu_name, utc_timestamp()));
   fmt::print("wrote {} ({} rows)\n", out, rows.size());
   return all_passed ? 0 : 1;
 }
