@@ -61,13 +61,17 @@ _SIZE_COLUMNS = ("batch", "buffer_size", "draft_tokens", "layers", "heads_qk", "
 
 _ESCAPES = {chr(c): f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if chr(c) != "\t"}
 _ESCAPES.update({"\n": "\\n", "\r": "\\r", "\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+# A byte that is no UTF-8 text reaches Python as a lone surrogate U+DC80..U+DCFF (surrogateescape: a path, an argument):
+# written as the byte, \xNN, as kvb writes it.
+_ESCAPES.update({chr(0xDC00 + b): f"\\x{b:02x}" for b in range(0x80, 0x100)})
 
 
 def escaped(message: str) -> str:
     """`message` with each line feed written \\n and each carriage return \\r, the other control characters but tab
     (NUL, VT, FF, the separators FS to RS, ESC, DEL: a terminal or an editor may break a line at them or act on them)
-    as \\xNN, and NEL, U+2028 and U+2029 as \\u0085, \\u2028 and \\u2029 (a quoted CSV cell, a column name or a path
-    may hold any of them), as kvb's line_escaped (harness/sweep/experiment_kind.cpp) writes them in every error."""
+    as \\xNN, NEL, U+2028 and U+2029 as \\u0085, \\u2028 and \\u2029 (a quoted CSV cell, a column name or a path may
+    hold any of them), and a byte that is no UTF-8 text (a lone surrogate of surrogateescape) as \\xNN, as kvb's
+    line_escaped (harness/sweep/experiment_kind.cpp) writes them in every error."""
     return "".join(_ESCAPES.get(c, c) for c in message)
 
 

@@ -27,23 +27,6 @@ std::string nul_escaped(const std::string& text) {
   return out;
 }
 
-std::string line_escaped(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if ((byte < 0x20 && c != '\t') || byte == 0x7f) out += fmt::format("\\x{:02x}", byte);
-    else if (text.compare(i, 2, "\xc2\x85") == 0) out += "\\u0085", i += 1;
-    else if (text.compare(i, 3, "\xe2\x80\xa8") == 0) out += "\\u2028", i += 2;
-    else if (text.compare(i, 3, "\xe2\x80\xa9") == 0) out += "\\u2029", i += 2;
-    else out += c;
-  }
-  return out;
-}
-
 namespace {
 
 /// Bytes of the UTF-8 character at value[i]: a well-formed sequence (Unicode's table of well-formed byte sequences)
@@ -63,6 +46,32 @@ size_t utf8_character_bytes(const std::string& value, size_t i) {
     if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 1;
   return len;
 }
+
+}  // namespace
+
+std::string line_escaped(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if ((byte < 0x20 && c != '\t') || byte == 0x7f) out += fmt::format("\\x{:02x}", byte);
+    else if (text.compare(i, 2, "\xc2\x85") == 0) out += "\\u0085", i += 1;
+    else if (text.compare(i, 3, "\xe2\x80\xa8") == 0) out += "\\u2028", i += 2;
+    else if (text.compare(i, 3, "\xe2\x80\xa9") == 0) out += "\\u2029", i += 2;
+    else if (byte >= 0x80 && utf8_character_bytes(text, i) == 1) out += fmt::format("\\x{:02x}", byte);  // no UTF-8
+    else if (byte >= 0x80) {
+      const size_t n = utf8_character_bytes(text, i);
+      out.append(text, i, n);
+      i += n - 1;
+    } else out += c;
+  }
+  return out;
+}
+
+namespace {
 
 /// Bytes of the character at text[i] of line_escaped text: an escape it writes (\n, \r, \xNN, \uNNNN) or a UTF-8
 /// character (utf8_character_bytes).

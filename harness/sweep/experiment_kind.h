@@ -18,7 +18,8 @@ std::string nul_escaped(const std::string& text);
 /// `text` with each line break and control character written as its escape, so that it prints as one line: LF as \n,
 /// CR as \r, the other control characters but tab as \xNN (VT, FF, the separators FS to RS, ESC, DEL, NUL: a
 /// terminal or an editor may break a line at them or act on them), NEL, U+2028 and U+2029 as \u0085, \u2028 and
-/// \u2029. The figures' result_csv.escaped writes the same.
+/// \u2029, and each byte that is no UTF-8 text (a path's Latin-1 byte) as \xNN. The figures' result_csv.escaped writes
+/// the same.
 std::string line_escaped(const std::string& text);
 
 /// A bad value for a named field: the message names the field and the allowed values. Maps to exit code 2.

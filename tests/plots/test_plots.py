@@ -1725,6 +1725,9 @@ def test_one_line_writes_nul_and_shortens_long_runs_as_kvb_does():
     assert result_csv.one_line("'" + "a\n" * 46 + "'") == "'" + "a\\n" * 36 + "... (92 characters)'"
     assert result_csv.one_line("\u2028" * 81) == "\\u2028" * 72 + "... (81 characters)"
     assert result_csv.one_line("\x1b" * 80) == "\\x1b" * 80
+    # A byte that is no UTF-8 (a path's, through surrogateescape) as kvb writes it: \xNN, one character.
+    assert result_csv.one_line("p/\udcff\udcfe.csv") == "p/\\xff\\xfe.csv"
+    assert result_csv.one_line("\udce9" * 81) == "\\xe9" * 72 + "... (81 characters)"
     assert str(result_csv.CsvError(f"p:2: v = '{long}\0'")) == f"p:2: v = '{long}\\x00'"
 
 
