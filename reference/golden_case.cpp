@@ -129,8 +129,9 @@ double header_positive(const GoldenCase& c, const Where& header_end, const Heade
 void finish_header(GoldenCase& c, const Where& at, const HeaderLines& lines) {
   const auto fmt = c.meta.find("format");
   if (fmt == c.meta.end() || fmt->second != kFormat) {
-    throw field_at(at, lines, "format").error(std::string("header field 'format' must be '") + kFormat + "'" +
-                   (fmt == c.meta.end() ? std::string(", missing") : ", got '" + fmt->second + "'"));
+    throw field_at(at, lines, "format")
+        .error(std::string("header field 'format' must be '") + kFormat + "'" +
+               (fmt == c.meta.end() ? std::string(", missing") : ", got '" + fmt->second + "'"));
   }
   const int64_t big = 1 << 20;
   c.N = int(header_int(c, at, lines, "N", 1, big));
@@ -140,8 +141,9 @@ void finish_header(GoldenCase& c, const Where& at, const HeaderLines& lines) {
   c.shape.head_dim_k = int(header_int(c, at, lines, "K", 1, 4096));
   c.shape.head_dim_v = int(header_int(c, at, lines, "V", 1, 4096));
   if (c.shape.heads_v % c.shape.heads_qk != 0) {
-    throw field_at(at, lines, "HV").error("header field 'HV' must be a multiple of H=" + std::to_string(c.shape.heads_qk) + ", got " +
-                   std::to_string(c.shape.heads_v));
+    throw field_at(at, lines, "HV").error("header field 'HV' must be a multiple of H=" +
+                                          std::to_string(c.shape.heads_qk) + ", got " +
+                                          std::to_string(c.shape.heads_v));
   }
   c.scale = header_positive(c, at, lines, "scale", true, 0);
   c.has_initial_state = header_int(c, at, lines, "has_initial_state", 0, 1) == 1;

@@ -174,7 +174,8 @@ int run_reproduce_command(const ReproduceOptions& o) {
   } else {
     CheckGoldenOptions golden;
     if (!fs::is_directory(kGoldenDir))
-      throw UsageError(fmt::format("{}: not a folder (allowed: the repository's folder of gdn-case files)", kGoldenDir));
+      throw UsageError(
+          fmt::format("{}: not a folder (allowed: the repository's folder of gdn-case files)", kGoldenDir));
     for (const auto& e : fs::directory_iterator(kGoldenDir))
       if (e.path().extension() == ".gdn") golden.files.push_back(e.path().string());
     std::sort(golden.files.begin(), golden.files.end());

@@ -49,7 +49,8 @@ int toml_int(const toml::node& node, const std::string& where, int lo = kAnyLow,
   auto i = node.as_integer();
   if (!i) throw UsageError(fmt::format("{} must be an integer ({})", where, allowed_integer(lo, hi)));
   const int64_t v = i->get();
-  if (v < lo || v > hi) throw UsageError(fmt::format("{} = {} is out of range ({})", where, v, allowed_integer(lo, hi)));
+  if (v < lo || v > hi)
+    throw UsageError(fmt::format("{} = {} is out of range ({})", where, v, allowed_integer(lo, hi)));
   return int(v);
 }
 

@@ -288,8 +288,9 @@ TEST(CliInputs, ASweepResumesOnlyItsOwnExperimentsCsv) {
 TEST(CliInputs, ACapacityCsvIsCalledSoByTheSweepCsvReaders) {
   TempDir dir;
   const std::string cap = shell_quote(kSource + "/results/capacity.csv");
-  const std::string said = kSource + "/results/capacity.csv:1: a CSV of kvb capacity, which this command does not "
-                                     "read (allowed: a result CSV of kind decode, spec_verify, short_context, accuracy)";
+  const std::string said = kSource +
+                           "/results/capacity.csv:1: a CSV of kvb capacity, which this command does not read "
+                           "(allowed: a result CSV of kind decode, spec_verify, short_context, accuracy)";
   const Result compare = run_kvb(dir, "compare " + cap + " " + cap);
   EXPECT_EQ(compare.code, 2);
   EXPECT_EQ(compare.err, "kvb: " + said + "\n");
