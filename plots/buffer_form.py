@@ -4,7 +4,9 @@ Top panel (log2 x, log y): median per-layer decode latency (us), error bars p10.
 fp32 corrected deltas and log-decays per entry) and the raw form (bf16 k, v, a, b per entry; the deltas rebuilt from
 the checkpoint on every step), one line style per batch; recurrent decode as a horizontal line per batch when the CSV
 has recurrent rows. Bottom panel (log2 x): raw latency over delta latency at the same batch and B, with a reference
-line at 1.25x.
+line at 1.25x. Only plain launches are drawn (launch = plain; a CSV without the launch column holds only those,
+decode_data.launch_of): launch = pdl rows are left out, so that no batch has two points at one B and the recurrent
+line is a plain launch's.
 
 Usage: python3 plots/buffer_form.py [--csv results/buffer_form.csv] [--out-dir results/figures]
        [--phase staggered|aligned]
@@ -38,18 +40,22 @@ REFERENCE_RATIO = 1.25  # raw / delta reference line
 
 
 def split_rows(rows, path, phase: str):
-    """(recurrent latency by batch, {(form, batch): [(B, median, p10, p90)] sorted by B}) for KVBuffer rows of
-    `phase`. Exits 2 on an unknown variant or form, or when either form has no row."""
+    """(recurrent latency by batch, {(form, batch): [(B, median, p10, p90)] sorted by B}) for the plain-launch rows
+    (dd.launch_of), KVBuffer ones of `phase`. Exits 2 on an unknown variant or form, or when either form has no such
+    row."""
     recurrent: dict[int, float] = {}
     kv: dict[tuple[str, int], list] = {}
     for r in rows:
         variant = r["variant"].strip()
+        if variant not in ("recurrent", "kvbuffer"):
+            style.fail(f"CSV {path} column variant: '{variant}' is not one of recurrent, kvbuffer")
+        # A pdl row is a point of its own: kept, it would draw a second point at its B (or set the recurrent line).
+        if dd.launch_of(r) != "plain":
+            continue
         batch = int(style.num(r, "batch", path))
         if variant == "recurrent":
             recurrent[batch] = style.num(r, "latency_us_median", path)
             continue
-        if variant != "kvbuffer":
-            style.fail(f"CSV {path} column variant: '{variant}' is not one of recurrent, kvbuffer")
         if r["phase"].strip() != phase:
             continue
         form = r["buffer_form"].strip()
@@ -60,7 +66,8 @@ def split_rows(rows, path, phase: str):
              style.num(r, "latency_us_p10", path), style.num(r, "latency_us_p90", path)))
     for form in FORMS:
         if not any(f == form for f, _ in kv):
-            style.fail(f"CSV {path} has no kvbuffer rows with buffer_form {form} and phase {phase}")
+            style.fail(f"CSV {path} has no kvbuffer rows with buffer_form {form}, phase {phase} and launch plain (the "
+                       "figure draws plain launches)")
     for pts in kv.values():
         pts.sort()
     return recurrent, kv
@@ -115,7 +122,8 @@ def build(rows, path, phase: str = "staggered"):
     style.log2_axis(ratio, all_b, "buffer size B (tokens)")
     ax.set_xlabel("")
     style.footnote(fig, rows, path, extra="delta: bf16 keys, fp32 corrected deltas and log-decays per entry; raw: bf16 "
-                   "k, v, a, b per entry, deltas rebuilt from the checkpoint every step; error bars p10..p90")
+                   "k, v, a, b per entry, deltas rebuilt from the checkpoint every step; plain launches; error bars "
+                   "p10..p90")
     return fig
 
 

@@ -734,6 +734,47 @@ def test_buffer_form_needs_both_forms(tmp_path, capsys):
     assert "no kvbuffer rows with buffer_form raw" in capsys.readouterr().err
 
 
+def _with_launch(rows, launch: str) -> list[dict[str, str]]:
+    """`rows` with a launch column after phase holding `launch` (empty on a peer row, which has no launch)."""
+    header = list(rows[0])
+    header.insert(header.index("phase") + 1, "launch")
+    return [{c: r.get(c, "" if r["variant"] in decode_data.PEERS else launch) for c in header} for r in rows]
+
+
+def test_buffer_form_draws_plain_launches_only(tmp_path):
+    """A buffer_form CSV holding launch = pdl rows beside the plain ones: the figure draws the plain rows alone, as
+    from a CSV of those only (one point per form, batch and B; the recurrent line a plain launch's), not two points at
+    one B and the recurrent latency of whichever row came last."""
+    module = importlib.import_module("buffer_form")
+    ok = [r for r in synthetic_buffer_form_rows() if r["status"] == "ok"]
+    recurrent = [dict(ok[0], variant="recurrent", batch=batch, buffer_size="", buffer_form="", phase="",
+                      latency_us_median=f"{us}", latency_us_p10=f"{us * 0.97}", latency_us_p90=f"{us * 1.05}")
+                 for batch, us in (("64", 40.0), ("256", 150.0))]
+    plain = _with_launch(ok + recurrent, "plain")
+    pdl = [dict(r, latency_us_median=f"{float(r['latency_us_median']) * 0.5:.4f}",
+                latency_us_p10=f"{float(r['latency_us_p10']) * 0.5:.4f}",
+                latency_us_p90=f"{float(r['latency_us_p90']) * 0.5:.4f}") for r in _with_launch(ok + recurrent, "pdl")]
+    path = write_csv(tmp_path / "buffer_form.csv", plain + pdl)
+    rows = style.read_csv(path, module.REQUIRED_COLUMNS, module.KIND)
+    got = module.split_rows(rows, path, "staggered")
+    assert got == module.split_rows([r for r in rows if r["launch"] == "plain"], path, "staggered")
+    assert got[0] == {64: 40.0, 256: 150.0}
+    assert all(len({b for b, *_ in pts}) == len(pts) == 4 for pts in got[1].values())
+    fig = module.build(rows, path)
+    assert [line.get_ydata()[0] for line in fig.axes[0].lines if line.get_label().startswith("recurrent")] == [40.0,
+                                                                                                               150.0]
+    assert "plain launches" in fig.texts[0].get_text()
+    style.plt.close(fig)
+
+    only_pdl = write_csv(tmp_path / "pdl.csv", pdl)
+    out = tmp_path / "figures"
+    r = run_script("buffer_form", "--csv", str(only_pdl), "--out-dir", str(out))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == result_csv.one_line(f"CSV {only_pdl} has no kvbuffer rows with buffer_form delta, phase "
+                                           "staggered and launch plain (the figure draws plain launches)") + "\n"
+    assert not out.exists()
+
+
 def test_make_all_skip_names_the_command(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
