@@ -2,8 +2,10 @@
 
 Top panel (log-log): measured DRAM bytes (CUPTI dram__bytes_read.sum + dram__bytes_write.sum per layer step, columns
 dram_read_bytes + dram_write_bytes) against the byte model's fewest bytes (model_bytes, byte_model/byte_model.h), with
-the line measured = model. Bottom panel (log x): measured / model. Points whose row has no DRAM counts (CUPTI not
-available, see cupti_status) are left out and counted in the footnote.
+the line measured = model. Bottom panel (log x): measured / model. The points are the plain launches of recurrent and
+KVBuffer (every phase); launch = pdl rows and the peers' rows (which have no DRAM counts: a peer runs in the peer
+runner's process) are not drawn. Points whose row has no DRAM counts (CUPTI not available, see cupti_status) are left
+out and counted in the footnote; the rows the figure does not draw are not counted.
 
 Usage: python3 plots/decode_bytes.py [--csv results/decode_latency.csv] [--out-dir results/figures]
 Writes OUT_DIR/decode_bytes.png and .pdf. Exit 2 on bad input (a missing column is named).
@@ -30,21 +32,35 @@ REQUIRED_COLUMNS = (
 )
 
 
-def build(rows, path):
-    """The figure for decode `rows` read from `path` (every phase; rows without DRAM counts left out)."""
-    measured = [r for r in rows if not (style.is_empty(r, "dram_read_bytes") or style.is_empty(r, "dram_write_bytes"))]
-    left_out = len(rows) - len(measured)
-    if not measured:
-        style.fail(f"CSV {path} has no row with dram_read_bytes and dram_write_bytes (see its cupti_status column)")
+def has_dram_counts(row) -> bool:
+    """True when the row has both dram_read_bytes and dram_write_bytes (CUPTI measured it)."""
+    return not (style.is_empty(row, "dram_read_bytes") or style.is_empty(row, "dram_write_bytes"))
+
+
+def series_of(rows, path) -> list:
+    """The figure's series from `rows`: dd.decode_series (plain launches) for every phase the rows hold, staggered
+    first, recurrent once (its rows have no phase), a KVBuffer series of another phase labelled with it."""
     series = []
-    for phase in sorted(style.distinct(measured, "phase"), key=lambda ph: ph != "staggered") or ["staggered"]:
-        for s in dd.decode_series(measured, path, phase):
+    for phase in sorted(style.distinct(rows, "phase"), key=lambda ph: ph != "staggered") or ["staggered"]:
+        for s in dd.decode_series(rows, path, phase):
             if s.variant == "recurrent" and any(t.variant == "recurrent" for t in series):
                 continue
             if phase != "staggered" and s.variant == "kvbuffer":
                 s.label += f", {phase}"
                 s.marker = "^"
             series.append(s)
+    return series
+
+
+def build(rows, path):
+    """The figure for decode `rows` read from `path` (every phase; rows without DRAM counts left out)."""
+    measured = [r for r in rows if has_dram_counts(r)]
+    if not measured:
+        style.fail(f"CSV {path} has no row with dram_read_bytes and dram_write_bytes (see its cupti_status column)")
+    # Counted as left out: the rows that would be points had they DRAM counts, not the pdl or peer rows the figure
+    # never draws (a peer row has none at all).
+    left_out = sum(not has_dram_counts(r) for s in series_of(rows, path) for r in s.rows)
+    series = series_of(measured, path)
     if not series:  # rows with DRAM counts, but none of a series: launch = pdl or a peer's
         style.fail(f"CSV {path} has no recurrent or kvbuffer rows with launch plain and dram_read_bytes and "
                    "dram_write_bytes (the figure draws plain launches with DRAM counts)")

@@ -841,6 +841,35 @@ def test_decode_figures_take_peer_rows(tmp_path):
         assert_figure(tmp_path / "figures", script)
 
 
+def test_decode_bytes_counts_only_the_points_it_would_draw_as_left_out():
+    """decode_bytes' footnote counts the rows left out for want of DRAM counts among the points it draws (plain
+    recurrent and KVBuffer launches, every phase), not the peer rows (which never have DRAM counts) or the pdl ones,
+    which it would not draw anyway."""
+    import decode_bytes
+
+    rows = _with_launch(anchor_shape_rows(True), "plain")
+    plain = [r for r in rows if r["launch"] == "plain"]
+    peers = [r for r in rows if r["variant"] in decode_data.PEERS]
+    assert peers and all(not r["dram_read_bytes"] for r in peers)
+    pdl = [dict(r, launch="pdl", dram_read_bytes="", dram_write_bytes="") for r in plain]
+    # The first recurrent row and the aligned KVBuffer row (the last) without DRAM counts.
+    unmeasured = [dict(r, dram_read_bytes="", dram_write_bytes="") for r in (plain[0], plain[-1])]
+    measured = plain[1:-1]
+
+    def footnote_and_points(rows):
+        fig = decode_bytes.build(rows, "synthetic")
+        note = fig.texts[0].get_text().split("\n")[0]
+        points = sum(len(line.get_xdata()) for line in fig.axes[0].lines[:-1])
+        style.plt.close(fig)
+        return note, points
+
+    note, points = footnote_and_points(measured + unmeasured + peers + pdl)
+    assert note.endswith("; 2 point(s) without DRAM counts left out")
+    assert points == len(measured)
+    assert footnote_and_points(measured + peers + pdl) == (note.removesuffix("; 2 point(s) without DRAM counts left "
+                                                                             "out"), points)
+
+
 def test_decode_figures_draw_one_state_dtype_at_a_time(tmp_path):
     """A decode CSV with fp32 and bf16 rows (the state_dtype axis): the figures draw the fp32 rows by default and the
     bf16 ones with --state-dtype bf16; a dtype the CSV lacks exits 2 naming it."""
