@@ -98,6 +98,17 @@ def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "stagger
     return out
 
 
+def require_decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "staggered") -> list[Series]:
+    """decode_series(rows, path, phase) (plain launches), exiting 2 when it is empty. The decode figures draw this
+    project's recurrent and KVBuffer series and the peers beside them, so a CSV holding only peer or launch = pdl rows
+    is refused: a figure of peers alone would compare nothing, and its title names KVBuffer's buffer phases."""
+    series = decode_series(rows, path, phase)
+    if not series:
+        style.fail(f"CSV {path} has no recurrent rows with launch plain and no kvbuffer rows with phase {phase} and "
+                   "launch plain (the figure's series are plain launches, the peers drawn beside them)")
+    return series
+
+
 def peer_series(rows: Sequence[Mapping[str, str]], path) -> list[Series]:
     """One series per peer variant with rows (in PEERS order), labelled "NAME (measured, PACKAGE VERSION)", points
     ordered by batch. A peer row has no launch (its package launches it)."""

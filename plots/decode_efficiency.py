@@ -5,6 +5,8 @@ same GPU in the same run: written bytes paired with read bytes at the measured c
 at the measured read bandwidth (byte_model/byte_model.h). latency_over_floor = median latency / floor; 1 means the
 kernel moves its modelled bytes as fast as the measured copy and read loops. Error bars: p10 / floor .. p90 / floor.
 The floor is each point's own, so a KVBuffer series at 1 is as fast as its bytes allow, not as fast as recurrent.
+Series are plain launches; the peers measured in the same run (rows of a peer variant) are drawn beside them, so a CSV
+of peer rows alone is refused, as decode_latency refuses it.
 
 Usage: python3 plots/decode_efficiency.py [--csv results/decode_latency.csv] [--out-dir results/figures]
        [--phase staggered|aligned]
@@ -34,11 +36,7 @@ REQUIRED_COLUMNS = (
 
 def build(rows, path, phase: str = "staggered"):
     """The figure for decode `rows` read from `path` (KVBuffer rows of `phase` only)."""
-    series = dd.decode_series(rows, path, phase) + dd.peer_series(rows, path)
-    if not series:
-        style.fail(f"CSV {path} has no recurrent rows with launch plain, no kvbuffer rows with phase {phase} and "
-                   f"launch plain and no {', '.join(list(dd.PEERS)[:-1])} or {list(dd.PEERS)[-1]} rows (the figure's "
-                   "series are plain launches and the peers)")
+    series = dd.require_decode_series(rows, path, phase) + dd.peer_series(rows, path)
     fig, (ax,) = style.figure(style.SINGLE)
     handles = [ax.axhline(1.0, color=style.FLOOR_COLOUR, ls="--", lw=1.4, label="floor (ratio 1)")]
     all_batches: set[float] = set()

@@ -7,7 +7,8 @@ bandwidth (the least time any decode kernel that reads its state from device mem
 shape is the anchors' (HV = 32, K = V = 128, fp32 state), for each recurrent peer the CSV has no rows of, its numbers
 recorded on an H200 (results/anchors.csv), labelled as the anchor.
 Series are plain launches; when the CSV also has launch = pdl rows, the fastest KVBuffer row with B <= 32 per batch
-under programmatic dependent launch is one more line. Bottom panel (log x): each series' latency over this CSV's
+under programmatic dependent launch is one more line; a CSV without a plain recurrent or KVBuffer series (peer or pdl
+rows alone) is refused, the peers being drawn beside them. Bottom panel (log x): each series' latency over this CSV's
 recurrent latency (plain launches) at the same batch.
 
 Usage: python3 plots/decode_latency.py [--csv results/decode_latency.csv] [--out-dir results/figures]
@@ -56,10 +57,7 @@ def read_floor(rows, path) -> tuple[list[float], list[float]]:
 def build(rows, path, phase: str = "staggered"):
     """The figure for decode `rows` read from `path` (KVBuffer rows of `phase` only)."""
     style.require_single(rows, dd.SHAPE_COLUMNS + ("state_dtype", "layers"), path)
-    series = dd.decode_series(rows, path, phase)
-    if not series:
-        style.fail(f"CSV {path} has no recurrent rows with launch plain and no kvbuffer rows with phase {phase} and "
-                   "launch plain (the figure's series are plain launches)")
+    series = dd.require_decode_series(rows, path, phase)
     recurrent = next((s for s in series if s.variant == "recurrent"), None)
     rec_by_batch = (dict(zip(recurrent.batches(path), recurrent.values("latency_us_median", path)))
                     if recurrent else {})

@@ -469,12 +469,14 @@ def test_decode_series_keeps_plain_launches_and_best_pdl_per_batch():
     assert best and decode_data.best_kvbuffer_by_batch(rows, "synthetic", "staggered", "pdl") == {}
 
 
+# decode_latency's and decode_efficiency's refusal of a CSV without a plain-launch series (dd.require_decode_series).
+NO_PLAIN_SERIES = ("has no recurrent rows with launch plain and no kvbuffer rows with phase staggered and launch plain "
+                   "(the figure's series are plain launches, the peers drawn beside them)")
+
+
 @pytest.mark.parametrize("script,message", [
-    ("decode_latency", "has no recurrent rows with launch plain and no kvbuffer rows with phase staggered and launch "
-                       "plain (the figure's series are plain launches)"),
-    ("decode_efficiency", "has no recurrent rows with launch plain, no kvbuffer rows with phase staggered and launch "
-                          "plain and no fla_recurrent, flashinfer_recurrent or replayssm_decode rows (the figure's "
-                          "series are plain launches and the peers)"),
+    ("decode_latency", NO_PLAIN_SERIES),
+    ("decode_efficiency", NO_PLAIN_SERIES),
     ("decode_bytes", "has no recurrent or kvbuffer rows with launch plain and dram_read_bytes and dram_write_bytes "
                      "(the figure draws plain launches with DRAM counts)"),
 ])
@@ -489,6 +491,22 @@ def test_decode_figures_refuse_a_csv_of_pdl_launches_only(script, message, tmp_p
     r = run_script(script, "--csv", str(path), "--out-dir", str(out))
     assert r.returncode == 2, r.stderr
     assert r.stderr == result_csv.one_line(f"CSV {path} {message}") + "\n"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("script", ["decode_latency", "decode_efficiency"])
+def test_decode_figures_refuse_a_csv_of_peer_rows_only(script, tmp_path):
+    """A decode CSV holding only a peer's rows (fla_recurrent) has none of the recurrent and KVBuffer series the peers
+    are drawn beside: decode_latency and decode_efficiency alike refuse it in one line, exit 2, nothing written (the
+    efficiency figure drew the peer alone under a title naming KVBuffer's buffer phases)."""
+    with (RESULTS_DIR / "decode_latency.csv").open(newline="") as f:
+        peers = [r for r in csv.DictReader(f) if r["variant"] == "fla_recurrent"]
+    assert peers, "results/decode_latency.csv holds fla_recurrent rows"
+    path = write_csv(tmp_path / "fla.csv", peers)
+    out = tmp_path / "figures"
+    r = run_script(script, "--csv", str(path), "--out-dir", str(out))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == result_csv.one_line(f"CSV {path} {NO_PLAIN_SERIES}") + "\n"
     assert not out.exists()
 
 
