@@ -433,14 +433,18 @@ def _missing_folders(folder: Path) -> list[Path]:
     return missing[::-1]
 
 
+def figure_paths(out_dir, name: str) -> list[Path]:
+    """The files of figure `name`: OUT_DIR/NAME.png and OUT_DIR/NAME.pdf."""
+    return [Path(out_dir) / f"{name}.png", Path(out_dir) / f"{name}.pdf"]
+
+
 def save(fig, out_dir, name: str) -> list[Path]:
     """Write `fig` as OUT_DIR/NAME.png and OUT_DIR/NAME.pdf (creating OUT_DIR) with write_files_atomic, close it,
     return the two paths.
 
     The PDF carries no creation date, so regenerating unchanged data gives an identical file.
     """
-    out = Path(out_dir)
-    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    paths = figure_paths(out_dir, name)
     try:
         write_files_atomic({
             paths[0]: lambda f: fig.savefig(f, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.08),
@@ -543,17 +547,22 @@ def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | Non
     """Read the rows with `read_rows(csv_path)` (those of `state_dtype` only, when given), draw `build(rows,
     csv_path[, phase])` and save it as OUT_DIR/NAME.png and .pdf, or NAME_bf16.png and .pdf for bf16 rows, so that
     they never replace the fp32 figure. Bad input (an --out-dir too long for the file system among it) exits 2
-    (SystemExit) before anything is written."""
+    (SystemExit) before anything is written; an --out-dir the figure cannot be written in is refused before the CSV
+    is read (check_out_dir, probe_out_dir), as make_all refuses it."""
     figure = figure_name(name, state_dtype)
+    files = f"{figure}.png and {figure}.pdf"
     check_out_dir(out_dir, temporary_name(figure))
+    # Probed as save writes, before the CSV is read and the figure drawn: a folder that cannot be made (as in /proc)
+    # or written, or a figure's file that is a folder, is refused now rather than once the drawing is done.
+    probe_out_dir(out_dir, figure_paths(out_dir, figure), files)
     rows = read_rows(csv_path)
     if state_dtype is not None:
         rows = rows_of_state_dtype(rows, state_dtype, csv_path)
     fig = build(rows, csv_path) if phase is None else build(rows, csv_path, phase)
     try:
         save(fig, out_dir, figure)
-    except OSError as e:  # a folder that cannot be made or written: nothing is left there (write_files_atomic)
-        fail(f"--out-dir {out_dir}: cannot write {figure}.png and {figure}.pdf there: {e.strerror or e}")
+    except OSError as e:  # one that failed after the probe (a full disk): nothing is left there (write_files_atomic)
+        fail(f"--out-dir {out_dir}: cannot write {files} there: {e.strerror or e}")
 
 
 def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=None, with_phase: bool = False,

@@ -1858,6 +1858,36 @@ def test_an_out_dir_that_cannot_be_made_is_refused_in_one_line(tmp_path):
                                    "decode_latency.pdf there: ") and r.stderr.count("\n") == 1, r.stderr
 
 
+@pytest.mark.parametrize("fig", ALL_FIGURES, ids=ALL_FIGURE_IDS)
+def test_figure_script_checks_its_out_dir_before_reading_the_csv(fig, tmp_path):
+    """Each figure script checks and probes --out-dir as make_all does (style.check_out_dir, style.probe_out_dir),
+    before it reads its CSV: a path under a file, a folder that cannot be made (/proc) or a figure's file that is a
+    folder is refused in one line, exit 2, with the message save gave once the figure was drawn, and nothing is
+    written. The CSV given does not exist, so the line shows the check came first."""
+    missing = tmp_path / "missing.csv"
+    taken = tmp_path / "taken"
+    (taken / f"{fig.name}.pdf").mkdir(parents=True)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    files = f"{fig.name}.png and {fig.name}.pdf"
+    cases = [(a_file / "x", f"--out-dir {a_file / 'x'}: '{a_file}' is not a folder (allowed: a folder, or a path to "
+                            "make one at)"),
+             (taken, f"--out-dir {taken}: cannot write {files} there: {fig.name}.pdf exists and is not a file "
+                     "(allowed: a file to replace, or none)")]
+    if Path("/proc/self").is_dir():  # Linux: no folder can be made in /proc, not even by root
+        cases.append((Path("/proc/kvb-figures"), f"--out-dir /proc/kvb-figures: cannot write {files} there: "))
+    before = _all_paths(tmp_path)
+    for out, message in cases:
+        r = run_script(fig.script, *fig.args(missing, out))
+        assert r.returncode == 2, r.stderr
+        if message.endswith(": "):  # the reason is the system's (No such file or directory)
+            assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr
+        else:
+            assert r.stderr == result_csv.one_line(message) + "\n"
+        assert r.stdout == ""
+        assert _all_paths(tmp_path) == before, "nothing may be written"
+
+
 def test_make_all_refuses_an_out_dir_that_cannot_be_made_once_before_drawing(tmp_path):
     """make_all checks --out-dir as the figure scripts do, once, before any figure is drawn: a path under a file, a
     folder that cannot be made (/proc), or a figure's file that is a folder is refused in one line, exit 2, instead of
