@@ -10,7 +10,8 @@ Every CSV present is validated first (result_csv.py: kvb's rules): one that kvb 
 figure is drawn, as an --out-dir does that the figures cannot be written in (checked once, as the figure scripts check
 it, and probed: style.check_out_dir, style.probe_out_dir). Each figure is written atomically (style.save). SIGINT or
 SIGTERM stops the run after the figure under way (a second one at once, leaving that figure as it was), and the made
-and not made ones are listed; while the plotting libraries load it stops at once, in one line, nothing written.
+and not made ones are listed; while the plotting libraries load it stops at once, in one line, nothing written. A
+warning raised while a figure is made is one line naming that figure (style.show_warning), every figure's own.
 
 Usage: python3 plots/make_all.py [--results-dir results] [--out-dir results/figures]
 Exit status: 0 when every figure whose CSV exists was made (skipped ones do not count), 1 when a script failed or

@@ -11,7 +11,8 @@ Bad input (a missing file, an empty path, a path too long for the file system, a
 column, a value that is not a number, no usable rows) prints one line to stderr and exits with status 2, writing
 nothing. SIGINT and SIGTERM stop a script after removing its temporary files (and the folders made for them), with
 exit status 130 and 143; while it starts, before its arguments are read and its libraries loaded, they stop it at once
-(stop_at_start).
+(stop_at_start). A warning raised while a figure is made (matplotlib's, say) is one line on stderr naming the figure
+(show_warning).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import os
 import signal
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Iterable, Mapping, NoReturn, Sequence
 
@@ -565,6 +567,49 @@ def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | Non
         fail(f"--out-dir {out_dir}: cannot write {files} there: {e.strerror or e}")
 
 
+_figure_under_way = ""  # the figure run_figure is making, named in its warnings (show_warning)
+
+
+def warning_place(filename: str) -> str:
+    """Where a warning was raised, short enough for one_line to keep whole: relative to the repository (plots/style.py)
+    when inside it, else to the longest sys.path folder holding it (matplotlib/figure.py), else as given."""
+    path = Path(filename)
+    if not path.is_absolute():  # "<frozen ...>", or a path already relative
+        return filename
+    path = path.resolve()
+    roots = [REPO_ROOT] if path.is_relative_to(REPO_ROOT) else [
+        r for r in (Path(p).resolve() for p in sys.path if p) if path.is_relative_to(r)]
+    return str(path.relative_to(max(roots, key=lambda r: len(r.parts)))) if roots else filename
+
+
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """warnings.showwarning while a figure is made (run_figure): the warning as one line, "FIGURE: CATEGORY: MESSAGE
+    (FILE:LINE)" (result_csv.one_line). Python's own writes two lines or more (the message, then the source line,
+    which FILE:LINE names) and no figure, which make_all's output of many figures needs to say where it came from."""
+    text = f"{category.__name__}: {message} ({warning_place(filename)}:{lineno})"
+    file = sys.stderr if file is None else file
+    if file is None:  # sys.stderr is None (no console): nowhere to say it, as with Python's own showwarning
+        return
+    with contextlib.suppress(OSError):  # a stderr that cannot take it loses the warning, not the figure
+        print(result_csv.one_line(f"{_figure_under_way}: {text}" if _figure_under_way else text), file=file)
+
+
+@contextlib.contextmanager
+def warnings_named(figure: str):
+    """Inside the block, warnings are shown by show_warning naming `figure`. The filters are the caller's, but each
+    figure shows its own warnings: warnings.catch_warnings resets which were shown already, which in make_all's one
+    process would otherwise hide a figure's warning when an earlier figure raised it from the same line."""
+    global _figure_under_way
+    before = _figure_under_way
+    with warnings.catch_warnings():
+        warnings.showwarning = show_warning
+        _figure_under_way = figure
+        try:
+            yield
+        finally:
+            _figure_under_way = before
+
+
 def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=None, with_phase: bool = False,
                with_state_dtype: bool = True) -> int:
     """The command line of one figure script: parse --csv/--out-dir (and --phase when `with_phase`, --state-dtype
@@ -587,7 +632,9 @@ def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=Non
         if argv is None:  # a command: until now the start-up guard (stop_at_start) stopped it at once
             stop_at_start.name_figure(figure_name(name, state_dtype))
             stop_on_signals()
-        draw_figure(name, read_rows, build, args.csv, args.out_dir, args.phase if with_phase else None, state_dtype)
+        with warnings_named(figure_name(name, state_dtype)):
+            draw_figure(name, read_rows, build, args.csv, args.out_dir, args.phase if with_phase else None,
+                        state_dtype)
     except Interrupted as e:
         print(f"{figure_name(name, state_dtype)}: stopped by {e}; the figure is as it was", file=sys.stderr)
         return e.code

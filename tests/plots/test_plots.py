@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import csv
 import importlib
+import inspect
 import os
 import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -539,6 +541,48 @@ def test_make_all_runs_present_and_lists_skipped(tmp_path):
     assert f"made {len(make_all.FIGURES)} figure(s)" in r.stdout
     for name in FIGURE_IDS:
         assert_figure(out, name)
+
+
+def _savefig_lines() -> list[int]:
+    """The lines of plots/style.py where save calls savefig for the PNG and the PDF: where matplotlib's warnings while
+    a figure is saved point."""
+    source, first = inspect.getsourcelines(style.save)
+    return [first + i for i, text in enumerate(source) if "fig.savefig(" in text]
+
+
+def test_make_all_shows_each_figures_warnings_in_one_line_each(tmp_path):
+    """A warning raised while a figure is made (matplotlib's, when a peer's legend label of 300 characters leaves the
+    axes no room) is one line on stderr naming the figure, "FIGURE: CATEGORY: MESSAGE (FILE:LINE)", where Python wrote
+    two (the message, then the source line, which FILE:LINE names); and each figure shows its own, where make_all's one
+    process showed a warning from one line only for the first figure that raised it (decode_efficiency's were lost)."""
+    results = tmp_path / "results"
+    results.mkdir()
+    with (RESULTS_DIR / "decode_latency.csv").open(newline="") as f:
+        rows = [dict(r, package_version="0.6.0+" + "x" * 300) if r["variant"] == "fla_recurrent" else r
+                for r in csv.DictReader(f)]
+    write_csv(results / "decode_latency.csv", rows)
+    r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(tmp_path / "figures"))
+    assert r.returncode == 0, r.stderr
+    message = ("UserWarning: constrained_layout not applied because axes sizes collapsed to zero.  Try making figure "
+               "larger or Axes decorations smaller.")
+    assert len(_savefig_lines()) == 2
+    assert r.stderr == "".join(f"{name}: {message} (plots/style.py:{line})\n"
+                               for name in ("decode_latency", "decode_efficiency") for line in _savefig_lines())
+    assert "made 3 figure(s): decode_latency, decode_efficiency, decode_bytes" in r.stdout
+
+
+def test_a_warning_while_a_figure_is_made_is_one_line(capsys):
+    """style.show_warning, as run_figure installs it: a message holding line breaks written \\n (result_csv.one_line),
+    the place relative to the repository, or to the sys.path folder holding it (matplotlib/...), so that one_line
+    keeps it whole, and no figure named outside one."""
+    mpl = Path(importlib.import_module("matplotlib").__file__).parent / "figure.py"
+    with style.warnings_named("capacity_bf16"):
+        warnings.warn_explicit("first\nsecond", UserWarning, str(PLOTS_DIR / "capacity.py"), 7)
+        warnings.warn_explicit("deep", RuntimeWarning, str(mpl), 3409)
+    style.show_warning(UserWarning("alone"), UserWarning, str(PLOTS_DIR / "style.py"), 9)
+    assert capsys.readouterr().err == ("capacity_bf16: UserWarning: first\\nsecond (plots/capacity.py:7)\n"
+                                       "capacity_bf16: RuntimeWarning: deep (matplotlib/figure.py:3409)\n"
+                                       "UserWarning: alone (plots/style.py:9)\n")
 
 
 def test_capacity_uses_model_counts_without_measured_ones(tmp_path):
