@@ -471,6 +471,15 @@ def test_decode_series_keeps_plain_launches_and_best_pdl_per_batch():
     assert best and decode_data.best_kvbuffer_by_batch(rows, "synthetic", "staggered", "pdl") == {}
 
 
+def _expect_csv_refused(script, path, message, tmp_path):
+    """`script` on the CSV at `path`: exit 2, the one line "CSV PATH MESSAGE" on stderr, no figure folder made."""
+    out = tmp_path / "figures"
+    r = run_script(script, "--csv", str(path), "--out-dir", str(out))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == result_csv.one_line(f"CSV {path} {message}") + "\n"
+    assert not out.exists()
+
+
 # decode_latency's and decode_efficiency's refusal of a CSV without a plain-launch series (dd.require_decode_series).
 NO_PLAIN_SERIES = ("has no recurrent rows with launch plain and no kvbuffer rows with phase staggered and launch plain "
                    "(the figure's series are plain launches, the peers drawn beside them)")
@@ -488,12 +497,7 @@ def test_decode_figures_refuse_a_csv_of_pdl_launches_only(script, message, tmp_p
     header = DECODE_HEADER[:DECODE_HEADER.index("phase") + 1] + ["launch"] + DECODE_HEADER[
         DECODE_HEADER.index("phase") + 1:]
     rows = [{c: r.get(c, "pdl") for c in header} for r in synthetic_decode_rows()]
-    path = write_csv(tmp_path / "pdl.csv", rows)
-    out = tmp_path / "figures"
-    r = run_script(script, "--csv", str(path), "--out-dir", str(out))
-    assert r.returncode == 2, r.stderr
-    assert r.stderr == result_csv.one_line(f"CSV {path} {message}") + "\n"
-    assert not out.exists()
+    _expect_csv_refused(script, write_csv(tmp_path / "pdl.csv", rows), message, tmp_path)
 
 
 @pytest.mark.parametrize("script", ["decode_latency", "decode_efficiency"])
@@ -504,12 +508,7 @@ def test_decode_figures_refuse_a_csv_of_peer_rows_only(script, tmp_path):
     with (RESULTS_DIR / "decode_latency.csv").open(newline="") as f:
         peers = [r for r in csv.DictReader(f) if r["variant"] == "fla_recurrent"]
     assert peers, "results/decode_latency.csv holds fla_recurrent rows"
-    path = write_csv(tmp_path / "fla.csv", peers)
-    out = tmp_path / "figures"
-    r = run_script(script, "--csv", str(path), "--out-dir", str(out))
-    assert r.returncode == 2, r.stderr
-    assert r.stderr == result_csv.one_line(f"CSV {path} {NO_PLAIN_SERIES}") + "\n"
-    assert not out.exists()
+    _expect_csv_refused(script, write_csv(tmp_path / "fla.csv", peers), NO_PLAIN_SERIES, tmp_path)
 
 
 def test_footnote_names_gpu_dates_and_revision():
@@ -1902,6 +1901,21 @@ def test_an_out_dir_that_cannot_be_made_is_refused_in_one_line(tmp_path):
                                    "decode_latency.pdf there: ") and r.stderr.count("\n") == 1, r.stderr
 
 
+def _expect_out_dir_refusals(tmp_path, cases, run):
+    """Each (out, message) of `cases` run by `run(out)`: exit 2, the one-line message on stderr (a message ending in
+    ': ' is followed by the system's reason), nothing on stdout, nothing written under tmp_path."""
+    before = _all_paths(tmp_path)
+    for out, message in cases:
+        r = run(out)
+        assert r.returncode == 2, r.stderr
+        if message.endswith(": "):  # the reason is the system's (No such file or directory)
+            assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr
+        else:
+            assert r.stderr == result_csv.one_line(message) + "\n"
+        assert r.stdout == ""
+        assert _all_paths(tmp_path) == before, "nothing may be written"
+
+
 @pytest.mark.parametrize("fig", ALL_FIGURES, ids=ALL_FIGURE_IDS)
 def test_figure_script_checks_its_out_dir_before_reading_the_csv(fig, tmp_path):
     """Each figure script checks and probes --out-dir as make_all does (style.check_out_dir, style.probe_out_dir),
@@ -1920,16 +1934,7 @@ def test_figure_script_checks_its_out_dir_before_reading_the_csv(fig, tmp_path):
                      "(allowed: a file to replace, or none)")]
     if Path("/proc/self").is_dir():  # Linux: no folder can be made in /proc, not even by root
         cases.append((Path("/proc/kvb-figures"), f"--out-dir /proc/kvb-figures: cannot write {files} there: "))
-    before = _all_paths(tmp_path)
-    for out, message in cases:
-        r = run_script(fig.script, *fig.args(missing, out))
-        assert r.returncode == 2, r.stderr
-        if message.endswith(": "):  # the reason is the system's (No such file or directory)
-            assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr
-        else:
-            assert r.stderr == result_csv.one_line(message) + "\n"
-        assert r.stdout == ""
-        assert _all_paths(tmp_path) == before, "nothing may be written"
+    _expect_out_dir_refusals(tmp_path, cases, lambda out: run_script(fig.script, *fig.args(missing, out)))
 
 
 def test_make_all_refuses_an_out_dir_that_cannot_be_made_once_before_drawing(tmp_path):
@@ -1948,13 +1953,5 @@ def test_make_all_refuses_an_out_dir_that_cannot_be_made_once_before_drawing(tmp
                      "(allowed: a file to replace, or none)")]
     if Path("/proc/self").is_dir():  # Linux: no folder can be made in /proc, not even by root
         cases.append((Path("/proc/kvb-figures"), "--out-dir /proc/kvb-figures: cannot write the figures there: "))
-    before = _all_paths(tmp_path)
-    for out, message in cases:
-        r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(out))
-        assert r.returncode == 2, r.stderr
-        if message.endswith(": "):  # the reason is the system's (No such file or directory)
-            assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr
-        else:
-            assert r.stderr == result_csv.one_line(message) + "\n"
-        assert r.stdout == ""
-        assert _all_paths(tmp_path) == before, "nothing may be written"
+    _expect_out_dir_refusals(tmp_path, cases,
+                             lambda out: run_script("make_all", "--results-dir", str(results), "--out-dir", str(out)))
