@@ -16,6 +16,12 @@ import os
 import signal
 import sys
 
+# numpy's BLAS runs on one thread: a thread it starts at import would take SIGINT and SIGTERM whenever the main thread
+# holds them back (style._signals_held masks the calling thread only), and run the handler in the middle of a figure's
+# renames. The figures need no parallel BLAS. Set before numpy loads, which every script does after this module.
+for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_threads] = "1"
+
 # The line written when a signal stops the command, with {signal} for the signal's name (SIGINT, SIGTERM).
 _notice = "{signal}: stopped while loading, nothing written"
 

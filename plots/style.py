@@ -464,12 +464,19 @@ _stdout_error: OSError | None = None
 
 
 def say(line: str) -> None:
-    """Print `line` on stdout, flushed at once. When stdout cannot take it (a full disk, a closed pipe) the error is
-    kept for stdout_failed instead of raised, since what the line reports (a figure written) is done, and stdout is
-    pointed at os.devnull so that nothing later, Python's flush at exit among it, fails on it again."""
+    """Print `line` on stdout, flushed at once, escaped as errors are (result_csv.escaped: a path's byte that is no
+    UTF-8 as \\xNN), characters stdout's encoding cannot write as backslash escapes. When stdout cannot take it (a full
+    disk, a closed pipe, no stdout at all) the error is kept for stdout_failed instead of raised, since what the line
+    reports (a figure written) is done, and stdout is pointed at os.devnull so that nothing later, Python's flush at
+    exit among it, fails on it again."""
     global _stdout_error
     try:
-        print(line, flush=True)
+        if sys.stdout is None:  # file descriptor 1 closed when Python started (`>&-`)
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        text = result_csv.escaped(line) + "\n"
+        encoding = sys.stdout.encoding or "utf-8"
+        sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
+        sys.stdout.flush()
     except OSError as e:
         _stdout_error = _stdout_error or e
         with contextlib.suppress(OSError, ValueError, AttributeError):  # a stdout without a file descriptor

@@ -1444,6 +1444,40 @@ def test_a_stdout_that_cannot_be_written_is_not_a_figure_that_was_not(tmp_path):
             assert_figure(out, name)
 
 
+def test_a_closed_stdout_fails_and_a_path_stdout_cannot_encode_is_written_escaped(tmp_path):
+    """No stdout at all (file descriptor 1 closed) fails the run as a full one does, after the figure is in place; a
+    --out-dir holding a byte that is no UTF-8, with a strict stdout encoding, is reported as kvb writes it (\\xff),
+    not in a traceback."""
+    path = write_csv(tmp_path / "capacity.csv", synthetic_capacity_rows())
+    script = str(PLOTS_DIR / "capacity.py")
+    out = tmp_path / "closed"
+    r = subprocess.run([sys.executable, script, "--csv", str(path), "--out-dir", str(out)], stderr=subprocess.PIPE,
+                       text=True, cwd=REPO_ROOT, timeout=120, preexec_fn=lambda: os.close(1))
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == "standard output: Bad file descriptor\n"
+    assert_figure(out, "capacity")
+    odd = os.fsencode(tmp_path) + b"/o\xff"
+    env = dict(os.environ, PYTHONIOENCODING="utf-8:strict")
+    r = subprocess.run([os.fsencode(sys.executable), os.fsencode(script), b"--csv", os.fsencode(path), b"--out-dir",
+                        odd], capture_output=True, cwd=REPO_ROOT, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().splitlines() == [f"wrote {tmp_path}/o\\xff/capacity.{ext}" for ext in ("png", "pdf")]
+    assert_figure(Path(os.fsdecode(odd)), "capacity")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc/self/task")
+def test_the_plotting_libraries_start_no_thread_that_could_take_a_signal():
+    """After stop_at_start and the plotting libraries load, the process has one thread: a BLAS thread would take
+    SIGINT or SIGTERM while the main thread holds them back (style._signals_held) and stop a figure between its two
+    renames."""
+    code = ("import os, sys; sys.path.insert(0, sys.argv[1]); import stop_at_start, style, numpy; "
+            "numpy.ones((256, 256)) @ numpy.ones((256, 256)); print(len(os.listdir('/proc/self/task')))")
+    r = subprocess.run([sys.executable, "-c", code, str(PLOTS_DIR)], capture_output=True, text=True, timeout=120,
+                       env={k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "1"
+
+
 def _stopped_at(where: str, args: list[str], cwd=REPO_ROOT) -> subprocess.Popen:
     """Starts a plots script (`args`: the script and its arguments) that stops itself (SIGSTOP) at stop point `where`
     (KVB_TEST_STOP_AT: loading, out-dir, savefig); waits until it has."""
