@@ -42,6 +42,7 @@ using namespace dev;
 constexpr int kStK = 128, kStV = 128;          ///< the head dims the kernel takes
 constexpr int kStThreads = 128, kStWarps = 4;  ///< four warps, 32 value columns each
 constexpr int kStMinBlocks = 4;
+constexpr bool kStNextSliceEarly = false;  ///< whether an item asks for the next item's slice (else each its own)
 static_assert(kStThreads == 32 * kStWarps, "32 value columns a warp");
 constexpr int kStKeyPitch = 136;               ///< bf16 a row of the key tile: 272 bytes, conflict-free ldmatrix
 constexpr int kStXRows = 16;                   ///< drafts' keys at rows 0 .. m - 1, queries at rows 8 .. 8 + m - 1
@@ -485,7 +486,7 @@ __device__ __forceinline__ bool staged_verify_item(const KVBufferVerifyParams& p
   __syncthreads();  // every warp is done with the slice and the key tile: P takes the key tile's place
   // The next item's slice, into this one's, while this item forms its deltas and outputs.
   const int next_slot = next_y >= 0 ? next_row->slot : -1;
-  const bool next_copied = next_slot >= 0 && next_slot < pool.num_slots;
+  const bool next_copied = kStNextSliceEarly && next_slot >= 0 && next_slot < pool.num_slots;
   if (next_copied && warp < 2) copy_staged_slice(p, smem, next_slot, next_h, tid);
   float* const P = reinterpret_cast<float*>(smem + lay.keys);
 #pragma unroll
