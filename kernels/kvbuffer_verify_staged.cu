@@ -49,8 +49,7 @@ constexpr int kStQ0 = 8;
 constexpr int kStMaxEntries = kStagedVerifyMaxEntries;  ///< buffer entries a row may hold (capacity)
 static_assert(kStMaxEntries == 32, "a due row's fold takes its entries in two 16-entry k-steps (held[32])");
 constexpr int kStMaxValueHeads = 1 << 16;    ///< value heads a launch may have (GdnShape::key_head exact)
-constexpr int kStPPitch = kStV + 4;            ///< floats a row of P (the products, over the key tile)
-static_assert(kStXRows * kStPPitch * 4 <= (kStXRows + 16) * kStKeyPitch * 2, "P fits the smallest key tile");
+constexpr int kStPPitch = kStV + 4;            ///< floats a row of P (the products, over the landed slice)
 
 /// The 16-byte chunk c (0 .. 15) of slice row k: stored at chunk c ^ (k % 8) of that row (256 bytes), so that the
 /// eight rows of an ldmatrix phase fall in eight distinct bank groups.
@@ -103,102 +102,27 @@ struct StLayout {
   }
 };
 
-/// Position y's row of the launch: row_order[y], or in batch order row y with its slot (fill -1: read the pool's).
-__device__ __forceinline__ OrderedRow staged_row(const KVBufferVerifyParams& p, int y) {
-  return p.row_order ? p.row_order[y] : OrderedRow{y, p.slot[y], -1, 0};
-}
-
-/// Asks for position y's row word into `dst` (shared memory) by the calling thread, in its current cp.async group.
-__device__ __forceinline__ void copy_staged_row(const KVBufferVerifyParams& p, int y, OrderedRow* dst) {
-  if (p.row_order) {
-    cp_async16(dst, p.row_order + y, true);
-  } else {
-    dst->row = y;
-    dst->fill = -1;
-    cp_async4(&dst->slot, p.slot + y);
-  }
-}
-
-/// Asks for the 32 KiB slice of value head h of `slot`'s checkpoint into the swizzled slice at `smem`, by threads
-/// t = 0 .. 63 (warps 0 and 1), as one cp.async group: thread t copies chunk c = t % 16 of rows k0 + 8 r and
-/// k0 + 4 + 8 r, k0 = t / 16 (two swizzled columns, 2 KiB apart in shared memory, 8 rows apart in the pool).
-__device__ __forceinline__ void copy_staged_slice(const KVBufferVerifyParams& p, char* smem, int slot, int h, int t) {
-  const bf16* const s0 = static_cast<const bf16*>(p.pool.checkpoint) + (int64_t(slot) * p.shape.heads_v + h) * kStK * kStV;
-  const int k0 = t / 16, c = t % 16;
-  char* const dst0 = smem + slice_offset(k0, c);
-  char* const dst1 = smem + slice_offset(k0 + 4, c);
-  const bf16* const src = s0 + k0 * kStV + c * 8;
-#pragma unroll
-  for (int r = 0; r < kStK / 8; ++r) {
-    cp_async16(dst0 + r * 8 * 256, src + r * 8 * kStV, true);
-    cp_async16(dst1 + r * 8 * 256, src + (r * 8 + 4) * kStV, true);
-  }
-  cp_async_commit();
-}
-
-/// Asks L2 for what an item (position `r`'s row, value head h) reads by plain loads and copies before its slice is
-/// used: its drafts' raw keys, queries, values and gate inputs, and (when the row word carries the fill) its entries'
-/// raw keys, buffered deltas and log-decays; lane t of one warp takes every 32nd line, so that these arrive from L2
-/// rather than DRAM when the item starts.
 template <int M>
-__device__ __forceinline__ void prefetch_staged_item(const KVBufferVerifyParams& p, const OrderedRow r, int h, int t) {
-  const int H = p.shape.heads_qk, HV = p.shape.heads_v, hk = p.shape.key_head(h);
-  const int64_t tok0 = int64_t(r.row) * M;
-  // Drafts: keys and queries (two 128-byte lines a token), values (two), one line of each gate input.
-#pragma unroll 1
-  for (int x = t; x < 6 * M; x += 32) {
-    const int i = x / 6, part = x % 6, half = part % 2;
-    const char* line;
-    if (part < 2) line = reinterpret_cast<const char*>(p.in.k + ((tok0 + i) * H + hk) * kStK) + 128 * half;
-    else if (part < 4) line = reinterpret_cast<const char*>(p.in.q + ((tok0 + i) * H + hk) * kStK) + 128 * half;
-    else line = reinterpret_cast<const char*>(p.in.v + ((tok0 + i) * HV + h) * kStV) + 128 * half;
-    prefetch_l2(line);
-  }
-  if (t < M) {
-    const int64_t g = (tok0 + t) * HV + h;
-    prefetch_l2(p.in.g ? static_cast<const void*>(p.in.g + g) : static_cast<const void*>(p.in.a + g));
-    prefetch_l2(p.in.beta ? static_cast<const void*>(p.in.beta + g) : static_cast<const void*>(p.in.b + g));
-  }
-  if (r.fill < 0) return;  // batch order: the fill is read when the item starts
-  const KVBufferPool& pool = p.pool;
-  const int n = min(r.fill, pool.capacity);
-  const int64_t e0 = int64_t(r.slot) * pool.capacity;
-  // Entries: keys (two lines), deltas (four), log-decay (one).
-#pragma unroll 1
-  for (int x = t; x < 7 * n; x += 32) {
-    const int j = x / 7, part = x % 7;
-    const char* line;
-    if (part < 2) line = reinterpret_cast<const char*>(pool.keys + ((e0 + j) * H + hk) * kStK) + 128 * part;
-    else if (part < 6) line = reinterpret_cast<const char*>(pool.deltas + ((e0 + j) * HV + h) * kStV) + 128 * (part - 2);
-    else line = reinterpret_cast<const char*>(pool.log_decay + (e0 + j) * HV + h);
-    prefetch_l2(line);
-  }
-}
-
-/// One item of the persistent staged kernel: position y's row (`ordered`) and value head h. `slice_copied`: the item
-/// before asked for this item's slice (warps 0 and 1, their last cp.async group). `next_y`: the position of the
-/// block's next item (-1: none) and `next_h` its value head: this item asks for its row word into `next_row`, and for
-/// its slice once its own products are done (its slice no longer read). Returns whether it did (the same in every
-/// thread).
-template <int M>
-__device__ __forceinline__ bool staged_verify_item(const KVBufferVerifyParams& p, char* smem, const int h,
-                                                   const OrderedRow ordered, const bool slice_copied, const int next_y,
-                                                   const int next_h, OrderedRow* next_row) {
+__global__ void __launch_bounds__(kStThreads, kStMinBlocks)
+    kvbuffer_verify_staged_kernel(const KVBufferVerifyParams p, const FirstWaveStagger stagger) {
   constexpr int K = kStK, V = kStV;
+  extern __shared__ __align__(128) char smem[];
   const KVBufferPool& pool = p.pool;
   const int cap = pool.capacity;
   const StLayout<M> lay(cap);
   const int KR = lay.key_rows, GP = kStXRows + KR;  // key rows, Gram pitch
-  const int row = ordered.row, slot = ordered.slot;
+  // Nothing is requested before the PDL wait: the row order, the keys and the fill come from the kernels before.
+  pdl_wait();
+  pdl_launch_dependents();
+  stagger_first_wave(stagger);
+  // The row: from row_order or in batch order.
+  const OrderedRow ordered = p.row_order ? p.row_order[blockIdx.y] : OrderedRow{int(blockIdx.y), p.slot[blockIdx.y]};
+  const int h = blockIdx.x, row = ordered.row, slot = ordered.slot;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, hk = p.shape.key_head(h);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  // The next item's row word, by warp 2's first lane (a thread of the key tile's copies, whose group it joins).
-  if (tid == 64 && next_y >= 0) copy_staged_row(p, next_y, next_row);
   if (slot < 0 || slot >= pool.num_slots) {  // padding: nothing read, outputs zeroed
     for (int i = 0; i < M; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V, 0, V, V);
-    cp_async_commit();
-    cp_async_wait_all();
-    return false;
+    return;
   }
 
   // Committed entries; n >= B: due, folded into the checkpoint here (KVBufferVerifyParams). The row order carries
@@ -207,9 +131,8 @@ __device__ __forceinline__ bool staged_verify_item(const KVBufferVerifyParams& p
   const bool flush = n >= pool.buffer_size;
 
   // Two groups of copies: the key tile (the drafts' raw keys and queries, then the n entries' raw keys; zero rows
-  // elsewhere) by warps 2 and 3, and the whole slice by warps 0 and 1 (unless the item before asked for it), which
-  // lands while the drafts' coefficients are formed; each thread's groups are its own, so that the key tile's wait
-  // does not wait for the slice.
+  // elsewhere), then, after the small loads below, the whole slice, which lands while the drafts' coefficients are
+  // formed.
   const int64_t e0 = int64_t(slot) * cap;
   bf16* const keys = reinterpret_cast<bf16*>(smem + lay.keys);
   const uint32_t keys_s = static_cast<uint32_t>(__cvta_generic_to_shared(keys));
@@ -218,29 +141,24 @@ __device__ __forceinline__ bool staged_verify_item(const KVBufferVerifyParams& p
   const auto drafts_fragment = [&](int ks) {
     return keys_s + ((lane % 8 + 8 * ((lane / 8) % 2)) * kStKeyPitch + 16 * ks + 8 * (lane / 16)) * 2;
   };
-  if (warp >= 2) {
-    // Thread t = tid - 64 copies chunk c = t % 16 of tile rows k0 + 4 r, k0 = t / 16: rows d = k0 and k0 + 4 the
-    // drafts' raw keys d, rows 8 + d their raw queries d (zero rows from m on), rows 16 + j entry j's raw key (zero
-    // rows from n on).
-    const int t = tid - 64, k0 = t / kKeyChunks, c = t % kKeyChunks;
+  {
+    // Thread tid copies chunk c = tid % 16 of tile rows k0 + 8 r, k0 = tid / 16: row k0 the drafts' raw key k0, row
+    // 8 + k0 their raw query k0 (zero rows from m on), rows 16 + j entry j's raw key (zero rows from n on).
+    const int k0 = tid / kKeyChunks, c = tid % kKeyChunks;
     bf16* const dst = keys + k0 * kStKeyPitch + c * 8;
-#pragma unroll
-    for (int d = 0; d < 2; ++d) {
-      const int i = k0 + 4 * d;
-      const int64_t draft = (int64_t(row) * M + min(i, M - 1)) * H + hk;
-      cp_async16(dst + 4 * d * kStKeyPitch, p.in.k + draft * K + c * 8, i < M);
-      cp_async16(dst + (kStQ0 + 4 * d) * kStKeyPitch, p.in.q + draft * K + c * 8, i < M);
-    }
+    const int64_t draft = (int64_t(row) * M + min(k0, M - 1)) * H + hk;
+    cp_async16(dst, p.in.k + draft * K + c * 8, k0 < M);
+    cp_async16(dst + kStQ0 * kStKeyPitch, p.in.q + draft * K + c * 8, k0 < M);
     const bf16* const entry = pool.keys + ((e0 + k0) * H + hk) * K + c * 8;
-    const int64_t entry_stride = int64_t(4) * H * K;  // four entries on
+    const int64_t entry_stride = int64_t(8) * H * K;  // eight entries on
 #pragma unroll
-    for (int r = 0; r < kStMaxEntries / 4; ++r) {
-      if (4 * r >= KR) break;
-      const int j = k0 + 4 * r;
-      cp_async16(dst + (kStXRows + 4 * r) * kStKeyPitch, j < n ? entry + r * entry_stride : entry, j < n);
+    for (int r = 0; r < kStMaxEntries / 8; ++r) {
+      if (8 * r >= KR) break;
+      const int j = k0 + 8 * r;
+      cp_async16(dst + (kStXRows + 8 * r) * kStKeyPitch, j < n ? entry + r * entry_stride : entry, j < n);
     }
-    cp_async_commit();
   }
+  cp_async_commit();
 
   const int64_t draft_entry = e0 + (flush ? 0 : n);  // the drafts' first buffer entry
   const int64_t delta_stride = int64_t(HV) * V;  // one token (entry) to the next, in value-head rows
@@ -276,8 +194,18 @@ __device__ __forceinline__ bool staged_verify_item(const KVBufferVerifyParams& p
           held[(mt * 2 + ks) * 8 + e] = j < n ? deltas[j * delta_stride + v] : 0.f;
         }
   }
+  const bf16* const s0 = static_cast<const bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V;
   const uint32_t slice_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  if (warp < 2 && !slice_copied) copy_staged_slice(p, smem, slot, h, tid);
+  {
+    // Thread tid copies chunk c = tid % 16 of slice rows k0 + 8 r, k0 = tid / 16: all in one swizzled column
+    // (k0 + 8 r = k0 mod 8), 2 KiB apart in shared memory and 8 rows apart in the pool.
+    const int k0 = tid / 16, c = tid % 16;
+    char* const dst = smem + slice_offset(k0, c);
+    const bf16* const src = s0 + k0 * V + c * 8;
+#pragma unroll
+    for (int r = 0; r < K / 8; ++r) cp_async16(dst + r * 8 * 256, src + r * 8 * V, true);
+  }
+  cp_async_commit();
   bf16 vals[M];  // widened where the deltas use them, so that no thread waits for them before the first barrier
 #pragma unroll
   for (int i = 0; i < M; ++i) vals[i] = p.in.v[token_offset + i * delta_stride];
@@ -309,8 +237,8 @@ __device__ __forceinline__ bool staged_verify_item(const KVBufferVerifyParams& p
     if (lane < n) cf.suf[lane] = incl - lg_j;
     if (lane == 0) cf.misc[0] = incl;
   }
-  if (warp >= 2) cp_async_wait_all();  // this thread's key copies (and the next row word) have landed
-  __syncthreads();  // keys, gates, decay sums, the next item's row word in shared memory
+  cp_async_wait_group<1>();  // this thread's key copies have landed
+  __syncthreads();  // keys, gates, decay sums in shared memory
 
   if (warp != 2) {
     // Key products, exact bf16 operands, one 16-column block a warp: warp 0 the drafts' rows against themselves
@@ -420,7 +348,7 @@ __device__ __forceinline__ bool staged_verify_item(const KVBufferVerifyParams& p
         share_q[i] = fmaf(cq[i], held[j], share_q[i]);
       }
     }
-  if (warp < 2) cp_async_wait_all();
+  cp_async_wait_all();
   __syncthreads();  // the slice has landed
 
   const int vb = 32 * warp;  // this warp's first value column
@@ -521,12 +449,8 @@ __device__ __forceinline__ bool staged_verify_item(const KVBufferVerifyParams& p
       mma_bf16(acc[2 * np + 1], a, b[2], b[3]);
     }
   }
-  __syncthreads();  // every warp is done with the slice and the key tile: P takes the key tile's place
-  // The next item's slice, into this one's, while this item forms its deltas and outputs.
-  const int next_slot = next_y >= 0 ? next_row->slot : -1;
-  const bool next_copied = next_slot >= 0 && next_slot < pool.num_slots;
-  if (next_copied && warp < 2) copy_staged_slice(p, smem, next_slot, next_h, tid);
-  float* const P = reinterpret_cast<float*>(smem + lay.keys);
+  __syncthreads();  // every warp is done with the slice: P takes its place
+  float* const P = reinterpret_cast<float*>(smem);
 #pragma unroll
   for (int nt = 0; nt < 4; ++nt) {
     const int r = lane / 4, c = vb + 8 * nt + 2 * (lane % 4);
@@ -535,9 +459,6 @@ __device__ __forceinline__ bool staged_verify_item(const KVBufferVerifyParams& p
   }
   __syncthreads();
 
-  // The next item's small inputs into L2 (warp 3 while the other warps start their columns: its own columns wait),
-  // so that the next item's first loads do not wait for DRAM.
-  if (next_copied && warp == 3) prefetch_staged_item<M>(p, *next_row, next_h, lane);
   // Column tid: the drafts' deltas in order, then their outputs.
   float u[M];
 #pragma unroll
@@ -578,33 +499,6 @@ __device__ __forceinline__ bool staged_verify_item(const KVBufferVerifyParams& p
       write_draft_keys(p, row, draft_entry, M, hk, tid, kStThreads);
     }
   }
-  return next_copied;
-}
-
-/// Persistent blocks (one wave), block b taking items b, b + grid, ...: item x is position x / HV's row and value
-/// head x % HV, the order a grid of (HV, batch) blocks would take them.
-template <int M>
-__global__ void __launch_bounds__(kStThreads, kStMinBlocks)
-    kvbuffer_verify_staged_kernel(const KVBufferVerifyParams p, const FirstWaveStagger stagger) {
-  extern __shared__ __align__(128) char smem[];
-  __shared__ OrderedRow st_rows[2];  // this item's row word and the next item's, asked for while this one runs
-  // Nothing is requested before the PDL wait: the row order, the keys and the fill come from the kernels before.
-  pdl_wait();
-  pdl_launch_dependents();
-  stagger_first_wave(stagger);
-  const int HV = p.shape.heads_v, items = p.batch * HV, grid = gridDim.x;
-  if (threadIdx.x == 0) st_rows[0] = staged_row(p, int(blockIdx.x) / HV);
-  __syncthreads();
-  bool slice_copied = false;
-  int k = 0;
-#pragma unroll 1
-  for (int item = blockIdx.x; item < items; item += grid) {
-    const int next = items - item > grid ? item + grid : -1;
-    slice_copied = staged_verify_item<M>(p, smem, item % HV, st_rows[k], slice_copied, next >= 0 ? next / HV : -1,
-                                         next >= 0 ? next % HV : 0, &st_rows[k ^ 1]);
-    k ^= 1;
-    __syncthreads();  // the item's shared memory read; the next row word landed (its copy waited for before)
-  }
 }
 
 template <int M>
@@ -620,15 +514,11 @@ cudaError_t launch_staged(const KVBufferVerifyParams& p, cudaStream_t stream, KV
     return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kStThreads, smem,
                                   describe->resident_blocks_per_sm);
   }
-  // One wave of persistent blocks; the stagger as the grid of one block an item would take it.
-  int per_sm = 0;
-  if (const cudaError_t e = resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kStThreads, smem, per_sm);
+  const dim3 grid(p.shape.heads_v, p.batch);
+  FirstWaveStagger stagger;
+  if (const cudaError_t e = first_wave_stagger(kernel, grid, kStThreads, smem, kFirstWaveStaggerNs, stagger);
       e != cudaSuccess)
     return e;
-  const int64_t items = int64_t(p.batch) * p.shape.heads_v;
-  const int64_t wave = int64_t(per_sm > 0 ? per_sm : 1) * sm_count();
-  const FirstWaveStagger stagger = first_wave_stagger(per_sm, dim3(p.shape.heads_v, p.batch), kFirstWaveStaggerNs);
-  const dim3 grid(unsigned(items < wave ? items : wave));
   return launch_kernel(kernel, grid, dim3(kStThreads), smem, stream, p.pdl, p, stagger);
 }
 
@@ -651,9 +541,6 @@ std::string validate_staged_verify(const KVBufferVerifyParams& p) {
            std::to_string(kStMaxEntries) + ")";
   if (!p.tile.is_auto())
     return "tile = " + to_string(p.tile) + ": kernel = staged has one block shape (allowed: tile = auto)";
-  if (int64_t(p.batch) * p.shape.heads_v > INT32_MAX)
-    return "batch x heads_v = " + std::to_string(int64_t(p.batch) * p.shape.heads_v) + ": kernel = staged takes at most " +
-           std::to_string(INT32_MAX) + " (row, value head) items";
   return "";
 }
 
