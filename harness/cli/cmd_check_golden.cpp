@@ -9,6 +9,7 @@
 
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/stdout_flush.h"
 #include "harness/measure/device_info.h"
 #include "harness/sweep/experiment_kind.h"
 #include "harness/sweep/input_file.h"
@@ -38,7 +39,7 @@ void report_skipped(const std::string& file, size_t width, const std::string& en
 /// An error line on stderr (one_line), after the table's lines so far (stdout is buffered, stderr is not).
 template <typename... Args>
 void error_line(fmt::format_string<Args...> format, Args&&... args) {
-  std::fflush(stdout);
+  flush_stdout();
   fmt::print(stderr, "kvb check-golden: {}\n", one_line(fmt::format(format, std::forward<Args>(args)...)));
 }
 
@@ -114,13 +115,13 @@ int run_check_golden(const CheckGoldenOptions& options) {
       error_line("{}: gpu failed: {}", file, e.what());
       failed = true;
     }
-    std::fflush(stdout);
+    flush_stdout();
   }
   const bool stopped = interrupt_signal() && checked < options.files.size();
   if (stopped)
     error_line("stopped by {}: {} of {} files checked", signal_name(interrupt_signal()), checked,
                options.files.size());
-  std::fflush(stdout);
+  flush_stdout();
   if (malformed) return 2;
   if (stopped) return interrupt_exit_code();
   return failed ? 1 : 0;

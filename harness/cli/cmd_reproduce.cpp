@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/stdout_flush.h"
 #include "harness/cli/sweep_setup.h"
 #include "harness/kinds/registry.h"
 #include "harness/measure/device_info.h"
@@ -73,7 +74,7 @@ struct Step {
 
 void heading(const std::string& what) {
   fmt::print("\n== {}\n", what);
-  std::fflush(stdout);
+  flush_stdout();
 }
 
 /// Exit code of `argv` (argv[0] looked up on PATH), its output copied to `out` (nullptr: dropped); -1 when it

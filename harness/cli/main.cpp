@@ -14,6 +14,7 @@
 
 #include "harness/cli/cli_checks.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/stdout_flush.h"
 #include "harness/sweep/experiment_kind.h"
 #include "harness/sweep/interrupt.h"
 #include "harness/sweep/shard.h"
@@ -129,7 +130,8 @@ int main(int argc, char** argv) {
   const auto stdout_written = [](int code) {
     errno = 0;
     if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
-    fmt::print(stderr, "kvb: standard output: {}\n", errno != 0 ? std::strerror(errno) : "a write failed");
+    const int reason = errno != 0 ? errno : kvb::cli::stdout_flush_errno();
+    fmt::print(stderr, "kvb: standard output: {}\n", reason != 0 ? std::strerror(reason) : "a write failed");
     return code == 0 ? 1 : code;
   };
   try {

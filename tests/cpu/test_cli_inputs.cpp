@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -309,13 +311,16 @@ TEST(CliInputs, AFailedWriteToStandardOutputIsAFailure) {
        {std::string("info"), std::string("--help"), "compare " + csv + " " + csv,
         "sweep --config " + shell_quote(kSource + "/experiments/decode_latency.toml") + " --dry-run --out " +
             shell_quote(dir.file("x.csv")),
-        "capacity --budget-gib 10 --out " + shell_quote(dir.file("cap.csv"))}) {
+        "capacity --budget-gib 10 --out " + shell_quote(dir.file("cap.csv")),
+        "check-golden " + shell_quote(kSource + "/tests/data/golden/draft4.gdn")}) {
     const std::string err = dir.file("err.txt");
     const int status = std::system(("cd " + shell_quote(kSource) + " && " + kvb + " " + args + " >/dev/full 2>" +
                                     shell_quote(err)).c_str());
     ASSERT_TRUE(WIFEXITED(status)) << args;
     EXPECT_EQ(WEXITSTATUS(status), 1) << args;
     EXPECT_NE(read_text(err).find("kvb: standard output: "), std::string::npos) << args << ": " << read_text(err);
+    // The reason, also where the command flushed stdout itself (check-golden, before each error line and file).
+    EXPECT_NE(read_text(err).find(std::strerror(ENOSPC)), std::string::npos) << args << ": " << read_text(err);
   }
   // kvb capacity's CSV is written before its table is printed: what it measured is kept.
   EXPECT_TRUE(fs::exists(dir.file("cap.csv")));
