@@ -6,7 +6,7 @@ the checkpoint on every step), one line style per batch; recurrent decode as a h
 has recurrent rows. Bottom panel (log2 x): raw latency over delta latency at the same batch and B, with a reference
 line at 1.25x. Only plain launches are drawn (launch = plain; a CSV without the launch column holds only those,
 decode_data.launch_of): launch = pdl rows are left out, so that no batch has two points at one B and the recurrent
-line is a plain launch's.
+line is a plain launch's. A CSV whose rows of one line hold several tiles or seeds is refused for the same reason.
 
 Usage: python3 plots/buffer_form.py [--csv results/buffer_form.csv] [--out-dir results/figures]
        [--phase staggered|aligned]
@@ -41,10 +41,12 @@ REFERENCE_RATIO = 1.25  # raw / delta reference line
 
 def split_rows(rows, path, phase: str):
     """(recurrent latency by batch, {(form, batch): [(B, median, p10, p90)] sorted by B}) for the plain-launch rows
-    (dd.launch_of), KVBuffer ones of `phase`. Exits 2 on an unknown variant or form, or when either form has no such
-    row."""
+    (dd.launch_of), KVBuffer ones of `phase`. Exits 2 on an unknown variant or form, when either form has no such
+    row, or when the rows of one line (the recurrent one of a batch, a form's at a batch) hold several tiles or seeds
+    (dd.require_one_setup)."""
     recurrent: dict[int, float] = {}
     kv: dict[tuple[str, int], list] = {}
+    lines: dict[tuple[str, int], list] = {}  # the rows of each line: ("recurrent", batch) or (form, batch)
     for r in rows:
         variant = r["variant"].strip()
         if variant not in ("recurrent", "kvbuffer"):
@@ -55,6 +57,7 @@ def split_rows(rows, path, phase: str):
         batch = int(style.num(r, "batch", path))
         if variant == "recurrent":
             recurrent[batch] = style.num(r, "latency_us_median", path)
+            lines.setdefault((variant, batch), []).append(r)
             continue
         if r["phase"].strip() != phase:
             continue
@@ -64,6 +67,8 @@ def split_rows(rows, path, phase: str):
         kv.setdefault((form, batch), []).append(
             (style.num(r, "buffer_size", path), style.num(r, "latency_us_median", path),
              style.num(r, "latency_us_p10", path), style.num(r, "latency_us_p90", path)))
+        lines.setdefault((form, batch), []).append(r)
+    dd.require_one_setup(lines.values(), path)
     for form in FORMS:
         if not any(f == form for f, _ in kv):
             style.fail(f"CSV {path} has no kvbuffer rows with buffer_form {form}, phase {phase} and launch plain (the "

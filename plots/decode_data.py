@@ -4,7 +4,8 @@ A decode row is one sweep point: `variant` (recurrent, kvbuffer, or a peer: anot
 peer runner, docs/MEASURING.md "Peers"), `batch` (requests), `buffer_size` (B, tokens; empty for recurrent and the
 peers), `phase` (staggered or aligned; empty for recurrent and the peers), the model shape (`heads_v` = HV,
 `head_dim_k` = K, `head_dim_v` = V), `state_dtype`, per-layer results, and for a peer its `package` and
-`package_version` (docs/EXPERIMENTS.md).
+`package_version` (docs/EXPERIMENTS.md). The rows of one series share their `tile` and `seed`, which no option of the
+figures selects: a CSV measuring a point under several of them is refused (require_one_setup).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import style
 SERIES_COLUMNS = ("variant", "batch", "buffer_size", "phase")
 FOOTNOTE_COLUMNS = ("gpu", "git_sha", "timestamp")
 SHAPE_COLUMNS = ("heads_v", "head_dim_k", "head_dim_v")
+# Columns that no option of the figures selects: rows of one series that differ in one of them are several
+# measurements of the same points (two points at one batch or B of one line), so such a series is refused.
+SETUP_COLUMNS = ("tile", "seed")
 
 # Bytes per state element by `state_dtype`.
 STATE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -62,7 +66,8 @@ def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "stagger
     Only rows launched as `launch` are kept (`plain`, as the anchors were measured, or `pdl`; see launch_of).
     Recurrent rows have no phase and are kept whatever the phase. When the KVBuffer rows hold several `buffer_form`
     or `row_order` values, each is added to the labels and each (form, order, B) is its own series. Peer rows are
-    left to peer_series. Exits 2 on an unknown variant.
+    left to peer_series. Exits 2 on an unknown variant, or when a series' rows hold several values of a SETUP_COLUMNS
+    column (require_one_setup).
     """
     recurrent = Series("recurrent", "recurrent", None, style.RECURRENT_COLOUR, "o")
     kv: dict[tuple[str, str, int], Series] = {}
@@ -93,9 +98,17 @@ def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "stagger
             style.fail(f"CSV {path} column variant: '{variant}' is not one of recurrent, kvbuffer, {', '.join(PEERS)}")
     out = [recurrent] if recurrent.rows else []
     out += [kv[k] for k in sorted(kv, key=lambda k: (k[2], k[0], k[1]))]
+    require_one_setup((s.rows for s in out), path)
     for s in out:
         s.rows.sort(key=lambda r: style.num(r, "batch", path))
     return out
+
+
+def require_one_setup(groups, path) -> None:
+    """Exit 2 with one line naming the CSV, the column and its values (style.require_single) when the rows of any of
+    `groups` (the rows of one series each) hold several values of a SETUP_COLUMNS column (tile, seed)."""
+    for rows in groups:
+        style.require_single(rows, SETUP_COLUMNS, path)
 
 
 def require_decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "staggered") -> list[Series]:
@@ -111,12 +124,14 @@ def require_decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = 
 
 def peer_series(rows: Sequence[Mapping[str, str]], path) -> list[Series]:
     """One series per peer variant with rows (in PEERS order), labelled "NAME (measured, PACKAGE VERSION)", points
-    ordered by batch. A peer row has no launch (its package launches it)."""
+    ordered by batch. A peer row has no launch (its package launches it). Exits 2 when a peer's rows hold several
+    seeds (require_one_setup)."""
     out = []
     for variant, (name, colour, marker) in PEERS.items():
         mine = sorted((r for r in rows if r["variant"] == variant), key=lambda r: style.num(r, "batch", path))
         if not mine:
             continue
+        require_one_setup([mine], path)
         versions = ", ".join(style.distinct(
             [{"v": f"{r.get('package') or ''} {r.get('package_version') or ''}".strip()} for r in mine], "v"))
         out.append(Series(f"{name} (measured{', ' + versions if versions else ''})", variant, None, colour, marker,

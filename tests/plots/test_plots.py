@@ -836,6 +836,44 @@ def test_buffer_form_draws_plain_launches_only(tmp_path):
     assert not out.exists()
 
 
+def _with_tile(rows, tile: str) -> list[dict[str, str]]:
+    """`rows` with a tile column after phase holding `tile` (empty on a peer row, which has no tile)."""
+    header = list(rows[0])
+    header.insert(header.index("phase") + 1, "tile")
+    return [{c: r.get(c, "" if r["variant"] in decode_data.PEERS else tile) for c in header} for r in rows]
+
+
+@pytest.mark.parametrize("column,values", [("tile", ("auto", "64x128")), ("seed", ("0", "7"))])
+@pytest.mark.parametrize("script", ["decode_latency", "decode_efficiency", "decode_bytes", "buffer_form"])
+def test_a_point_measured_under_several_tiles_or_seeds_is_refused(script, column, values, tmp_path):
+    """A decode CSV holding each KVBuffer point twice, under two tiles (or seeds), which no option of the figures
+    selects: exit 2 with one line naming the CSV, the column and its values, nothing written, where both rows fell
+    into one series (two points at one batch, or at one B, of one line)."""
+    make = synthetic_buffer_form_rows if script == "buffer_form" else synthetic_decode_rows
+    rows = _with_tile([r for r in make() if r["status"] == "ok"], values[0] if column == "tile" else "auto")
+    twice = rows + [dict(r, **{column: values[1]}) for r in rows if r["variant"] == "kvbuffer"]
+    path = write_csv(tmp_path / "twice.csv", twice)
+    _expect_csv_refused(script, path, f"column {column} holds several values ({', '.join(values)}); plot one at a "
+                                      "time", tmp_path)
+
+
+def test_series_of_one_tile_and_seed_each_are_drawn():
+    """The check is per series: recurrent and KVBuffer measured under different tiles (or a peer under another seed)
+    are different lines and are drawn; a peer measured under two seeds is refused as the KVBuffer series are."""
+    import decode_latency
+
+    rows = anchor_shape_rows(True)
+    mixed = [dict(r, tile="auto") if r["variant"] == "recurrent" else dict(r, seed="7") if r["variant"] in
+             decode_data.PEERS else r for r in _with_tile(rows, "64x128")]
+    fig = decode_latency.build(mixed, "synthetic")
+    assert "KVBuffer B = 2" in fig.axes[0].get_legend_handles_labels()[1]
+    style.plt.close(fig)
+    fla = [r for r in rows if r["variant"] == "fla_recurrent"]
+    with pytest.raises(SystemExit) as e:
+        decode_data.peer_series(fla + [dict(r, seed="7") for r in fla], "synthetic")
+    assert e.value.code == 2
+
+
 def test_make_all_skip_names_the_command(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
