@@ -41,9 +41,9 @@ REFERENCE_RATIO = 1.25  # raw / delta reference line
 
 def split_rows(rows, path, phase: str):
     """(recurrent latency by batch, {(form, batch): [(B, median, p10, p90)] sorted by B}) for the plain-launch rows
-    (dd.launch_of), KVBuffer ones of `phase`. Exits 2 on an unknown variant or form, when either form has no such
-    row, or when the rows of one line (the recurrent one of a batch, a form's at a batch) hold several tiles or seeds
-    (dd.require_one_setup)."""
+    (dd.launch_of), KVBuffer ones of `phase`. Exits 2 on an unknown variant or form, when the plain KVBuffer rows
+    are all of other phases (dd.require_phase), when either form has no such row, or when the rows of one line (the
+    recurrent one of a batch, a form's at a batch) hold several tiles or seeds (dd.require_one_setup)."""
     recurrent: dict[int, float] = {}
     kv: dict[tuple[str, int], list] = {}
     lines: dict[tuple[str, int], list] = {}  # the rows of each line: ("recurrent", batch) or (form, batch)
@@ -69,6 +69,7 @@ def split_rows(rows, path, phase: str):
              style.num(r, "latency_us_p10", path), style.num(r, "latency_us_p90", path)))
         lines.setdefault((form, batch), []).append(r)
     dd.require_one_setup(lines.values(), path)
+    dd.require_phase(rows, path, phase)
     for form in FORMS:
         if not any(f == form for f, _ in kv):
             style.fail(f"CSV {path} has no kvbuffer rows with buffer_form {form}, phase {phase} and launch plain (the "

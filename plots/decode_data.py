@@ -111,10 +111,22 @@ def require_one_setup(groups, path) -> None:
         style.require_single(rows, SETUP_COLUMNS, path)
 
 
+def require_phase(rows: Sequence[Mapping[str, str]], path, phase: str) -> None:
+    """Exit 2 with one line naming the CSV, `phase` and the phases the CSV's plain-launch KVBuffer rows hold when it
+    has such rows but none of `phase` (--phase): the figure would draw recurrent and the peers alone under a title
+    naming `phase`."""
+    held = style.distinct([r for r in rows if r["variant"] == "kvbuffer" and launch_of(r) == "plain"], "phase")
+    if held and phase not in held:
+        style.fail(f"CSV {path} has no kvbuffer rows with phase {phase} and launch plain (allowed: --phase "
+                   f"{' or '.join(held)}, the phases of its kvbuffer rows with launch plain)")
+
+
 def require_decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "staggered") -> list[Series]:
     """decode_series(rows, path, phase) (plain launches), exiting 2 when it is empty. The decode figures draw this
     project's recurrent and KVBuffer series and the peers beside them, so a CSV holding only peer or launch = pdl rows
-    is refused: a figure of peers alone would compare nothing, and its title names KVBuffer's buffer phases."""
+    is refused: a figure of peers alone would compare nothing, and its title names KVBuffer's buffer phases. A CSV
+    whose KVBuffer rows are all of other phases than `phase` is refused too (require_phase)."""
+    require_phase(rows, path, phase)
     series = decode_series(rows, path, phase)
     if not series:
         style.fail(f"CSV {path} has no recurrent rows with launch plain and no kvbuffer rows with phase {phase} and "

@@ -6,7 +6,7 @@ at the measured read bandwidth (byte_model/byte_model.h). latency_over_floor = m
 kernel moves its modelled bytes as fast as the measured copy and read loops. Error bars: p10 / floor .. p90 / floor.
 The floor is each point's own, so a KVBuffer series at 1 is as fast as its bytes allow, not as fast as recurrent.
 Series are plain launches; the peers measured in the same run (rows of a peer variant) are drawn beside them, so a CSV
-of peer rows alone is refused, as decode_latency refuses it.
+of peer rows alone is refused, as decode_latency refuses it, and so is a --phase none of its KVBuffer rows has.
 
 Usage: python3 plots/decode_efficiency.py [--csv results/decode_latency.csv] [--out-dir results/figures]
        [--phase staggered|aligned]

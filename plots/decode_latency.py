@@ -8,7 +8,8 @@ shape is the anchors' (HV = 32, K = V = 128, fp32 state), for each recurrent pee
 recorded on an H200 (results/anchors.csv), labelled as the anchor.
 Series are plain launches; when the CSV also has launch = pdl rows, the fastest KVBuffer row with B <= 32 per batch
 under programmatic dependent launch is one more line; a CSV without a plain recurrent or KVBuffer series (peer or pdl
-rows alone) is refused, the peers being drawn beside them. Bottom panel (log x): each series' latency over this CSV's
+rows alone) is refused, the peers being drawn beside them, and so is a --phase none of its plain KVBuffer rows has
+(naming the phases they have). Bottom panel (log x): each series' latency over this CSV's
 recurrent latency (plain launches) at the same batch.
 
 Usage: python3 plots/decode_latency.py [--csv results/decode_latency.csv] [--out-dir results/figures]

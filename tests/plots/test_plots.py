@@ -471,10 +471,11 @@ def test_decode_series_keeps_plain_launches_and_best_pdl_per_batch():
     assert best and decode_data.best_kvbuffer_by_batch(rows, "synthetic", "staggered", "pdl") == {}
 
 
-def _expect_csv_refused(script, path, message, tmp_path):
-    """`script` on the CSV at `path`: exit 2, the one line "CSV PATH MESSAGE" on stderr, no figure folder made."""
+def _expect_csv_refused(script, path, message, tmp_path, *args):
+    """`script` on the CSV at `path` (and `args`): exit 2, the one line "CSV PATH MESSAGE" on stderr, no figure folder
+    made."""
     out = tmp_path / "figures"
-    r = run_script(script, "--csv", str(path), "--out-dir", str(out))
+    r = run_script(script, "--csv", str(path), "--out-dir", str(out), *args)
     assert r.returncode == 2, r.stderr
     assert r.stderr == result_csv.one_line(f"CSV {path} {message}") + "\n"
     assert not out.exists()
@@ -509,6 +510,31 @@ def test_decode_figures_refuse_a_csv_of_peer_rows_only(script, tmp_path):
         peers = [r for r in csv.DictReader(f) if r["variant"] == "fla_recurrent"]
     assert peers, "results/decode_latency.csv holds fla_recurrent rows"
     _expect_csv_refused(script, write_csv(tmp_path / "fla.csv", peers), NO_PLAIN_SERIES, tmp_path)
+
+
+@pytest.mark.parametrize("script", ["decode_latency", "decode_efficiency", "buffer_form"])
+def test_a_phase_the_csv_has_no_kvbuffer_rows_of_is_refused(script, tmp_path):
+    """--phase aligned on a decode CSV whose plain-launch KVBuffer rows are all staggered (its aligned ones, if any,
+    pdl launches): exit 2 in one line naming the CSV, the phase and the phases it holds, nothing written, where the
+    decode figures drew recurrent and the peers alone under a title naming aligned buffer phases."""
+    make = synthetic_buffer_form_rows if script == "buffer_form" else synthetic_decode_rows
+    rows = _with_launch([r for r in make() if r["phase"] != "aligned"], "plain")
+    aligned_pdl = [dict(r, phase="aligned", launch="pdl") for r in rows if r["variant"] == "kvbuffer"]
+    path = write_csv(tmp_path / "staggered.csv", rows + aligned_pdl)
+    _expect_csv_refused(script, path, "has no kvbuffer rows with phase aligned and launch plain (allowed: --phase "
+                                      "staggered, the phases of its kvbuffer rows with launch plain)", tmp_path,
+                        "--phase", "aligned")
+
+
+def test_a_phase_the_csv_holds_is_drawn():
+    """--phase aligned on a CSV with aligned KVBuffer rows draws them beside recurrent, as before."""
+    import decode_latency
+
+    fig = decode_latency.build([r for r in synthetic_decode_rows() if r["status"] == "ok"], "synthetic", "aligned")
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "recurrent" in labels and "KVBuffer B = 8" in labels and "KVBuffer B = 2" not in labels
+    assert "aligned buffer phases" in fig.axes[0].get_title()
+    style.plt.close(fig)
 
 
 def test_footnote_names_gpu_dates_and_revision():
