@@ -523,13 +523,18 @@ figure_name = stop_at_start.figure_name
 
 def check_out_dir(out_dir, inside: str) -> None:
     """Exit 2 with one line naming --out-dir when figures cannot go there, before anything is read or drawn: a path
-    too long for the file system with `inside` (the longest name made in it) in it, a file, or a path under a file."""
+    too long for the file system with `inside` (the longest name made in it) in it, a file, a link to nothing, or a
+    path under a file or a link to nothing."""
     check_path_fits("--out-dir", out_dir, inside)
+    if Path(out_dir).is_symlink() and not Path(out_dir).exists():  # no folder can be made where a link already is
+        fail(f"--out-dir {out_dir}: a link to '{os.readlink(out_dir)}', which leads to nothing (allowed: "
+             f"{OUT_DIR_ALLOWED})")
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         fail(f"--out-dir {out_dir}: exists and is not a folder (allowed: {OUT_DIR_ALLOWED})")
     above = next((f for f in Path(out_dir).parents if f.exists() or f.is_symlink()), None)
     if above is not None and not above.is_dir():
-        fail(f"--out-dir {out_dir}: '{above}' is not a folder (allowed: {OUT_DIR_ALLOWED})")
+        what = "a link to nothing" if not above.exists() else "not a folder"
+        fail(f"--out-dir {out_dir}: '{above}' is {what} (allowed: {OUT_DIR_ALLOWED})")
 
 
 class _Probed(Exception):

@@ -2035,6 +2035,24 @@ def test_figure_script_checks_its_out_dir_before_reading_the_csv(fig, tmp_path):
     _expect_out_dir_refusals(tmp_path, cases, lambda out: run_script(fig.script, *fig.args(missing, out)))
 
 
+@pytest.mark.parametrize("script", ["capacity", "make_all"])
+def test_an_out_dir_that_is_a_link_to_nothing_is_refused_in_one_line(script, tmp_path):
+    """An --out-dir that is a link to nothing (a dangling link, or one to itself), or a path under one: exit 2 in one
+    line naming the flag, the path and what is allowed, nothing written, where it was refused as "File exists"."""
+    results = tmp_path / "results"
+    results.mkdir()
+    write_csv(results / "capacity.csv", synthetic_capacity_rows())
+    dangling, loop = tmp_path / "dangling", tmp_path / "loop"
+    dangling.symlink_to(tmp_path / "nothing")
+    loop.symlink_to("loop")
+    allowed = "(allowed: a folder, or a path to make one at)"
+    cases = [(dangling, f"--out-dir {dangling}: a link to '{tmp_path / 'nothing'}', which leads to nothing {allowed}"),
+             (loop, f"--out-dir {loop}: a link to 'loop', which leads to nothing {allowed}"),
+             (dangling / "x", f"--out-dir {dangling / 'x'}: '{dangling}' is a link to nothing {allowed}")]
+    args = (["--results-dir", str(results)] if script == "make_all" else ["--csv", str(results / "capacity.csv")])
+    _expect_out_dir_refusals(tmp_path, cases, lambda out: run_script(script, *args, "--out-dir", str(out)))
+
+
 def test_make_all_refuses_an_out_dir_that_cannot_be_made_once_before_drawing(tmp_path):
     """make_all checks --out-dir as the figure scripts do, once, before any figure is drawn: a path under a file, a
     folder that cannot be made (/proc), or a figure's file that is a folder is refused in one line, exit 2, instead of
