@@ -378,10 +378,11 @@ def write_files_atomic(writers: Mapping[Path, object]) -> None:
     file keeps its permission bits; a new one gets 0666 less the umask. A path that exists and is not a regular file
     (a folder) refuses the whole write with OSError, checked before anything is written and again before the first
     rename. On any exception (an interrupt included) the temporaries are removed, the folders made for them removed
-    again while empty, and the files left as they were."""
+    again while empty, and the files left as they were; once the files are written, the folders made that they do not
+    lie in (NEW, made only to reach NEW/..) are removed again too."""
     _refuse_targets_not_files(writers)  # before any folder or file is made
     temporaries: list[tuple[str, Path]] = []
-    folders: list[Path] = []  # the folders made here, outermost first: removed again when nothing is written
+    folders: list[Path] = []  # the folders made here, outermost first: removed again unless the files lie in them
     written = False
     try:
         for path, write in writers.items():
@@ -412,7 +413,12 @@ def write_files_atomic(writers: Mapping[Path, object]) -> None:
             for tmp, _ in temporaries:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
-            for folder in reversed(folders) if not written else ():
+            # The files' folders, with links and '..' resolved while the folders made are still there: NEW/.. is NEW's
+            # parent, so NEW holds nothing written and goes again.
+            homes = [Path(os.path.realpath(Path(path).parent)) for path in writers] if written else []
+            for folder in reversed(folders):
+                if any(home.is_relative_to(os.path.realpath(folder)) for home in homes):
+                    continue
                 with contextlib.suppress(OSError):  # one that something else has put a file in stays
                     folder.rmdir()
 

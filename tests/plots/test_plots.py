@@ -10,6 +10,7 @@ import csv
 import importlib
 import inspect
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -2033,6 +2034,42 @@ def test_figure_script_checks_its_out_dir_before_reading_the_csv(fig, tmp_path):
     if Path("/proc/self").is_dir():  # Linux: no folder can be made in /proc, not even by root
         cases.append((Path("/proc/kvb-figures"), f"--out-dir /proc/kvb-figures: cannot write {files} there: "))
     _expect_out_dir_refusals(tmp_path, cases, lambda out: run_script(fig.script, *fig.args(missing, out)))
+
+
+def test_folders_made_only_to_reach_the_out_dir_are_removed_again(tmp_path):
+    """An --out-dir through a folder that does not exist (new/.., new/../figs) makes that folder to reach its parent:
+    once the figure is written there the folder is removed again (it was left, empty), as every folder made is when
+    the run is refused or fails; a folder that was there before (old/..) stays."""
+    results, work = tmp_path / "results", tmp_path / "work"
+    results.mkdir()
+    (work / "old").mkdir(parents=True)
+    (work / "a_file").write_text("")
+    csv_path = write_csv(results / "capacity.csv", synthetic_capacity_rows())
+
+    def run(script, *args):
+        return subprocess.run([sys.executable, str(PLOTS_DIR / f"{script}.py"), *args], capture_output=True, text=True,
+                              cwd=work, timeout=120)
+
+    for out, folder in (("new/..", "."), ("new/../figs", "figs"), ("old/..", "."), ("new/a/../../b", "b")):
+        r = run("capacity", "--csv", str(csv_path), "--out-dir", out)
+        assert r.returncode == 0, r.stderr
+        assert_figure(work / folder, "capacity")
+        top = {"capacity.png", "capacity.pdf"} if folder == "." else {folder}
+        assert sorted(p.name for p in work.iterdir()) == sorted({"old", "a_file"} | top), out
+        for name in ("capacity.png", "capacity.pdf"):
+            (work / folder / name).unlink()
+        if folder != ".":
+            (work / folder).rmdir()
+    r = run("make_all", "--results-dir", str(results), "--out-dir", "new/../figs")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in work.iterdir()) == ["a_file", "figs", "old"]
+    shutil.rmtree(work / "figs")
+    before = _all_paths(tmp_path)
+    for args in (["--csv", str(tmp_path / "missing.csv"), "--out-dir", "new/../figs"],  # refused once probed
+                 ["--csv", str(csv_path), "--out-dir", "new/../a_file"]):  # refused by the probe's mkdir
+        r = run("capacity", *args)
+        assert r.returncode == 2, r.stderr
+        assert _all_paths(tmp_path) == before, args
 
 
 @pytest.mark.parametrize("script", ["capacity", "make_all"])
