@@ -9,7 +9,7 @@ once both are whole, so an interrupted run leaves every figure as it was or new.
 Only the standard library's csv module and matplotlib (Agg backend, no display needed) are used.
 Bad input (a missing file, an empty path, a path too long for the file system, a CSV kvb would refuse, a missing
 column, a value that is not a number, no usable rows) prints one line to stderr and exits with status 2, writing
-nothing. SIGINT and SIGTERM stop a script after removing its temporary files (and the folders made for them), with
+nothing; a disk that fills up or fails while a figure is written prints one line and exits with status 1. SIGINT and SIGTERM stop a script after removing its temporary files (and the folders made for them), with
 exit status 130 and 143; while it starts, before its arguments are read and its libraries loaded, they stop it at once
 (stop_at_start). A warning raised while a figure is made (matplotlib's, say) is one line on stderr naming the figure
 (show_warning).
@@ -98,11 +98,11 @@ apply_rc()
 # ----------------------------------------------------------------------------------------------------------- CSV
 
 
-def fail(message: str) -> NoReturn:
+def fail(message: str, status: int = 2) -> NoReturn:
     """Print `message` as one line on stderr (line breaks written \\n and \\r, result_csv.one_line) and exit with
-    status 2 (bad input)."""
+    `status`: 2 (bad input) unless told otherwise."""
     print(result_csv.one_line(message), file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(status)
 
 
 def refuse_empty(flag: str, value: str, allowed: str) -> None:
@@ -543,6 +543,17 @@ def check_out_dir(out_dir, inside: str) -> None:
         fail(f"--out-dir {out_dir}: '{above}' is {what} (allowed: {OUT_DIR_ALLOWED})")
 
 
+# Errors of the disk written to, not of the --out-dir given: a full disk or quota, or a failing device. Writing the
+# figures fails the run on them (exit 1); any other error writing them refuses the --out-dir as bad input (exit 2).
+WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
+
+
+def cannot_write(out_dir, files: str, error: OSError) -> NoReturn:
+    """Exit with "--out-dir OUT_DIR: cannot write FILES there: REASON": status 1 for a WRITE_FAILURES error, else 2."""
+    fail(f"--out-dir {out_dir}: cannot write {files} there: {error.strerror or error}",
+         1 if error.errno in WRITE_FAILURES else 2)
+
+
 class _Probed(Exception):
     """Raised by probe_out_dir's writer once its temporary file exists: the write is undone, as any failed one is."""
 
@@ -550,7 +561,8 @@ class _Probed(Exception):
 def probe_out_dir(out_dir, paths: Iterable[Path], files: str) -> None:
     """Exit 2 with "--out-dir OUT_DIR: cannot write FILES there: REASON" when write_files_atomic could not write
     `paths` (under `out_dir`): a folder that cannot be made (as in /proc) or written, or one of `paths` that is not a
-    file. It makes the missing folders and a first temporary file, and removes them again (nothing is left written)."""
+    file; exit 1 when the disk is full or fails (cannot_write). It makes the missing folders and a first temporary
+    file, and removes them again (nothing is left written)."""
     def stop(_file) -> NoReturn:
         raise _Probed
 
@@ -559,7 +571,7 @@ def probe_out_dir(out_dir, paths: Iterable[Path], files: str) -> None:
     except _Probed:
         pass
     except OSError as e:
-        fail(f"--out-dir {out_dir}: cannot write {files} there: {e.strerror or e}")
+        cannot_write(out_dir, files, e)
 
 
 def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | None = None,
@@ -568,7 +580,8 @@ def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | Non
     csv_path[, phase])` and save it as OUT_DIR/NAME.png and .pdf, or NAME_bf16.png and .pdf for bf16 rows, so that
     they never replace the fp32 figure. Bad input (an --out-dir too long for the file system among it) exits 2
     (SystemExit) before anything is written; an --out-dir the figure cannot be written in is refused before the CSV
-    is read (check_out_dir, probe_out_dir), as make_all refuses it."""
+    is read (check_out_dir, probe_out_dir), as make_all refuses it. A disk that fills up or fails while the figure is
+    written exits 1 (cannot_write), leaving nothing written."""
     figure = figure_name(name, state_dtype)
     files = f"{figure}.png and {figure}.pdf"
     check_out_dir(out_dir, temporary_name(figure))
@@ -582,7 +595,7 @@ def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | Non
     try:
         save(fig, out_dir, figure)
     except OSError as e:  # one that failed after the probe (a full disk): nothing is left there (write_files_atomic)
-        fail(f"--out-dir {out_dir}: cannot write {files} there: {e.strerror or e}")
+        cannot_write(out_dir, files, e)
 
 
 _figure_under_way = ""  # the figure run_figure is making, named in its warnings (show_warning)
@@ -633,8 +646,9 @@ def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=Non
     """The command line of one figure script: parse --csv/--out-dir (and --phase when `with_phase`, --state-dtype
     when `with_state_dtype`: a figure that draws every state dtype has none) and draw_figure.
     Returns the exit status: 0, 2 for bad input (exits inside read_rows), 130 or 143 when SIGINT or SIGTERM stopped
-    it (the figure left as it was, and named in the notice: NAME_bf16 for a bf16 figure), 1 when the figure was
-    written but stdout could not take the lines saying so (stdout_failed; a command only)."""
+    it (the figure left as it was, and named in the notice: NAME_bf16 for a bf16 figure), 1 when the disk filled up
+    or failed while the figure was written (exits inside draw_figure) or when the figure was written but stdout could
+    not take the lines saying so (stdout_failed; a command only)."""
     p = parser(doc.split("\n\n")[0], default_csv)
     if with_phase:
         p.add_argument("--phase", choices=("staggered", "aligned"), default="staggered",

@@ -7,6 +7,7 @@ Run: python3 -m pytest -q tests/plots   (needs plots/requirements.txt and pytest
 from __future__ import annotations
 
 import csv
+import errno
 import importlib
 import inspect
 import os
@@ -1462,6 +1463,33 @@ def test_a_figure_file_that_is_a_folder_refuses_both_files(tmp_path):
                                            "there: decode_latency.pdf exists and is not a file (allowed: a file to "
                                            "replace, or none)") + "\n"
     assert sorted(p.name for p in out.iterdir()) == ["decode_latency.pdf"]
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EIO], ids=["ENOSPC", "EIO"])
+def test_a_disk_that_fills_up_while_drawing_fails_the_run_not_the_input(code, tmp_path, monkeypatch, capsys):
+    """A full (or failing) disk while a figure's files are written, after the probe passed: exit 1, a failure of the
+    run, where it exited 2 as bad input does; one line naming --out-dir, the files and the reason; nothing left
+    written, the folders made for it removed again. make_all counts the figure failed and exits 1."""
+    results = tmp_path / "results"
+    results.mkdir()
+    csv_path = write_csv(results / "capacity.csv", synthetic_capacity_rows())
+
+    def fsync(_fd):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(style.os, "fsync", fsync)
+    out = tmp_path / "new" / "figures"
+    with pytest.raises(SystemExit) as e:
+        importlib.import_module("capacity").main(["--csv", str(csv_path), "--out-dir", str(out)])
+    assert e.value.code == 1
+    assert capsys.readouterr().err == (f"--out-dir {out}: cannot write capacity.png and capacity.pdf there: "
+                                       f"{os.strerror(code)}\n")
+    assert not (tmp_path / "new").exists()
+    assert make_all.main(["--results-dir", str(results), "--out-dir", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write capacity.png and capacity.pdf there: {os.strerror(code)}\n" in err
+    assert err.endswith("failed 1: capacity\n"), err
+    assert not (tmp_path / "new").exists()
 
 
 def test_a_folder_made_while_saving_leaves_both_figures_as_they_were(tmp_path, monkeypatch):
