@@ -471,15 +471,19 @@ _stdout_error: OSError | None = None
 
 def say(line: str) -> None:
     """Print `line` on stdout, flushed at once, escaped as errors are (result_csv.escaped: a path's byte that is no
-    UTF-8 as \\xNN), characters stdout's encoding cannot write as backslash escapes. When stdout cannot take it (a full
-    disk, a closed pipe, no stdout at all) the error is kept for stdout_failed instead of raised, since what the line
-    reports (a figure written) is done, and stdout is pointed at os.devnull so that nothing later, Python's flush at
-    exit among it, fails on it again."""
+    UTF-8 as \\xNN), through write_stdout."""
+    write_stdout(result_csv.escaped(line) + "\n")
+
+
+def write_stdout(text: str) -> None:
+    """Write `text` on stdout, flushed at once, characters stdout's encoding cannot write as backslash escapes. When
+    stdout cannot take it (a full disk, a closed pipe, no stdout at all) the error is kept for stdout_failed instead of
+    raised, since what the text reports (a figure written) is done, and stdout is pointed at os.devnull so that
+    nothing later, Python's flush at exit among it, fails on it again."""
     global _stdout_error
     try:
         if sys.stdout is None:  # file descriptor 1 closed when Python started (`>&-`)
             raise OSError(errno.EBADF, os.strerror(errno.EBADF))
-        text = result_csv.escaped(line) + "\n"
         encoding = sys.stdout.encoding or "utf-8"
         sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
         sys.stdout.flush()
@@ -504,10 +508,21 @@ def stdout_failed() -> int:
 
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line on stderr (PROG: error: MESSAGE, line breaks written \\n and
-    \\r), exit status 2."""
+    \\r), exit status 2, and whose --help fails the command (exit 1, "standard output: REASON") when stdout cannot
+    take it, as a figure's "wrote" lines do: argparse itself ignores the write error and exits 0."""
 
     def error(self, message: str):
         self.exit(2, result_csv.one_line(f"{self.prog}: error: {message}") + "\n")
+
+    def print_help(self, file=None):
+        if file is None:  # stdout: a write error is kept for stdout_failed, not dropped
+            write_stdout(self.format_help())
+        else:
+            super().print_help(file)
+
+    def exit(self, status=0, message=None):
+        # argparse exits 0 after --help: 1 instead, with its line, when stdout could not take the help.
+        super().exit(status or stdout_failed(), message)
 
 
 def parser(description: str, default_csv: str) -> argparse.ArgumentParser:

@@ -1537,6 +1537,26 @@ def test_a_stdout_that_cannot_be_written_is_not_a_figure_that_was_not(tmp_path):
             assert_figure(out, name)
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("script", ["decode_latency", "make_all"])
+def test_help_that_stdout_cannot_take_fails_the_command(script):
+    """--help written to a full stdout (/dev/full) or to none (file descriptor 1 closed): exit 1 with one line on
+    stderr, "standard output: REASON", as the "wrote" lines fail; it exited 0, argparse dropping the error. A stdout
+    that takes it still gets the help and exit 0."""
+    command = [sys.executable, str(PLOTS_DIR / f"{script}.py"), "--help"]
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == "standard output: No space left on device\n"
+    r = subprocess.run(command, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT, timeout=120,
+                       preexec_fn=lambda: os.close(1))
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == "standard output: Bad file descriptor\n"
+    r = run_script(script, "--help")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"usage: {script}.py") and r.stderr == ""
+
+
 def test_a_closed_stdout_fails_and_a_path_stdout_cannot_encode_is_written_escaped(tmp_path):
     """No stdout at all (file descriptor 1 closed) fails the run as a full one does, after the figure is in place; a
     --out-dir holding a byte that is no UTF-8, with a strict stdout encoding, is reported as kvb writes it (\\xff),
