@@ -11,7 +11,8 @@ figure is drawn, as an --out-dir does that the figures cannot be written in (che
 it, and probed: style.check_out_dir, style.probe_out_dir). Each figure is written atomically (style.save). SIGINT or
 SIGTERM stops the run after the figure under way (a second one at once, leaving that figure as it was), and the made
 and not made ones are listed; while the plotting libraries load it stops at once, in one line, nothing written. A
-warning raised while a figure is made is one line naming that figure (style.show_warning), every figure's own.
+warning raised while a figure is made is one line naming that figure (style.show_warning), every figure's own, and
+so is an error while a figure is made (style.errors_named).
 
 Usage: python3 plots/make_all.py [--results-dir results] [--out-dir results/figures]
 Exit status: 0 when every figure whose CSV exists was made (skipped ones do not count), 1 when a script failed or
@@ -148,7 +149,8 @@ def _make(results: Path, out: Path) -> int:
             stopped = style.pending_interrupt()
             break
         try:
-            code = module.main(fig.args(csv_path, out))
+            with style.errors_named(fig.name):  # the script's error lines name its figure, as the warnings do
+                code = module.main(fig.args(csv_path, out))
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
         except style.Interrupted as e:

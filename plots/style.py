@@ -98,11 +98,28 @@ apply_rc()
 # ----------------------------------------------------------------------------------------------------------- CSV
 
 
+_errors_named = ""  # the figure make_all is drawing (errors_named), named at the start of each error line (fail)
+
+
 def fail(message: str, status: int = 2) -> NoReturn:
-    """Print `message` as one line on stderr (line breaks written \\n and \\r, result_csv.one_line) and exit with
-    `status`: 2 (bad input) unless told otherwise."""
-    print(result_csv.one_line(message), file=sys.stderr)
+    """Print `message` as one line on stderr (line breaks written \\n and \\r, result_csv.one_line), after "FIGURE: "
+    while make_all draws FIGURE (errors_named), and exit with `status`: 2 (bad input) unless told otherwise."""
+    print(result_csv.one_line(f"{_errors_named}: {message}" if _errors_named else message), file=sys.stderr)
     raise SystemExit(status)
+
+
+@contextlib.contextmanager
+def errors_named(figure: str):
+    """Inside the block, every error line of fail starts with "FIGURE: ". make_all draws its figures in one process
+    and one stderr, where a figure script's error (about a CSV that several figures read, say) would not say which
+    figure failed."""
+    global _errors_named
+    before = _errors_named
+    _errors_named = figure
+    try:
+        yield
+    finally:
+        _errors_named = before
 
 
 def refuse_empty(flag: str, value: str, allowed: str) -> None:
@@ -330,8 +347,11 @@ def _record_interrupt(signum, frame) -> None:
     if _pending_signal:
         _raise_interrupted(signum, frame)
     _pending_signal = signum
-    print(f"\n{signal.Signals(signum).name}: stopping after the figure under way (send it again to stop at once)",
-          file=sys.stderr)
+    name = signal.Signals(signum).name
+    # The figure under way (run_figure's, as its warnings name it) is named, as make_all's other lines about it are.
+    notice = (f"{_figure_under_way}: {name}: stopping after this figure" if _figure_under_way
+              else f"{name}: stopping before the next figure")
+    print(f"\n{notice} (send it again to stop at once)", file=sys.stderr)
 
 
 def stop_between_steps() -> None:
@@ -613,7 +633,7 @@ def draw_figure(name: str, read_rows, build, csv_path, out_dir, phase: str | Non
         cannot_write(out_dir, files, e)
 
 
-_figure_under_way = ""  # the figure run_figure is making, named in its warnings (show_warning)
+_figure_under_way = ""  # the figure run_figure is making, named in its warnings (show_warning) and interrupt notice
 
 
 def warning_place(filename: str) -> str:

@@ -1287,6 +1287,38 @@ def test_make_all_draws_the_bf16_figures_from_the_state_dtype_csvs(tmp_path):
     assert "state_dtype bf16" in r.stderr
 
 
+def test_make_all_names_the_figure_in_each_error_line(tmp_path):
+    """The error lines of the figures make_all draws begin "FIGURE: ", as their warnings do: two bf16 figures refusing
+    the one CSV they both read (no bf16 rows) wrote the same line twice, naming neither, above "failed 2: ..."."""
+    results, out = tmp_path / "results", tmp_path / "figures"
+    results.mkdir()
+    path = write_csv(results / "decode_state_dtype.csv", synthetic_decode_rows())  # fp32 rows only
+    r = run_script("make_all", "--results-dir", str(results), "--out-dir", str(out))
+    assert r.returncode == 1, r.stderr
+    refusal = (f"CSV {path} has no rows with status ok and state_dtype bf16 (allowed: --state-dtype fp32 or bf16, a "
+               "value the CSV holds)")
+    names = [f.name for f in make_all.STATE_DTYPE_FIGURES if f.csv == "decode_state_dtype.csv"]
+    assert r.stderr.splitlines() == [result_csv.one_line(f"{name}: {refusal}") for name in names] + [
+        f"failed {len(names)}: {', '.join(names)}"]
+    assert not out.exists()
+
+
+def test_make_all_names_the_figure_a_first_signal_waits_for(tmp_path):
+    """The notice of a first SIGINT while make_all draws a figure names that figure, which it finishes before it
+    stops."""
+    results = tmp_path / "results"
+    results.mkdir()
+    write_csv(results / "capacity.csv", synthetic_capacity_rows())
+    p = _stopped_in_savefig([str(PLOTS_DIR / "make_all.py"), "--results-dir", str(results), "--out-dir",
+                             str(tmp_path / "figures")])
+    os.kill(p.pid, signal.SIGINT)
+    os.kill(p.pid, signal.SIGCONT)
+    stdout, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert "capacity: SIGINT: stopping after this figure (send it again to stop at once)" in err.splitlines(), err
+    assert "made 1 figure(s): capacity" in stdout
+
+
 @pytest.mark.parametrize("script", ["decode_latency", "decode_efficiency"])
 def test_decode_titles_name_bf16_states(script, tmp_path):
     module = importlib.import_module(script)
