@@ -351,7 +351,10 @@ def _record_interrupt(signum, frame) -> None:
     # The figure under way (run_figure's, as its warnings name it) is named, as make_all's other lines about it are.
     notice = (f"{_figure_under_way}: {name}: stopping after this figure" if _figure_under_way
               else f"{name}: stopping before the next figure")
-    print(f"\n{notice} (send it again to stop at once)", file=sys.stderr)
+    # A terminal has echoed ^C where its cursor was: there the notice starts on a line of its own; elsewhere (a pipe, a
+    # file, a SIGTERM) a leading line feed would only leave an empty line.
+    on_terminal = signum == signal.SIGINT and sys.stderr is not None and sys.stderr.isatty()
+    print(("\n" if on_terminal else "") + f"{notice} (send it again to stop at once)", file=sys.stderr)
 
 
 def stop_between_steps() -> None:

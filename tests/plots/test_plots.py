@@ -6,6 +6,7 @@ Run: python3 -m pytest -q tests/plots   (needs plots/requirements.txt and pytest
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
 import importlib
@@ -1303,19 +1304,35 @@ def test_make_all_names_the_figure_in_each_error_line(tmp_path):
     assert not out.exists()
 
 
-def test_make_all_names_the_figure_a_first_signal_waits_for(tmp_path):
+@pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
+def test_make_all_names_the_figure_a_first_signal_waits_for(terminal, tmp_path):
     """The notice of a first SIGINT while make_all draws a figure names that figure, which it finishes before it
-    stops."""
+    stops; it is the first line on stderr, after a line feed only on a terminal, which has echoed ^C on the line
+    (it began with a line feed everywhere, an empty line in a pipe or a file)."""
     results = tmp_path / "results"
     results.mkdir()
     write_csv(results / "capacity.csv", synthetic_capacity_rows())
-    p = _stopped_in_savefig([str(PLOTS_DIR / "make_all.py"), "--results-dir", str(results), "--out-dir",
-                             str(tmp_path / "figures")])
-    os.kill(p.pid, signal.SIGINT)
-    os.kill(p.pid, signal.SIGCONT)
-    stdout, err = p.communicate(timeout=120)
+    master, slave = os.openpty() if terminal else (None, None)
+    try:
+        p = _stopped_in_savefig([str(PLOTS_DIR / "make_all.py"), "--results-dir", str(results), "--out-dir",
+                                 str(tmp_path / "figures")], stderr=slave if terminal else subprocess.PIPE)
+        if terminal:
+            os.close(slave)
+        os.kill(p.pid, signal.SIGINT)
+        os.kill(p.pid, signal.SIGCONT)
+        stdout, err = p.communicate(timeout=120)
+        if terminal:  # the terminal writes each line feed as \r\n; reading ends with EIO once the script is gone
+            chunks = []
+            with contextlib.suppress(OSError):
+                while chunk := os.read(master, 4096):
+                    chunks.append(chunk)
+            err = b"".join(chunks).decode().replace("\r\n", "\n")
+    finally:
+        if terminal:
+            os.close(master)
     assert p.returncode == 130, err
-    assert "capacity: SIGINT: stopping after this figure (send it again to stop at once)" in err.splitlines(), err
+    notice = "capacity: SIGINT: stopping after this figure (send it again to stop at once)\n"
+    assert err.startswith(("\n" if terminal else "") + notice), err
     assert "made 1 figure(s): capacity" in stdout
 
 
@@ -1623,20 +1640,19 @@ def test_the_plotting_libraries_start_no_thread_that_could_take_a_signal():
     assert r.stdout.strip() == "1"
 
 
-def _stopped_at(where: str, args: list[str], cwd=REPO_ROOT) -> subprocess.Popen:
+def _stopped_at(where: str, args: list[str], cwd=REPO_ROOT, stderr=subprocess.PIPE) -> subprocess.Popen:
     """Starts a plots script (`args`: the script and its arguments) that stops itself (SIGSTOP) at stop point `where`
     (KVB_TEST_STOP_AT: loading, out-dir, savefig); waits until it has."""
     env = dict(os.environ, KVB_TEST_STOP_AT=where)
-    p = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=stderr, text=True)
     _, status = os.waitpid(p.pid, os.WUNTRACED)
     assert os.WIFSTOPPED(status), "the script did not reach its stop point"
     return p
 
 
-def _stopped_in_savefig(args: list[str], cwd=REPO_ROOT) -> subprocess.Popen:
+def _stopped_in_savefig(args: list[str], cwd=REPO_ROOT, stderr=subprocess.PIPE) -> subprocess.Popen:
     """_stopped_at in its first figure's temporary file."""
-    return _stopped_at("savefig", args, cwd)
+    return _stopped_at("savefig", args, cwd, stderr)
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
