@@ -59,9 +59,10 @@ class Figure:
         return style.figure_name(self.script, self.state_dtype)
 
     def args(self, csv_path: Path, out: Path) -> list:
-        """The script's command line for this figure."""
+        """The script's command line for this figure. The paths are joined to their flags (--csv=PATH): a separate
+        path that begins with '-' would be read as a flag of its own."""
         dtype = [] if self.state_dtype == "fp32" else ["--state-dtype", self.state_dtype]
-        return ["--csv", str(csv_path), "--out-dir", str(out)] + dtype
+        return [f"--csv={csv_path}", f"--out-dir={out}"] + dtype
 
 
 _DECODE = "kvb sweep --config experiments/decode_latency.toml"

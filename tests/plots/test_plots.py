@@ -1288,6 +1288,18 @@ def test_make_all_draws_the_bf16_figures_from_the_state_dtype_csvs(tmp_path):
     assert "state_dtype bf16" in r.stderr
 
 
+def test_make_all_takes_paths_that_begin_with_a_dash(tmp_path):
+    """A --results-dir or --out-dir that begins with '-' (given as --out-dir=-figs) reaches the figure scripts as the
+    path it is: every figure failed on "expected one argument", the path read as a flag."""
+    (tmp_path / "-results").mkdir()
+    write_csv(tmp_path / "-results" / "capacity.csv", synthetic_capacity_rows())
+    r = subprocess.run([sys.executable, str(PLOTS_DIR / "make_all.py"), "--results-dir=-results", "--out-dir=-figs"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "made 1 figure(s): capacity" in r.stdout and r.stderr == ""
+    assert_figure(tmp_path / "-figs", "capacity")
+
+
 def test_make_all_names_the_figure_in_each_error_line(tmp_path):
     """The error lines of the figures make_all draws begin "FIGURE: ", as their warnings do: two bf16 figures refusing
     the one CSV they both read (no bf16 rows) wrote the same line twice, naming neither, above "failed 2: ..."."""
