@@ -714,9 +714,10 @@ def run_figure(doc: str, default_csv: str, name: str, read_rows, build, argv=Non
 
 
 def _display_path(path) -> str:
-    """`path` relative to the repository root when it lies inside it, else as given."""
+    """`path` relative to the repository root when it lies inside it, else as given, or resolved where the path as
+    given no longer leads to it (NEW/.. once the folder NEW made to reach it is gone)."""
     p = Path(path).resolve()
     try:
         return str(p.relative_to(REPO_ROOT))
     except ValueError:
-        return str(path)
+        return str(path) if os.path.lexists(path) else str(p)

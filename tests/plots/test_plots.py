@@ -2164,6 +2164,9 @@ def test_folders_made_only_to_reach_the_out_dir_are_removed_again(tmp_path):
         assert_figure(work / folder, "capacity")
         top = {"capacity.png", "capacity.pdf"} if folder == "." else {folder}
         assert sorted(p.name for p in work.iterdir()) == sorted({"old", "a_file"} | top), out
+        # Each "wrote" line names a path that leads to the file, NEW gone or not.
+        wrote = [line.removeprefix("wrote ") for line in r.stdout.splitlines() if line.startswith("wrote ")]
+        assert len(wrote) == 2 and all((work / w).is_file() for w in wrote), (out, r.stdout)
         for name in ("capacity.png", "capacity.pdf"):
             (work / folder / name).unlink()
         if folder != ".":
