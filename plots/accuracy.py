@@ -43,8 +43,10 @@ def read_rows(path):
 
 def series(rows, path):
     """[(label, variant, B, dtype, [(T, state_err, o_err)])] in a stable order; exits 2 on an unknown variant or
-    dtype or a bad number."""
+    dtype, a bad number, or when the rows of one line (a variant, B and dtype) hold several seeds
+    (dd.require_one_setup): each would be a line of its own under the same label."""
     out = []
+    lines: dict[tuple[str, str, str], list] = {}  # the rows of each line, by (variant, B, dtype)
     for r in rows:
         variant, dtype = r["variant"].strip(), r["state_dtype"].strip()
         if variant not in ("recurrent", "kvbuffer"):
@@ -52,6 +54,7 @@ def series(rows, path):
         if dtype not in DTYPE_STYLES:
             style.fail(f"CSV {path} column state_dtype: '{dtype}' is not fp32 or bf16")
         b = "" if variant == "recurrent" else r["buffer_size"].strip()
+        lines.setdefault((variant, b, dtype), []).append(r)
         tokens = style.num(r, "tokens", path)
         points = []
         for t in CHECKPOINTS:
@@ -69,6 +72,7 @@ def series(rows, path):
             points.append((t, *errs))
         label = ("recurrent" if variant == "recurrent" else f"KVBuffer B = {b}") + f", {dtype} states"
         out.append((label, variant, int(b) if b else 0, dtype, points))
+    dd.require_one_setup(lines.values(), path)
     out.sort(key=lambda s: (s[1] != "recurrent", s[2], s[3] != "fp32"))
     return out
 

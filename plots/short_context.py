@@ -60,7 +60,8 @@ def memory_mib(row, path) -> float:
 
 def split_rows(rows, path, phase: str):
     """(recurrent rows by batch, KVBuffer rows by (B, batch) sorted by context_len) for KVBuffer rows of `phase`
-    (rows without a phase are kept). Exits 2 on an unknown variant or no KVBuffer row."""
+    (rows without a phase are kept). Exits 2 on an unknown variant, no KVBuffer row, or when the rows of one line
+    (recurrent's at a batch, KVBuffer's at a B and batch) hold several seeds (dd.require_one_setup)."""
     recurrent: dict[int, list] = {}
     kv: dict[tuple[int, int], list] = {}
     for r in rows:
@@ -78,6 +79,7 @@ def split_rows(rows, path, phase: str):
         kv.setdefault((int(style.num(r, "buffer_size", path)), batch), []).append(r)
     if not kv:
         style.fail(f"CSV {path} has no kvbuffer rows with phase {phase}")
+    dd.require_one_setup(list(recurrent.values()) + list(kv.values()), path)
     for pts in kv.values():
         pts.sort(key=lambda r: style.num(r, "context_len", path))
     return recurrent, kv

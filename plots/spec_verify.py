@@ -5,7 +5,8 @@ KVBuffer verify (one series per buffer size B); accepted = 0.7 solid, accepted =
 alone as thin dotted lines (accepted = 0.7). SGLang's speculative-verify kernel and ReplaySSM's verify (alone, and
 verify + flush + commit with every draft accepted), measured on an H200 (anchors, results/anchors.csv), are drawn as
 reference markers when the CSV's shape is the anchors' (HV = 32, K = V = 128, fp32 state). Only rows launched plainly are drawn (as the anchors were measured); a CSV's launch = pdl rows are
-left out (the claims table of `kvb reproduce` has them).
+left out (the claims table of `kvb reproduce` has them). A CSV whose rows of one line hold several tiles or seeds is
+refused.
 
 Usage: python3 plots/spec_verify.py [--csv results/spec_verify.csv] [--out-dir results/figures]
 Writes OUT_DIR/spec_verify.png and .pdf. Exit 2 on bad input (a missing column is named).
@@ -60,14 +61,21 @@ def build(rows, path):
     if not rows:
         style.fail(f"CSV {path} column launch: no row with launch = plain")
     style.require_single(rows, dd.SHAPE_COLUMNS + ("state_dtype", "layers"), path)
-    # One KVBuffer verify setup a figure: a CSV of several buffer forms, phases, tiles or verify kernels is refused
-    # (their points would fall into one series).
-    style.require_single(rows, ("buffer_form", "phase", "tile", "verify_kernel"), path)
+    # One KVBuffer verify setup a figure: a CSV of several buffer forms, phases or verify kernels is refused (their
+    # points would fall into one series).
+    style.require_single(rows, ("buffer_form", "phase", "verify_kernel"), path)
     accepted_values = [a for a in ACCEPTED_STYLE if a in style.distinct(rows, "accepted")]
     if not accepted_values:
         style.fail(f"CSV {path} column accepted holds none of {', '.join(ACCEPTED_STYLE)}")
+    # The rows of each line drawn (a batch's variant and B at one accepted value) share their tile and seed, which no
+    # option selects: rows differing in them would be two points at one m of the line. Lines under different tiles
+    # (recurrent verify under another than KVBuffer verify) are drawn.
+    lines: dict[tuple, list] = {}
     for r in rows:
-        series_key(r, path)
+        key = series_key(r, path)
+        if r["accepted"].strip() in accepted_values:
+            lines.setdefault((int(style.num(r, "batch", path)), key, r["accepted"].strip()), []).append(r)
+    dd.require_one_setup(lines.values(), path)
     batches = sorted({int(style.num(r, "batch", path)) for r in rows})
     anchor_shape = dd.is_qwen3_next_tp1(rows[0], path)
     bf16_anchor_shape = dd.is_qwen3_next_tp1(rows[0], path, "bf16")

@@ -903,6 +903,37 @@ def test_series_of_one_tile_and_seed_each_are_drawn():
     assert e.value.code == 2
 
 
+@pytest.mark.parametrize("script,column,values", [
+    ("spec_verify", "tile", ("auto", "64x128")), ("spec_verify", "seed", ("0", "7")),
+    ("short_context", "seed", ("0", "7")), ("accuracy", "seed", ("0", "7"))])
+def test_a_line_of_several_tiles_or_seeds_is_refused_by_the_other_figures(script, column, values, tmp_path):
+    """A spec_verify, short_context or accuracy CSV holding each KVBuffer point twice, under two tiles (spec_verify's
+    CSV has the column) or seeds: exit 2 with one line naming the CSV, the column and its values, nothing written,
+    where both rows fell into one line (two points at one m or one L, or two lines under one label)."""
+    rows = [r for r in SYNTHETIC[f"{script}.csv"]() if r["status"] == "ok"]
+    if script == "spec_verify":
+        rows = _with_tile(rows, "auto")
+    twice = rows + [dict(r, **{column: values[1]}) for r in rows if r["variant"].startswith("kvbuffer")]
+    path = write_csv(tmp_path / "twice.csv", twice)
+    _expect_csv_refused(script, path, f"column {column} holds several values ({', '.join(values)}); plot one at a "
+                                      "time", tmp_path)
+
+
+@pytest.mark.parametrize("script", ["spec_verify", "short_context", "accuracy"])
+def test_lines_of_one_tile_and_seed_each_are_drawn_by_the_other_figures(script):
+    """The check is per line: recurrent measured under another tile (spec_verify) or seed than KVBuffer is drawn, as
+    the decode figures draw it."""
+    module = importlib.import_module(script)
+    rows = [r for r in SYNTHETIC[f"{script}.csv"]() if r["status"] == "ok"]
+    if script == "spec_verify":
+        rows = [dict(r, tile="auto") if r["variant"] == "recurrent_verify" else r for r in _with_tile(rows, "64x128")]
+    fig = module.build([dict(r, seed="7") if r["variant"].startswith("recurrent") else r for r in rows], "synthetic")
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert any(label.startswith("recurrent") for label in labels), labels
+    assert any(label.startswith("KVBuffer") for label in labels), labels
+    style.plt.close(fig)
+
+
 def test_make_all_skip_names_the_command(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
