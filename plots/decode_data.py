@@ -85,10 +85,8 @@ def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "stagger
         elif variant == "kvbuffer":
             if (r.get("phase") or "").strip() != phase:
                 continue
-            b = int(style.num(r, "buffer_size", path))
-            form = (r.get("buffer_form") or "").strip()
-            order = (r.get("row_order") or "").strip() or "automatic"
-            key = (form, order, b)
+            key = kvbuffer_key(r, path)
+            form, order, b = key
             if key not in kv:
                 notes = ([form] if len(forms) > 1 else []) + ([f"{order} order"] if len(orders) > 1 else [])
                 label = f"KVBuffer B = {b}" + (f" ({', '.join(notes)})" if notes else "")
@@ -102,6 +100,13 @@ def decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "stagger
     for s in out:
         s.rows.sort(key=lambda r: style.num(r, "batch", path))
     return out
+
+
+def kvbuffer_key(row: Mapping[str, str], path) -> tuple[str, str, int]:
+    """(buffer_form, row_order, B) of a KVBuffer row: the series decode_series puts it in (within a phase and launch).
+    An empty row_order (a CSV written before the column) is automatic."""
+    return ((row.get("buffer_form") or "").strip(), (row.get("row_order") or "").strip() or "automatic",
+            int(style.num(row, "buffer_size", path)))
 
 
 def require_one_setup(groups, path) -> None:
@@ -154,15 +159,20 @@ def peer_series(rows: Sequence[Mapping[str, str]], path) -> list[Series]:
 def best_kvbuffer_by_batch(rows: Sequence[Mapping[str, str]], path, phase: str, launch: str,
                            max_buffer_size: int = 32) -> dict[float, float]:
     """Fastest KVBuffer median latency (us) per batch over B <= max_buffer_size, from the rows of `phase` launched as
-    `launch` (plain when the CSV has no `launch` column); empty when there are none."""
+    `launch` (plain when the CSV has no `launch` column); empty when there are none. The minimum is over buffer sizes
+    (and forms and row orders), never over tiles or seeds, which no option selects: exits 2 when the rows it takes of
+    one series (kvbuffer_key, as decode_series would draw them) hold several of them (require_one_setup)."""
     best: dict[float, float] = {}
+    taken: dict[tuple[str, str, int], list] = {}  # the rows taken, by the series they belong to
     for r in rows:
         if r["variant"] != "kvbuffer" or (r.get("phase") or "").strip() != phase or launch_of(r) != launch:
             continue
         if style.num(r, "buffer_size", path) > max_buffer_size:
             continue
+        taken.setdefault(kvbuffer_key(r, path), []).append(r)
         b, us = style.num(r, "batch", path), style.num(r, "latency_us_median", path)
         best[b] = min(us, best.get(b, us))
+    require_one_setup(taken.values(), path)
     return best
 
 

@@ -903,6 +903,26 @@ def test_series_of_one_tile_and_seed_each_are_drawn():
     assert e.value.code == 2
 
 
+@pytest.mark.parametrize("column,values", [("tile", ("auto", "64x128")), ("seed", ("0", "7"))])
+def test_the_best_pdl_line_over_several_tiles_or_seeds_is_refused(column, values, tmp_path):
+    """decode_latency's PDL line (the fastest KVBuffer B <= 32 per batch of the launch = pdl rows) on a CSV holding
+    each pdl point twice, under two tiles (or seeds): exit 2 with one line naming the CSV, the column and its values,
+    nothing written, where its minimum was taken over both; pdl rows of one tile and seed, other than the plain
+    rows', are drawn."""
+    import decode_latency
+
+    rows = _with_launch(_with_tile([r for r in synthetic_decode_rows() if r["status"] == "ok"],
+                                   values[0] if column == "tile" else "auto"), "plain")
+    pdl = [dict(r, launch="pdl") for r in rows if r["variant"] == "kvbuffer"]
+    other = [dict(r, **{column: values[1]}) for r in pdl]
+    path = write_csv(tmp_path / "twice.csv", rows + pdl + other)
+    _expect_csv_refused("decode_latency", path, f"column {column} holds several values ({', '.join(values)}); plot "
+                                                "one at a time", tmp_path)
+    fig = decode_latency.build(rows + other, "synthetic")
+    assert "KVBuffer, best B <= 32,\nPDL launches" in fig.axes[0].get_legend_handles_labels()[1]
+    style.plt.close(fig)
+
+
 @pytest.mark.parametrize("script,column,values", [
     ("spec_verify", "tile", ("auto", "64x128")), ("spec_verify", "seed", ("0", "7")),
     ("short_context", "seed", ("0", "7")), ("accuracy", "seed", ("0", "7"))])
