@@ -565,17 +565,32 @@ OUT_DIR_ALLOWED = "a folder, or a path to make one at"
 figure_name = stop_at_start.figure_name
 
 
+def _as_made(path) -> Path:
+    """`path` as it leads once the folders missing on it are made (write_files_atomic makes them): from its first part
+    that does not exist on, each '..' undoes the part before it, a plain folder made there, so that NEW/../NAME is
+    NAME. The parts before it are kept as given, a link among them resolved by the system as it will be."""
+    parts = Path(path).parts
+    for i in range(len(parts)):
+        head = Path(*parts[:i + 1])
+        if not head.exists() and not head.is_symlink():
+            return Path(*parts[:i], os.path.normpath(Path(*parts[i:])))
+    return Path(path)
+
+
 def check_out_dir(out_dir, inside: str) -> None:
     """Exit 2 with one line naming --out-dir when figures cannot go there, before anything is read or drawn: a path
     too long for the file system with `inside` (the longest name made in it) in it, a file, a link to nothing, or a
-    path under a file or a link to nothing."""
+    path under a file or a link to nothing; the path judged as it leads once its missing folders are made (_as_made:
+    NEW/../FILE is FILE)."""
     check_path_fits("--out-dir", out_dir, inside)
-    if Path(out_dir).is_symlink() and not Path(out_dir).exists():  # no folder can be made where a link already is
-        fail(f"--out-dir {out_dir}: a link to '{os.readlink(out_dir)}', which leads to nothing (allowed: "
+    made = _as_made(out_dir)
+    if made.is_symlink() and not made.exists():  # no folder can be made where a link already is
+        fail(f"--out-dir {out_dir}: a link to '{os.readlink(made)}', which leads to nothing (allowed: "
              f"{OUT_DIR_ALLOWED})")
-    if Path(out_dir).exists() and not Path(out_dir).is_dir():
-        fail(f"--out-dir {out_dir}: exists and is not a folder (allowed: {OUT_DIR_ALLOWED})")
-    above = next((f for f in Path(out_dir).parents if f.exists() or f.is_symlink()), None)
+    if made.exists() and not made.is_dir():
+        where = "exists" if made == Path(out_dir) else f"leads to '{made}', which exists"
+        fail(f"--out-dir {out_dir}: {where} and is not a folder (allowed: {OUT_DIR_ALLOWED})")
+    above = next((f for f in made.parents if f.exists() or f.is_symlink()), None)
     if above is not None and not above.is_dir():
         what = "a link to nothing" if not above.exists() else "not a folder"
         fail(f"--out-dir {out_dir}: '{above}' is {what} (allowed: {OUT_DIR_ALLOWED})")

@@ -2228,7 +2228,7 @@ def test_folders_made_only_to_reach_the_out_dir_are_removed_again(tmp_path):
     shutil.rmtree(work / "figs")
     before = _all_paths(tmp_path)
     for args in (["--csv", str(tmp_path / "missing.csv"), "--out-dir", "new/../figs"],  # refused once probed
-                 ["--csv", str(csv_path), "--out-dir", "new/../a_file"]):  # refused by the probe's mkdir
+                 ["--csv", str(csv_path), "--out-dir", "new/../a_file"]):  # refused: leads to a file
         r = run("capacity", *args)
         assert r.returncode == 2, r.stderr
         assert _all_paths(tmp_path) == before, args
@@ -2250,6 +2250,28 @@ def test_an_out_dir_that_is_a_link_to_nothing_is_refused_in_one_line(script, tmp
              (dangling / "x", f"--out-dir {dangling / 'x'}: '{dangling}' is a link to nothing {allowed}")]
     args = (["--results-dir", str(results)] if script == "make_all" else ["--csv", str(results / "capacity.csv")])
     _expect_out_dir_refusals(tmp_path, cases, lambda out: run_script(script, *args, "--out-dir", str(out)))
+
+
+@pytest.mark.parametrize("script", ["capacity", "make_all"])
+def test_an_out_dir_that_leads_to_a_file_through_a_folder_to_make_is_refused_in_one_line(script, tmp_path):
+    """--out-dir new/../a_file (new missing, a_file a file), or a path under it: exit 2 in one line naming the flag,
+    the path, the file it leads to or lies under once new is made, and what is allowed, nothing written, where it was
+    refused as "File exists" (new's mkdir made, then a_file's met the file)."""
+    results = tmp_path / "results"
+    results.mkdir()
+    write_csv(results / "capacity.csv", synthetic_capacity_rows())
+    (tmp_path / "a_file").write_text("")
+    allowed = "(allowed: a folder, or a path to make one at)"
+    through = tmp_path / "new" / ".." / "a_file"
+    cases = [("new/../a_file", f"--out-dir new/../a_file: leads to 'a_file', which exists and is not a folder "
+                               f"{allowed}"),
+             ("new/a/../../a_file/x", f"--out-dir new/a/../../a_file/x: 'a_file' is not a folder {allowed}"),
+             (str(through), f"--out-dir {through}: leads to '{tmp_path / 'a_file'}', which exists and is not a folder "
+                            f"{allowed}")]
+    args = (["--results-dir", str(results)] if script == "make_all" else ["--csv", str(results / "capacity.csv")])
+    _expect_out_dir_refusals(tmp_path, cases, lambda out: subprocess.run(
+        [sys.executable, str(PLOTS_DIR / f"{script}.py"), *args, "--out-dir", out], capture_output=True, text=True,
+        cwd=tmp_path, timeout=120))
 
 
 def test_make_all_refuses_an_out_dir_that_cannot_be_made_once_before_drawing(tmp_path):
