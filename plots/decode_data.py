@@ -119,11 +119,14 @@ def require_one_setup(groups, path) -> None:
 def require_phase(rows: Sequence[Mapping[str, str]], path, phase: str) -> None:
     """Exit 2 with one line naming the CSV, `phase` and the phases the CSV's plain-launch KVBuffer rows hold when it
     has such rows but none of `phase` (--phase): the figure would draw recurrent and the peers alone under a title
-    naming `phase`."""
+    naming `phase`. The launch is named only when the CSV has a launch column (short_context's has none: every row
+    is a plain launch)."""
     held = style.distinct([r for r in rows if r["variant"] == "kvbuffer" and launch_of(r) == "plain"], "phase")
     if held and phase not in held:
-        style.fail(f"CSV {path} has no kvbuffer rows with phase {phase} and launch plain (allowed: --phase "
-                   f"{' or '.join(held)}, the phases of its kvbuffer rows with launch plain)")
+        launched = any("launch" in r for r in rows)
+        also, whose = (" and launch plain", " with launch plain") if launched else ("", "")
+        style.fail(f"CSV {path} has no kvbuffer rows with phase {phase}{also} (allowed: --phase {' or '.join(held)}, "
+                   f"the phases of its kvbuffer rows{whose})")
 
 
 def require_decode_series(rows: Sequence[Mapping[str, str]], path, phase: str = "staggered") -> list[Series]:

@@ -60,8 +60,9 @@ def memory_mib(row, path) -> float:
 
 def split_rows(rows, path, phase: str):
     """(recurrent rows by batch, KVBuffer rows by (B, batch) sorted by context_len) for KVBuffer rows of `phase`
-    (rows without a phase are kept). Exits 2 on an unknown variant, no KVBuffer row, or when the rows of one line
-    (recurrent's at a batch, KVBuffer's at a B and batch) hold several seeds (dd.require_one_setup)."""
+    (rows without a phase are kept). Exits 2 on an unknown variant, no KVBuffer row of `phase` (naming the phases the
+    CSV's KVBuffer rows hold, dd.require_phase), or when the rows of one line (recurrent's at a batch, KVBuffer's at a
+    B and batch) hold several seeds (dd.require_one_setup)."""
     recurrent: dict[int, list] = {}
     kv: dict[tuple[int, int], list] = {}
     for r in rows:
@@ -77,6 +78,7 @@ def split_rows(rows, path, phase: str):
         is_stateless(r, path)
         style.num(r, "context_len", path)
         kv.setdefault((int(style.num(r, "buffer_size", path)), batch), []).append(r)
+    dd.require_phase(rows, path, phase)
     if not kv:
         style.fail(f"CSV {path} has no kvbuffer rows with phase {phase}")
     dd.require_one_setup(list(recurrent.values()) + list(kv.values()), path)

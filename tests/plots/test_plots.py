@@ -529,6 +529,17 @@ def test_a_phase_the_csv_has_no_kvbuffer_rows_of_is_refused(script, tmp_path):
                         "--phase", "aligned")
 
 
+@pytest.mark.parametrize("script", ["short_context", "decode_latency"])
+def test_a_phase_a_csv_without_launches_has_no_kvbuffer_rows_of_is_refused_naming_its_phases(script, tmp_path):
+    """--phase aligned on a CSV without a launch column (short_context's never has one) whose KVBuffer rows are all
+    staggered: exit 2 in one line naming the CSV, the phase and the phases it holds, and no launch, nothing written,
+    where short_context named the phase alone."""
+    make = synthetic_short_context_rows if script == "short_context" else synthetic_decode_rows
+    path = write_csv(tmp_path / "staggered.csv", [r for r in make() if r["phase"] != "aligned"])
+    _expect_csv_refused(script, path, "has no kvbuffer rows with phase aligned (allowed: --phase staggered, the phases "
+                                      "of its kvbuffer rows)", tmp_path, "--phase", "aligned")
+
+
 def test_a_phase_the_csv_holds_is_drawn():
     """--phase aligned on a CSV with aligned KVBuffer rows draws them beside recurrent, as before."""
     import decode_latency
