@@ -30,6 +30,10 @@ REQUIRED_COLUMNS = (("variant", "buffer_size", "state_dtype", "tokens_run") + dd
 DTYPE_STYLES = {"fp32": "-", "bf16": "--"}
 VARIANT_COLOURS = {"recurrent": style.RECURRENT_COLOUR}
 KVBUFFER_COLOURS = ("#31688e", "#35b779", "#e8741c", "#9467bd")
+# Key columns that no option selects and no label names: rows of one line (a variant, B and dtype) that differ in one
+# of them are several runs of that line, each drawn as a line of its own under the same label, so such a line is
+# refused (style.require_single), batch and tokens as the tile and seed of dd.require_one_setup.
+LINE_COLUMNS = ("batch", "tokens") + dd.SETUP_COLUMNS
 
 
 def read_rows(path):
@@ -43,8 +47,8 @@ def read_rows(path):
 
 def series(rows, path):
     """[(label, variant, B, dtype, [(T, state_err, o_err)])] in a stable order; exits 2 on an unknown variant or
-    dtype, a bad number, or when the rows of one line (a variant, B and dtype) hold several seeds
-    (dd.require_one_setup): each would be a line of its own under the same label."""
+    dtype, a bad number, or when the rows of one line (a variant, B and dtype) hold several batches, token counts,
+    tiles or seeds (LINE_COLUMNS): each would be a line of its own under the same label."""
     out = []
     lines: dict[tuple[str, str, str], list] = {}  # the rows of each line, by (variant, B, dtype)
     for r in rows:
@@ -72,7 +76,8 @@ def series(rows, path):
             points.append((t, *errs))
         label = ("recurrent" if variant == "recurrent" else f"KVBuffer B = {b}") + f", {dtype} states"
         out.append((label, variant, int(b) if b else 0, dtype, points))
-    dd.require_one_setup(lines.values(), path)
+    for line in lines.values():
+        style.require_single(line, LINE_COLUMNS, path)
     out.sort(key=lambda s: (s[1] != "recurrent", s[2], s[3] != "fp32"))
     return out
 

@@ -965,6 +965,41 @@ def test_lines_of_one_tile_and_seed_each_are_drawn_by_the_other_figures(script):
     style.plt.close(fig)
 
 
+def _shorter_run(row: dict[str, str], tokens: int) -> dict[str, str]:
+    """`row` as a run of `tokens` tokens: its errors past them empty, as the harness leaves them."""
+    row = dict(row, tokens=str(tokens), tokens_run=str(tokens))
+    for t in ACCURACY_CHECKPOINTS:
+        if t > tokens:
+            row[f"state_err_at_{t}"] = row[f"o_err_at_{t}"] = ""
+    row["state_err_last"], row["o_err_last"] = row[f"state_err_at_{tokens}"], row[f"o_err_at_{tokens}"]
+    return row
+
+
+@pytest.mark.parametrize("column,values", [("batch", ("2", "8")), ("tokens", ("4096", "512"))])
+def test_accuracy_refuses_a_line_of_several_batches_or_token_counts(column, values, tmp_path):
+    """An accuracy CSV holding each KVBuffer line twice, at two batches or two token counts (key columns no option
+    selects): exit 2 with one line naming the CSV, the column and its values, nothing written, where both rows were
+    drawn as two lines under one label."""
+    rows = [r for r in synthetic_accuracy_rows() if r["status"] == "ok"]
+    other = [dict(r, batch=values[1]) if column == "batch" else _shorter_run(r, int(values[1]))
+             for r in rows if r["variant"] == "kvbuffer"]
+    path = write_csv(tmp_path / "twice.csv", rows + other)
+    _expect_csv_refused("accuracy", path, f"column {column} holds several values ({', '.join(values)}); plot one at "
+                                          "a time", tmp_path)
+
+
+def test_accuracy_lines_of_one_batch_and_token_count_each_are_drawn():
+    """The check is per line: recurrent run at another batch and over fewer tokens than KVBuffer is drawn."""
+    module = importlib.import_module("accuracy")
+    rows = [r for r in synthetic_accuracy_rows() if r["status"] == "ok"]
+    rows = [_shorter_run(dict(r, batch="8"), 512) if r["variant"] == "recurrent" else r for r in rows]
+    fig = module.build(rows, "synthetic")
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert sorted(labels) == sorted(["recurrent, fp32 states", "recurrent, bf16 states",
+                                     "KVBuffer B = 16, fp32 states", "KVBuffer B = 16, bf16 states"]), labels
+    style.plt.close(fig)
+
+
 def test_make_all_skip_names_the_command(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
