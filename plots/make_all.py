@@ -17,8 +17,9 @@ so is an error while a figure is made (style.errors_named).
 Usage: python3 plots/make_all.py [--results-dir results] [--out-dir results/figures]
 Exit status: 0 when every figure whose CSV exists was made (skipped ones do not count), 1 when a script failed or
 stdout could not take the lines listing them (the figures written all the same: "standard output: REASON"), 2 for
-bad input (an empty path, a results folder that does not exist, a path too long for the file system, a CSV kvb would
-refuse), 130 / 143 when SIGINT / SIGTERM stopped it.
+bad input (an empty path, a results folder that does not exist or lies under a folder this user cannot search, a path
+too long for the file system, a CSV kvb would refuse or this user cannot read), 130 / 143 when SIGINT / SIGTERM
+stopped it.
 """
 
 from __future__ import annotations
@@ -120,6 +121,9 @@ def _make(results: Path, out: Path) -> int:
         problem = result_csv.path_too_long(results / fig.csv)
         if problem:
             style.fail(f"{result_csv.shown_value(str(results / fig.csv))}: {problem}")
+    # A folder on the way to a CSV that this user cannot search: looking the CSV up there would raise.
+    for fig in FIGURES + STATE_DTYPE_FIGURES:
+        style.refuse_unsearchable("--results-dir", results, results / fig.csv, RESULTS_DIR_ALLOWED)
     if not results.is_dir():
         style.fail(f"--results-dir {results}: {'not a folder' if results.exists() else 'no such folder'} (allowed: "
                    f"{RESULTS_DIR_ALLOWED})")

@@ -148,6 +148,26 @@ def path_too_long(path, inside: str = "") -> str | None:
     return None
 
 
+def unsearchable_folder(path) -> tuple[Path, OSError] | None:
+    """The first folder on the way to `path` in which a name cannot be looked up (no search permission for this user),
+    with the system's error, or None: looking `path` up through it (Path.exists, is_dir) raises PermissionError where
+    the callers give one line instead. Parts are looked up in order, so the folder named is the outermost such one;
+    where a link's target lies past one, the folder is found on the link's way (as the link gives it). A part that
+    is missing or not a folder ends the search with None: that is for the callers' other checks."""
+    parts = Path(path).parts
+    for i in range(1, len(parts) + 1):
+        head = Path(*parts[:i])
+        try:
+            os.stat(head)
+        except PermissionError as e:
+            if os.path.islink(head):  # the link is there; where it leads is not reachable
+                return unsearchable_folder(Path(head.parent, os.readlink(head))) or (head, e)
+            return head.parent, e
+        except OSError:
+            return None
+    return None
+
+
 class CsvError(ValueError):
     """A result CSV that is malformed or breaks a rule; str() is the message on one line (NULs and line breaks
     written as `escaped` writes them), whole, as kvb's UsageError keeps it; one_line shortens it for printing."""
@@ -552,11 +572,17 @@ def read(path, kind: str | None = None) -> list[dict[str, str]]:
     """Every row of the result CSV at `path` as a dict, its axis values in their one spelling (canonical_axis_value),
     after the checks of `parse` and `validate`; with `kind`, the
     file must be a CSV of that kind. Raises CsvError naming the file (and line) when its path is too long for the file
-    system (the path shortened, shown_value), or it is missing, unreadable, malformed or breaks a rule."""
+    system (the path shortened, shown_value), or it is missing, under a folder this user cannot search
+    (unsearchable_folder), unreadable, malformed or breaks a rule."""
     p = Path(path)
     problem = path_too_long(p)
     if problem:
         raise CsvError(f"{shown_value(str(path))}: {problem}")
+    unsearchable = unsearchable_folder(p)
+    if unsearchable:
+        folder, error = unsearchable
+        raise CsvError(f"{path}: '{folder}' cannot be searched: {error.strerror or error} (allowed: a result CSV of kvb, "
+                       "reached through folders this user can search)")
     if not p.exists():
         raise CsvError(f"{path}: no such file (allowed: a result CSV of kvb)")
     if p.is_dir():
@@ -568,7 +594,8 @@ def read(path, kind: str | None = None) -> list[dict[str, str]]:
         # column, as kvb does, once the file has parsed.
         text = p.read_bytes().decode("utf-8", errors="surrogateescape")
     except OSError as e:
-        raise CsvError(f"{path}: unreadable: {e}") from None
+        raise CsvError(f"{path}: unreadable: {e.strerror or e} (allowed: a result CSV of kvb that this user can read)"
+                       ) from None
     header, rows, lines = parse(text, path)
     schema = validate(header, rows, lines, path)
     if kind is not None and schema.kind != kind:

@@ -577,13 +577,27 @@ def _as_made(path) -> Path:
     return Path(path)
 
 
+def refuse_unsearchable(flag: str, value, path, allowed: str) -> None:
+    """Exit 2 with "FLAG VALUE: 'FOLDER' cannot be searched: REASON (allowed: ALLOWED, reached through folders this
+    user can search)" when a folder on the way to `path` (`value` itself, or where it leads) cannot be searched
+    (result_csv.unsearchable_folder): looking the path up there would end in a PermissionError traceback."""
+    unsearchable = result_csv.unsearchable_folder(path)
+    if unsearchable:
+        folder, error = unsearchable
+        fail(f"{flag} {value}: '{folder}' cannot be searched: {error.strerror or error} (allowed: {allowed}, reached "
+             "through folders this user can search)")
+
+
 def check_out_dir(out_dir, inside: str) -> None:
     """Exit 2 with one line naming --out-dir when figures cannot go there, before anything is read or drawn: a path
-    too long for the file system with `inside` (the longest name made in it) in it, a file, a link to nothing, or a
-    path under a file or a link to nothing; the path judged as it leads once its missing folders are made (_as_made:
-    NEW/../FILE is FILE)."""
+    too long for the file system with `inside` (the longest name made in it) in it, a path under a folder this user
+    cannot search, a file, a link to nothing, or a path under a file or a link to nothing; the path judged as it leads
+    once its missing folders are made (_as_made: NEW/../FILE is FILE)."""
     check_path_fits("--out-dir", out_dir, inside)
+    # The path as given, then as it leads once made (NEW/../LOCKED/X): both are looked up below.
+    refuse_unsearchable("--out-dir", out_dir, out_dir, OUT_DIR_ALLOWED)
     made = _as_made(out_dir)
+    refuse_unsearchable("--out-dir", out_dir, made, OUT_DIR_ALLOWED)
     if made.is_symlink() and not made.exists():  # no folder can be made where a link already is
         fail(f"--out-dir {out_dir}: a link to '{os.readlink(made)}', which leads to nothing (allowed: "
              f"{OUT_DIR_ALLOWED})")

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -2318,6 +2319,138 @@ def test_an_out_dir_that_leads_to_a_file_through_a_folder_to_make_is_refused_in_
     _expect_out_dir_refusals(tmp_path, cases, lambda out: subprocess.run(
         [sys.executable, str(PLOTS_DIR / f"{script}.py"), *args, "--out-dir", out], capture_output=True, text=True,
         cwd=tmp_path, timeout=120))
+
+
+OTHER_USER = 65534  # nobody: the user the scripts run as when the tests run as root (locked_folder)
+
+
+@pytest.fixture
+def locked_folder():
+    """(base, locked, run): a fresh folder `base` under the system's temporary folder (pytest's tmp_path lies in a
+    folder of mode 700, which another user cannot reach), holding `locked` (with locked/x and locked/res/accuracy.csv)
+    that the plots scripts run by `run(script, *args)` cannot search, and `out`, a folder they can write in. Root
+    searches any folder, so as root the scripts run as user and group OTHER_USER (setpriv) with locked at mode 700;
+    as another user they run as that user with locked at mode 600, which its owner cannot search either. Skipped where
+    neither works."""
+    root = os.geteuid() == 0
+    if root and not shutil.which("setpriv"):
+        pytest.skip("needs setpriv: as root the scripts must run as another user, root searching any folder")
+    base = Path(tempfile.mkdtemp(prefix="kvb-locked-"))
+    locked = base / "locked"
+    try:
+        base.chmod(0o755)
+        for folder in (base / "out", base / "mpl"):
+            folder.mkdir()
+            folder.chmod(0o777)  # the other user's: its figures, matplotlib's cache
+        for cache in Path(style.matplotlib.get_cachedir()).glob("fontlist-*.json"):  # spares building the font list again
+            shutil.copy(cache, base / "mpl")
+        (locked / "x").mkdir(parents=True)
+        (locked / "res").mkdir()
+        shutil.copy(REPO_ROOT / "results" / "accuracy.csv", locked / "res" / "accuracy.csv")
+        locked.chmod(0o700 if root else 0o600)
+        prefix = ["setpriv", f"--reuid={OTHER_USER}", f"--regid={OTHER_USER}", "--clear-groups"] if root else []
+        env = dict(os.environ, MPLCONFIGDIR=str(base / "mpl"))
+
+        def run(script, *args):
+            return subprocess.run([*prefix, sys.executable, str(PLOTS_DIR / f"{script}.py"), *args],
+                                  capture_output=True, text=True, cwd=base, env=env, timeout=120)
+
+        r = subprocess.run([*prefix, sys.executable, "-c", "import matplotlib"], capture_output=True, text=True,
+                           env=env, timeout=120)
+        if r.returncode != 0:
+            pytest.skip(f"user {OTHER_USER} cannot run Python with matplotlib here: {r.stderr.strip()[-200:]}")
+        r = run("make_all", "--help")
+        if r.returncode != 0:
+            pytest.skip(f"user {OTHER_USER} cannot run the plots scripts here: {r.stderr.strip()[-200:]}")
+        yield base, locked, run
+    finally:
+        if locked.exists():
+            locked.chmod(0o700)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _paths_under(base: Path, locked: Path) -> set[str]:
+    """Every path under `base`, `locked` opened for the walk and closed again (at mode 600 its owner cannot list it)."""
+    mode = locked.stat().st_mode & 0o7777
+    locked.chmod(0o700)
+    try:
+        return _all_paths(base)
+    finally:
+        locked.chmod(mode)
+
+
+OUT_DIR_THROUGH = "(allowed: a folder, or a path to make one at, reached through folders this user can search)"
+
+
+@pytest.mark.parametrize("script", [f.script for f in ALL_FIGURES] + ["make_all"],
+                         ids=ALL_FIGURE_IDS + ["make_all"])
+def test_an_out_dir_under_a_folder_that_cannot_be_searched_is_refused_in_one_line(script, locked_folder):
+    """--out-dir locked/x/figs, `locked` a folder the user cannot search: exit 2 in one line naming the flag, the
+    path, the folder and the reason, and what is allowed, nothing written, where looking the path up ended in a
+    PermissionError traceback, exit 1."""
+    base, locked, run = locked_folder
+    fig = next((f for f in ALL_FIGURES if f.script == script), None)
+    args = fig.args(base / "missing.csv", locked / "x" / "figs") if fig else [
+        "--results-dir", str(REPO_ROOT / "results"), "--out-dir", str(locked / "x" / "figs")]
+    before = _paths_under(base, locked)
+    r = run(script, *args)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == result_csv.one_line(f"--out-dir {locked / 'x' / 'figs'}: '{locked}' cannot be searched: "
+                                           f"Permission denied {OUT_DIR_THROUGH}") + "\n"
+    assert r.stdout == ""
+    assert _paths_under(base, locked) == before, "nothing may be written"
+
+
+@pytest.mark.parametrize("script", ["capacity", "make_all"])
+def test_an_out_dir_that_leads_under_a_folder_that_cannot_be_searched_is_refused_in_one_line(script, locked_folder):
+    """An --out-dir that reaches a folder the user cannot search once its missing folders are made (new/../locked/x),
+    or through a link (to locked/x, or to locked/x/figs): exit 2 in one line naming that folder, nothing written."""
+    base, locked, run = locked_folder
+    (base / "to_x").symlink_to(locked / "x")
+    (base / "to_figs").symlink_to(locked / "x" / "figs")
+    args = (["--csv", str(REPO_ROOT / "results" / "capacity.csv")] if script == "capacity"
+            else ["--results-dir", str(REPO_ROOT / "results")])
+    before = _paths_under(base, locked)
+    for out in ("new/../locked/x", "to_x", "to_x/figs", "to_figs", str(base / "new" / ".." / "locked" / "x")):
+        r = run(script, *args, "--out-dir", out)
+        folder = "locked" if out == "new/../locked/x" else locked  # a link's way is named as the link gives it
+        assert r.returncode == 2, (out, r.stderr)
+        assert r.stderr == result_csv.one_line(f"--out-dir {out}: '{folder}' cannot be searched: Permission denied "
+                                               f"{OUT_DIR_THROUGH}") + "\n", out
+        assert _paths_under(base, locked) == before, out
+
+
+def test_a_csv_or_results_dir_that_cannot_be_reached_is_refused_in_one_line(locked_folder):
+    """--csv under a folder the user cannot search or of a file it cannot read, and make_all's --results-dir (or a
+    CSV in it) the same: exit 2 in one line naming the path, the folder or the reason and what is allowed, nothing
+    written, where a PermissionError traceback ended the run (the unreadable file's line named no allowed value)."""
+    base, locked, run = locked_folder
+    unreadable = base / "res" / "accuracy.csv"
+    unreadable.parent.mkdir()
+    shutil.copy(REPO_ROOT / "results" / "accuracy.csv", unreadable)
+    unreadable.chmod(0o000)
+    hidden = locked / "res" / "accuracy.csv"
+    through = "reached through folders this user can search"
+    results = f"the folder of the result CSVs, such as results, {through}"
+    cases = [
+        ("accuracy", ["--csv", str(hidden)],
+         f"{hidden}: '{locked}' cannot be searched: Permission denied (allowed: a result CSV of kvb, {through})"),
+        ("accuracy", ["--csv", str(unreadable)],
+         f"{unreadable}: unreadable: Permission denied (allowed: a result CSV of kvb that this user can read)"),
+        ("make_all", ["--results-dir", str(locked)],
+         f"--results-dir {locked}: '{locked}' cannot be searched: Permission denied (allowed: {results})"),
+        ("make_all", ["--results-dir", str(locked / "res")],
+         f"--results-dir {locked / 'res'}: '{locked}' cannot be searched: Permission denied (allowed: {results})"),
+        ("make_all", ["--results-dir", str(unreadable.parent)],
+         f"{unreadable}: unreadable: Permission denied (allowed: a result CSV of kvb that this user can read)"),
+    ]
+    before = _paths_under(base, locked)
+    for script, args, message in cases:
+        r = run(script, *args, "--out-dir", str(base / "out"))
+        assert r.returncode == 2, (args, r.stderr)
+        assert r.stderr == result_csv.one_line(message) + "\n", args
+        assert r.stdout == ""
+        assert _paths_under(base, locked) == before, args
 
 
 def test_make_all_refuses_an_out_dir_that_cannot_be_made_once_before_drawing(tmp_path):
