@@ -581,8 +581,8 @@ def read(path, kind: str | None = None) -> list[dict[str, str]]:
     unsearchable = unsearchable_folder(p)
     if unsearchable:
         folder, error = unsearchable
-        raise CsvError(f"{path}: '{folder}' cannot be searched: {error.strerror or error} (allowed: a result CSV of kvb, "
-                       "reached through folders this user can search)")
+        raise CsvError(f"{path}: '{folder}' cannot be searched: {error.strerror or error} (allowed: a result CSV of "
+                       "kvb, reached through folders this user can search)")
     if not p.exists():
         raise CsvError(f"{path}: no such file (allowed: a result CSV of kvb)")
     if p.is_dir():

@@ -7,12 +7,12 @@ writes NAME.png and NAME.pdf with `save`: each to a temporary file in the same f
 once both are whole, so an interrupted run leaves every figure as it was or new.
 
 Only the standard library's csv module and matplotlib (Agg backend, no display needed) are used.
-Bad input (a missing file, an empty path, a path too long for the file system, a CSV kvb would refuse, a missing
-column, a value that is not a number, no usable rows) prints one line to stderr and exits with status 2, writing
-nothing; a disk that fills up or fails while a figure is written prints one line and exits with status 1. SIGINT and SIGTERM stop a script after removing its temporary files (and the folders made for them), with
-exit status 130 and 143; while it starts, before its arguments are read and its libraries loaded, they stop it at once
-(stop_at_start). A warning raised while a figure is made (matplotlib's, say) is one line on stderr naming the figure
-(show_warning).
+Bad input (a missing file, an empty path, a path too long for the file system, a CSV kvb would refuse, a missing column,
+a value that is not a number, no usable rows) prints one line to stderr and exits with status 2, writing nothing; a disk
+that fills up or fails while a figure is written prints one line and exits with status 1. SIGINT and SIGTERM stop a
+script after removing its temporary files (and the folders made for them), with exit status 130 and 143; while it
+starts, before its arguments are read and its libraries loaded, they stop it at once (stop_at_start). A warning raised
+while a figure is made (matplotlib's, say) is one line on stderr naming the figure (show_warning).
 """
 
 from __future__ import annotations

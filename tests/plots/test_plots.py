@@ -2342,7 +2342,8 @@ def locked_folder():
         for folder in (base / "out", base / "mpl"):
             folder.mkdir()
             folder.chmod(0o777)  # the other user's: its figures, matplotlib's cache
-        for cache in Path(style.matplotlib.get_cachedir()).glob("fontlist-*.json"):  # spares building the font list again
+        # matplotlib's font list, so that the other user's runs do not build it again.
+        for cache in Path(style.matplotlib.get_cachedir()).glob("fontlist-*.json"):
             shutil.copy(cache, base / "mpl")
         (locked / "x").mkdir(parents=True)
         (locked / "res").mkdir()
