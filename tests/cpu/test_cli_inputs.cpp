@@ -240,7 +240,7 @@ TEST(CliInputs, EveryLongWordOfAnErrorIsShortenedWholeCharactersAndQuotesKept) {
                  {"unknown axis '" + std::string(72, 'x') + "... (2000 characters)' for"}, "axis name");
   expect_refused(run_kvb(dir, "sweep" + grid + " --set accepted=" + x2000),
                  {"accepted = '" + std::string(72, 'x') + "... (2000 characters)' is not allowed"}, "rate");
-  expect_refused(run_kvb(dir, "sweep --config /tmp/" + x2000 + ".toml"), {"... (2010 characters): no such file"},
+  expect_refused(run_kvb(dir, "sweep --config /tmp/" + x2000 + ".toml"), {"... (2010 characters): cannot be reached: File name too long"},
                  "path");
   expect_refused(run_kvb(dir, "sweep" + grid + " --" + x2000), {"... (2002 characters)' (allowed: --help"},
                  "option");
@@ -390,6 +390,19 @@ TEST(CliInputs, AConfigThatIsAFolderIsCalledSo) {
                                   "experiments"),
                  {"--config experiments: is a directory"}, "merge");
   EXPECT_FALSE(fs::exists(dir.file("m.csv")));
+}
+
+// A path the system cannot follow (here a loop of links; a folder this user cannot search alike) is called so, with
+// the system's reason, not "no such file".
+TEST(CliInputs, AnInputPathThatCannotBeFollowedIsCalledSo) {
+  TempDir dir;
+  fs::create_symlink("loop", dir.file("loop"));
+  const std::string loop = shell_quote(dir.file("loop") + "/x.toml");
+  const std::string reason = std::strerror(ELOOP);
+  expect_refused(run_kvb(dir, "sweep --dry-run --config " + loop),
+                 {"x.toml: cannot be reached: " + reason, "(allowed: a sweep config", "this user can search)"}, "sweep");
+  expect_refused(run_kvb(dir, "compare " + shell_quote(dir.file("loop")) + " results/decode_latency.csv"),
+                 {"BASELINE " + dir.file("loop") + ": cannot be reached: " + reason}, "compare");
 }
 
 TEST(CliInputs, MergeChecksTheConfigsPointsAsSweepDoes) {
