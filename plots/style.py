@@ -597,7 +597,8 @@ def check_out_dir(out_dir, inside: str) -> None:
     # The path as given, then as it leads once made (NEW/../LOCKED/X): both are looked up below.
     refuse_unsearchable("--out-dir", out_dir, out_dir, OUT_DIR_ALLOWED)
     made = _as_made(out_dir)
-    refuse_unsearchable("--out-dir", out_dir, made, OUT_DIR_ALLOWED)
+    if made != Path(out_dir):
+        refuse_unsearchable("--out-dir", out_dir, made, OUT_DIR_ALLOWED)
     if made.is_symlink() and not made.exists():  # no folder can be made where a link already is
         fail(f"--out-dir {out_dir}: a link to '{os.readlink(made)}', which leads to nothing (allowed: "
              f"{OUT_DIR_ALLOWED})")
