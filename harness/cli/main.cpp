@@ -128,9 +128,9 @@ int main(int argc, char** argv) {
   // What a command printed must reach its reader: a full disk or a closed file behind standard output is a failed
   // write (exit 1, the command's own failure code kept), not a success that lost its output.
   const auto stdout_written = [](int code) {
-    errno = 0;
-    if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
-    const int reason = errno != 0 ? errno : kvb::cli::stdout_flush_errno();
+    kvb::cli::flush_stdout();
+    if (!std::ferror(stdout)) return code;
+    const int reason = kvb::cli::stdout_flush_errno();  // this flush's, or an earlier one's in the command
     fmt::print(stderr, "kvb: standard output: {}\n", reason != 0 ? std::strerror(reason) : "a write failed");
     return code == 0 ? 1 : code;
   };
