@@ -560,6 +560,7 @@ def parser(description: str, default_csv: str) -> argparse.ArgumentParser:
 
 # What --out-dir may be, in the words of its errors.
 OUT_DIR_ALLOWED = "a folder, or a path to make one at"
+OUT_DIR_WRITABLE = "a folder this user can write in, or a path where one can be made"
 
 # The figure's file name: NAME, or NAME_bf16 for bf16 rows (defined with the start-up guard, which names it too).
 figure_name = stop_at_start.figure_name
@@ -617,9 +618,14 @@ WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
 
 
 def cannot_write(out_dir, files: str, error: OSError) -> NoReturn:
-    """Exit with "--out-dir OUT_DIR: cannot write FILES there: REASON": status 1 for a WRITE_FAILURES error, else 2."""
-    fail(f"--out-dir {out_dir}: cannot write {files} there: {error.strerror or error}",
-         1 if error.errno in WRITE_FAILURES else 2)
+    """Exit with "--out-dir OUT_DIR: cannot write FILES there: REASON": status 1 for a WRITE_FAILURES error, else 2,
+    the line then ending in what is allowed where REASON does not say it."""
+    reason = str(error.strerror or error)
+    if error.errno in WRITE_FAILURES:
+        fail(f"--out-dir {out_dir}: cannot write {files} there: {reason}", 1)
+    if "(allowed:" not in reason:
+        reason += f" (allowed: {OUT_DIR_WRITABLE})"
+    fail(f"--out-dir {out_dir}: cannot write {files} there: {reason}")
 
 
 class _Probed(Exception):

@@ -2207,14 +2207,16 @@ def test_an_out_dir_that_cannot_be_made_is_refused_in_one_line(tmp_path):
 
 
 def _expect_out_dir_refusals(tmp_path, cases, run):
-    """Each (out, message) of `cases` run by `run(out)`: exit 2, the one-line message on stderr (a message ending in
-    ': ' is followed by the system's reason), nothing on stdout, nothing written under tmp_path."""
+    """Each (out, message[, ending]) of `cases` run by `run(out)`: exit 2, the one-line message on stderr (a message
+    ending in ': ' is followed by the system's reason and then `ending`), nothing on stdout, nothing written under
+    tmp_path."""
     before = _all_paths(tmp_path)
-    for out, message in cases:
+    for out, message, *ending in cases:
         r = run(out)
         assert r.returncode == 2, r.stderr
         if message.endswith(": "):  # the reason is the system's (No such file or directory)
             assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr
+            assert r.stderr.endswith("".join(ending) + "\n"), r.stderr
         else:
             assert r.stderr == result_csv.one_line(message) + "\n"
         assert r.stdout == ""
@@ -2238,7 +2240,8 @@ def test_figure_script_checks_its_out_dir_before_reading_the_csv(fig, tmp_path):
              (taken, f"--out-dir {taken}: cannot write {files} there: {fig.name}.pdf exists and is not a file "
                      "(allowed: a file to replace, or none)")]
     if Path("/proc/self").is_dir():  # Linux: no folder can be made in /proc, not even by root
-        cases.append((Path("/proc/kvb-figures"), f"--out-dir /proc/kvb-figures: cannot write {files} there: "))
+        cases.append((Path("/proc/kvb-figures"), f"--out-dir /proc/kvb-figures: cannot write {files} there: ",
+                      f"(allowed: {style.OUT_DIR_WRITABLE})"))
     _expect_out_dir_refusals(tmp_path, cases, lambda out: run_script(fig.script, *fig.args(missing, out)))
 
 
@@ -2469,6 +2472,7 @@ def test_make_all_refuses_an_out_dir_that_cannot_be_made_once_before_drawing(tmp
              (taken, f"--out-dir {taken}: cannot write the figures there: capacity.pdf exists and is not a file "
                      "(allowed: a file to replace, or none)")]
     if Path("/proc/self").is_dir():  # Linux: no folder can be made in /proc, not even by root
-        cases.append((Path("/proc/kvb-figures"), "--out-dir /proc/kvb-figures: cannot write the figures there: "))
+        cases.append((Path("/proc/kvb-figures"), "--out-dir /proc/kvb-figures: cannot write the figures there: ",
+                      f"(allowed: {style.OUT_DIR_WRITABLE})"))
     _expect_out_dir_refusals(tmp_path, cases,
                              lambda out: run_script("make_all", "--results-dir", str(results), "--out-dir", str(out)))
