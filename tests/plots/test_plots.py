@@ -989,6 +989,16 @@ def test_accuracy_refuses_a_line_of_several_batches_or_token_counts(column, valu
                                           "a time", tmp_path)
 
 
+def test_accuracy_refuses_rows_of_several_key_head_counts(tmp_path):
+    """An accuracy CSV whose KVBuffer rows ran with other key heads than recurrent's (one model shape a figure):
+    exit 2 with one line naming the CSV, heads_qk and its values, nothing written, where both were drawn as one
+    model's lines."""
+    rows = [r for r in synthetic_accuracy_rows() if r["status"] == "ok"]
+    rows = [dict(r, heads_qk="4") if r["variant"] == "kvbuffer" else r for r in rows]
+    path = write_csv(tmp_path / "two_models.csv", rows)
+    _expect_csv_refused("accuracy", path, "column heads_qk holds several values (2, 4); plot one at a time", tmp_path)
+
+
 def test_accuracy_lines_of_one_batch_and_token_count_each_are_drawn():
     """The check is per line: recurrent run at another batch and over fewer tokens than KVBuffer is drawn."""
     module = importlib.import_module("accuracy")
