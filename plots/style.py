@@ -446,12 +446,16 @@ def write_files_atomic(writers: Mapping[Path, object]) -> None:
                     folder.rmdir()
 
 
+class TargetNotAFile(OSError):
+    """A file to write exists and is not a regular file; its strerror names the file and what is allowed there."""
+
+
 def _refuse_targets_not_files(paths: Iterable[Path]) -> None:
-    """Raise OSError (its strerror naming the file) when any of `paths` exists and is not a regular file (a folder, a
-    FIFO; a link is judged by what it points to), which a rename could not replace or should not."""
+    """Raise TargetNotAFile when any of `paths` exists and is not a regular file (a folder, a FIFO; a link is judged
+    by what it points to), which a rename could not replace or should not."""
     for path in map(Path, paths):
         if path.exists() and not path.is_file():
-            raise OSError(errno.EISDIR if path.is_dir() else errno.EEXIST,
+            raise TargetNotAFile(errno.EISDIR if path.is_dir() else errno.EEXIST,
                           f"{path.name} exists and is not a file (allowed: a file to replace, or none)")
 
 
@@ -619,11 +623,11 @@ WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO})
 
 def cannot_write(out_dir, files: str, error: OSError) -> NoReturn:
     """Exit with "--out-dir OUT_DIR: cannot write FILES there: REASON": status 1 for a WRITE_FAILURES error, else 2,
-    the line then ending in what is allowed where REASON does not say it."""
+    the line then ending in what is allowed (a TargetNotAFile's REASON says it already)."""
     reason = str(error.strerror or error)
     if error.errno in WRITE_FAILURES:
         fail(f"--out-dir {out_dir}: cannot write {files} there: {reason}", 1)
-    if "(allowed:" not in reason:
+    if not isinstance(error, TargetNotAFile):
         reason += f" (allowed: {OUT_DIR_WRITABLE})"
     fail(f"--out-dir {out_dir}: cannot write {files} there: {reason}")
 
