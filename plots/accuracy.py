@@ -34,9 +34,6 @@ KVBUFFER_COLOURS = ("#31688e", "#35b779", "#e8741c", "#9467bd")
 # of them are several runs of that line, each drawn as a line of its own under the same label, so such a line is
 # refused (style.require_single), batch and tokens as the tile and seed of dd.require_one_setup.
 LINE_COLUMNS = ("batch", "tokens") + dd.SETUP_COLUMNS
-# The model shape, one value each over the figure: the key heads as well as the value heads and head dims, since
-# the errors drawn depend on all of them.
-MODEL_COLUMNS = ("heads_qk",) + dd.SHAPE_COLUMNS
 
 
 def read_rows(path):
@@ -87,7 +84,7 @@ def series(rows, path):
 
 def build(rows, path):
     """The figure for accuracy `rows` read from `path`."""
-    style.require_single(rows, MODEL_COLUMNS, path)
+    dd.require_one_model(rows, path, one_state_dtype=False)  # the model's key heads too: the errors depend on them
     lines = series(rows, path)
     fig, (ax, out_ax) = style.figure(style.TALL_WIDE, nrows=2, sharex=True)
     sizes = sorted({b for _, v, b, _, _ in lines if v == "kvbuffer"})

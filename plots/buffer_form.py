@@ -87,7 +87,7 @@ def raw_over_delta(kv, batch: int) -> list[tuple[float, float]]:
 
 def build(rows, path, phase: str = "staggered"):
     """The figure for buffer_form `rows` read from `path` (KVBuffer rows of `phase` only)."""
-    style.require_single(rows, dd.SHAPE_COLUMNS + ("state_dtype", "layers"), path)
+    dd.require_one_model(rows, path)
     recurrent, kv = split_rows(rows, path, phase)
     batches = sorted({b for _, b in kv})
     fig, (ax, ratio) = style.figure(style.TALL_WIDE, nrows=2, sharex=True, height_ratios=(3, 2))

@@ -23,6 +23,7 @@ stop_at_start.guard_figure(NAME, __name__)
 
 import sys  # noqa: E402
 
+import decode_data as dd  # noqa: E402
 import style  # noqa: E402
 
 DEFAULT_CSV = "capacity.csv"
@@ -49,7 +50,8 @@ def capacity_rows(path):
 def build(rows, path):
     """The figure for capacity `rows` read from `path`, all of one state dtype (a blank or absent state_dtype reads
     fp32)."""
-    style.require_single(rows, ("layers", "heads_v", "head_dim_k", "head_dim_v", "budget_bytes", "state_dtype"), path)
+    dd.require_one_model(rows, path)
+    style.require_single(rows, ("budget_bytes",), path)
     dtype = (style.distinct(rows, "state_dtype") or ["fp32"])[0]
     verify = [r for r in rows if r["variant"].strip() in ("recurrent_verify", "kvbuffer_verify")]
     if not verify:

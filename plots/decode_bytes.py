@@ -54,6 +54,7 @@ def series_of(rows, path) -> list:
 
 def build(rows, path):
     """The figure for decode `rows` read from `path` (every phase; rows without DRAM counts left out)."""
+    dd.require_one_model(rows, path)
     measured = [r for r in rows if has_dram_counts(r)]
     if not measured:
         style.fail(f"CSV {path} has no row with dram_read_bytes and dram_write_bytes (see its cupti_status column)")

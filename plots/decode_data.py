@@ -19,6 +19,9 @@ import style
 SERIES_COLUMNS = ("variant", "batch", "buffer_size", "phase")
 FOOTNOTE_COLUMNS = ("gpu", "git_sha", "timestamp")
 SHAPE_COLUMNS = ("heads_v", "head_dim_k", "head_dim_v")
+# The model a figure draws, one value each (require_one_model): rows of two models would fall into one series as two
+# points at one batch, or be drawn side by side as one model's lines.
+MODEL_COLUMNS = ("layers", "heads_qk") + SHAPE_COLUMNS
 # Columns that no option of the figures selects: rows of one series that differ in one of them are several
 # measurements of the same points (two points at one batch or B of one line), so such a series is refused.
 SETUP_COLUMNS = ("tile", "seed")
@@ -116,6 +119,13 @@ def require_one_setup(groups, path) -> None:
         style.require_single(rows, SETUP_COLUMNS, path)
 
 
+def require_one_model(rows: Sequence[Mapping[str, str]], path, one_state_dtype: bool = True) -> None:
+    """Exit 2 with one line naming the CSV, the column and its values (style.require_single) when `rows` hold several
+    values of a MODEL_COLUMNS column (a column a CSV lacks holds none), or of state_dtype when `one_state_dtype` (the
+    figures that draw one state dtype at a time)."""
+    style.require_single(rows, MODEL_COLUMNS + (("state_dtype",) if one_state_dtype else ()), path)
+
+
 def require_phase(rows: Sequence[Mapping[str, str]], path, phase: str) -> None:
     """Exit 2 with one line naming the CSV, `phase` and the phases the CSV's plain-launch KVBuffer rows hold when it
     has such rows but none of `phase` (--phase): the figure would draw recurrent and the peers alone under a title
@@ -200,7 +210,8 @@ def read_state_floor_us(batch: float, state_bytes: float, read_gbps: float) -> f
 
 
 def is_qwen3_next_tp1(row: Mapping[str, str], path, state_dtype: str = "fp32") -> bool:
-    """True when the row's shape is the one the anchors (results/anchors.csv) measured: HV = 32, K = V = 128, with
-    `state_dtype` states (fp32 for most anchors; bf16 for FlashInfer's bf16-state verify)."""
-    hv, k, v = (style.num(row, c, path) for c in SHAPE_COLUMNS)
-    return (hv, k, v) == (32, 128, 128) and (row.get("state_dtype") or "").strip() == state_dtype
+    """True when the row's shape is the one the anchors (results/anchors.csv) measured, Qwen3-Next's at tensor
+    parallelism 1: 16 key heads, HV = 32, K = V = 128, with `state_dtype` states (fp32 for most anchors; bf16 for
+    FlashInfer's bf16-state verify)."""
+    hk, hv, k, v = (style.num(row, c, path) for c in ("heads_qk",) + SHAPE_COLUMNS)
+    return (hk, hv, k, v) == (16, 32, 128, 128) and (row.get("state_dtype") or "").strip() == state_dtype

@@ -36,6 +36,7 @@ REQUIRED_COLUMNS = (
 
 def build(rows, path, phase: str = "staggered"):
     """The figure for decode `rows` read from `path` (KVBuffer rows of `phase` only)."""
+    dd.require_one_model(rows, path)
     series = dd.require_decode_series(rows, path, phase) + dd.peer_series(rows, path)
     fig, (ax,) = style.figure(style.SINGLE)
     handles = [ax.axhline(1.0, color=style.FLOOR_COLOUR, ls="--", lw=1.4, label="floor (ratio 1)")]

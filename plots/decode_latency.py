@@ -57,7 +57,7 @@ def read_floor(rows, path) -> tuple[list[float], list[float]]:
 
 def build(rows, path, phase: str = "staggered"):
     """The figure for decode `rows` read from `path` (KVBuffer rows of `phase` only)."""
-    style.require_single(rows, dd.SHAPE_COLUMNS + ("state_dtype", "layers"), path)
+    dd.require_one_model(rows, path)
     series = dd.require_decode_series(rows, path, phase)
     recurrent = next((s for s in series if s.variant == "recurrent"), None)
     rec_by_batch = (dict(zip(recurrent.batches(path), recurrent.values("latency_us_median", path)))

@@ -99,7 +99,7 @@ def draw_points(ax, xs, ys, stateless, colour, zorder=4) -> None:
 
 def build(rows, path, phase: str = "staggered"):
     """The figure for short_context `rows` read from `path` (KVBuffer rows of `phase` only)."""
-    style.require_single(rows, dd.SHAPE_COLUMNS + ("state_dtype", "layers"), path)
+    dd.require_one_model(rows, path)
     recurrent, kv = split_rows(rows, path, phase)
     batches = sorted(set(recurrent) | {b for _, b in kv})
     ls_of = {b: batch_style(i) for i, b in enumerate(batches)}

@@ -60,7 +60,7 @@ def build(rows, path):
     rows = [r for r in rows if dd.launch_of(r) == "plain"]
     if not rows:
         style.fail(f"CSV {path} column launch: no row with launch = plain")
-    style.require_single(rows, dd.SHAPE_COLUMNS + ("state_dtype", "layers"), path)
+    dd.require_one_model(rows, path)
     # One KVBuffer verify setup a figure: a CSV of several buffer forms, phases or verify kernels is refused (their
     # points would fall into one series).
     style.require_single(rows, ("buffer_form", "phase", "verify_kernel"), path)

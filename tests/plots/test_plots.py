@@ -695,7 +695,7 @@ def test_spec_verify_draws_anchor_markers_only_for_the_anchor_shape(tmp_path):
     labels = [line.get_label() for ax in fig.axes for line in ax.lines]
     assert not any("SGLang" in label for label in labels)
     for r in rows:
-        r.update(heads_v="32", head_dim_k="128", head_dim_v="128")
+        r.update(heads_qk="16", heads_v="32", head_dim_k="128", head_dim_v="128")
     rows = [r for r in rows if r["batch"] == "8"]
     for r in rows:
         r["batch"] = "64"
@@ -708,7 +708,7 @@ def test_spec_verify_draws_anchor_markers_only_for_the_anchor_shape(tmp_path):
 
 def test_spec_verify_draws_replayssm_anchors_and_refuses_mixed_verify_kernels():
     module = importlib.import_module("spec_verify")
-    rows = [dict(r, heads_v="32", head_dim_k="128", head_dim_v="128", batch="64")
+    rows = [dict(r, heads_qk="16", heads_v="32", head_dim_k="128", head_dim_v="128", batch="64")
             for r in synthetic_spec_verify_rows() if r["status"] == "ok" and r["batch"] == "8"]
     fig = module.build(rows, "synthetic")
     for series, name in ((anchors.REPLAYSSM_VERIFY_US, "ReplaySSM verify alone"),
@@ -728,7 +728,7 @@ def test_spec_verify_draws_flashinfers_bf16_anchors_on_bf16_figures_only():
     """bf16-state rows at the anchors' shape get FlashInfer's bf16-state verify (alone, and + flush) as reference
     markers and no fp32 anchor; fp32 rows get the fp32 anchors and not FlashInfer's bf16 ones."""
     module = importlib.import_module("spec_verify")
-    rows = [dict(r, heads_v="32", head_dim_k="128", head_dim_v="128", batch="64")
+    rows = [dict(r, heads_qk="16", heads_v="32", head_dim_k="128", head_dim_v="128", batch="64")
             for r in synthetic_spec_verify_rows() if r["status"] == "ok" and r["batch"] == "8"]
     bf16 = [dict(r, state_dtype="bf16") for r in rows if r["variant"] == "kvbuffer_verify"]
     fig = module.build(bf16, "synthetic")
@@ -997,6 +997,36 @@ def test_accuracy_refuses_rows_of_several_key_head_counts(tmp_path):
     rows = [dict(r, heads_qk="4") if r["variant"] == "kvbuffer" else r for r in rows]
     path = write_csv(tmp_path / "two_models.csv", rows)
     _expect_csv_refused("accuracy", path, "column heads_qk holds several values (2, 4); plot one at a time", tmp_path)
+
+
+@pytest.mark.parametrize("column,value", [("heads_qk", "8"), ("heads_v", "8"), ("layers", "2")])
+@pytest.mark.parametrize("script", ["decode_latency", "decode_efficiency", "decode_bytes", "buffer_form", "spec_verify",
+                                    "short_context", "capacity"])
+def test_rows_of_several_models_are_refused(script, column, value, tmp_path):
+    """A CSV whose KVBuffer rows ran another model (key heads, value heads or layers) than its other rows: exit 2 with
+    one line naming the CSV, the column and its values, nothing written, where the two models' rows were drawn as one
+    model's (decode_efficiency and decode_bytes put both into one series: two points at one batch)."""
+    make = {"decode_efficiency": synthetic_decode_rows, "decode_bytes": synthetic_decode_rows,
+            "buffer_form": synthetic_buffer_form_rows}.get(script) or SYNTHETIC[f"{script}.csv"]
+    rows = [r for r in make() if r["status"] == "ok"]
+    if script == "buffer_form":  # KVBuffer rows only: the second model is the raw form's
+        other = [dict(r, **{column: value}) if r["buffer_form"] == "raw" else r for r in rows]
+    else:
+        other = [dict(r, **{column: value}) if r["variant"].startswith("kvbuffer") else r for r in rows]
+    first = rows[0][column]
+    path = write_csv(tmp_path / "two_models.csv", other)
+    _expect_csv_refused(script, path, f"column {column} holds several values ({first}, {value}); plot one at a time",
+                        tmp_path)
+
+
+def test_only_the_anchors_model_gets_the_anchors():
+    """The anchors were measured on Qwen3-Next's shape at tensor parallelism 1, its 16 key heads included: rows of
+    that shape with other key heads are not that model (their keys' bytes differ) and get no anchor."""
+    row = {"heads_qk": "16", "heads_v": "32", "head_dim_k": "128", "head_dim_v": "128", "state_dtype": "fp32"}
+    assert decode_data.is_qwen3_next_tp1(row, "synthetic")
+    assert not decode_data.is_qwen3_next_tp1(dict(row, heads_qk="32"), "synthetic")
+    assert not decode_data.is_qwen3_next_tp1(dict(row, heads_v="16"), "synthetic")
+    assert not decode_data.is_qwen3_next_tp1(row, "synthetic", "bf16")
 
 
 def test_accuracy_lines_of_one_batch_and_token_count_each_are_drawn():
