@@ -52,6 +52,15 @@ class Columns {
                                    origin_, t_.header[col], row[col]));
     return v;
   }
+  /// True when the row's model is the one the anchors were measured on, Qwen3-Next at tensor parallelism 1: 16 key
+  /// heads, 32 value heads, K = V = 128 (docs/MEASURING.md, "Anchors"); a shape column the table lacks is not checked.
+  bool anchor_shape(const std::vector<std::string>& row) const {
+    static const std::pair<const char*, double> kShape[] = {
+        {"heads_qk", 16.0}, {"heads_v", 32.0}, {"head_dim_k", 128.0}, {"head_dim_v", 128.0}};
+    for (const auto& [name, value] : kShape)
+      if (const auto col = find(name); col && number(row, *col) != value) return false;
+    return true;
+  }
   /// True when the row's status is ok (or the table has no status column) and its states are fp32: the claims are
   /// the paper's, made with fp32 states (an absent or empty state_dtype reads fp32; bf16 rows are left out).
   bool ok(const std::vector<std::string>& row) const {
@@ -93,17 +102,11 @@ DecodeRows collect(const CsvTable& t, const std::string& origin, bool anchor_sha
   const size_t variant = c.need("variant"), batch = c.need("batch"), bsize = c.need("buffer_size"),
                lat = c.need("latency_us_median");
   const auto phase = c.find("phase");
-  const auto hv = c.find("heads_v"), dk = c.find("head_dim_k"), dv = c.find("head_dim_v"),
-             dtype = c.find("state_dtype");
   const auto package = c.find("package"), version = c.find("package_version");
   for (const auto& row : t.rows) {
     if (!c.ok(row)) continue;
     const std::string& row_launch = launch_col ? row[*launch_col] : std::string("plain");
-    if (anchor_shape) {
-      if ((hv && c.number(row, *hv) != 32.0) || (dk && c.number(row, *dk) != 128.0) ||
-          (dv && c.number(row, *dv) != 128.0) || (dtype && row[*dtype] != "fp32"))
-        continue;
-    }
+    if (anchor_shape && !c.anchor_shape(row)) continue;  // fp32 states: c.ok
     const auto b = c.number(row, batch);
     const auto us = c.latency(row, lat);
     if (!b || !us) continue;
@@ -215,7 +218,9 @@ std::optional<VerifyRatio> worst_verify_ratio(const CsvTable& spec, const std::s
   };
   std::map<std::pair<int, int>, std::pair<double, int>> fastest;  // (m, batch) -> (us, B)
   for (const auto& row : spec.rows) {
-    if (!c.ok(row) || row[variant] != "kvbuffer_verify" || row[acc] != "all" || row[launch] != "plain") continue;
+    if (!c.ok(row) || row[variant] != "kvbuffer_verify" || row[acc] != "all" || row[launch] != "plain" ||
+        !c.anchor_shape(row))
+      continue;
     const int b = whole(row, batch);
     if (b < min_batch) continue;
     const int m = whole(row, drafts);
@@ -265,8 +270,8 @@ std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const st
   for (const auto& row : spec.rows) {
     if (!c.ok(row) || row[launch_col] != launch || row[acc] != accepted) continue;
     const bool recurrent = row[variant] == "recurrent_verify";
-    // Against the anchor, the CSV's recurrent rows are not read.
-    if (recurrent ? vs_sglang : row[variant] != "kvbuffer_verify") continue;
+    // Against the anchor, the CSV's recurrent rows are not read, nor rows of another model than the anchor's.
+    if (recurrent ? vs_sglang : (row[variant] != "kvbuffer_verify" || (vs_sglang && !c.anchor_shape(row)))) continue;
     if (c.number(row, drafts) != double(draft_tokens)) continue;
     const double b = positive(row, batch);
     if (b != std::floor(b) || b > 1e9)

@@ -54,10 +54,10 @@ struct DecodeReduction {
 std::optional<DecodeReduction> best_reduction_vs_recurrent(const CsvTable& decode, const std::string& origin,
                                                            int min_batch = 64, const std::string& launch = "plain");
 
-/// Against `peer`: its rows in this CSV when it has any ok row of the anchors' shape (heads_v 32, head_dim_k =
-/// head_dim_v = 128, state_dtype fp32, where those columns exist), else its anchor (`measured` false), at batches >=
-/// min_batch. KVBuffer rows count only when their shape is the anchors' and launched as `launch`. Same errors as
-/// best_reduction_vs_recurrent.
+/// Against `peer`: its rows in this CSV when it has any ok row of the anchors' shape (Qwen3-Next at tensor
+/// parallelism 1: heads_qk 16, heads_v 32, head_dim_k = head_dim_v = 128, state_dtype fp32, where those columns
+/// exist), else its anchor (`measured` false), at batches >= min_batch. KVBuffer rows count only when their shape is
+/// the anchors' and launched as `launch`. Same errors as best_reduction_vs_recurrent.
 std::optional<DecodeReduction> best_reduction_vs_peer(const CsvTable& decode, const std::string& origin,
                                                       const RecurrentPeer& peer, int min_batch = 64,
                                                       const std::string& launch = "plain");
@@ -136,11 +136,11 @@ struct VerifyRatio {
 };
 
 /// Over a spec_verify CSV (kind spec_verify): kvbuffer_verify rows with accepted "all", plain launches, status ok,
-/// batch >= min_batch, the fastest in `column` (verify_us_median or verify_accept_us_median) at each (draft tokens,
-/// batch), against `anchor` (m -> batch -> us) at the points both have. Returns nullopt when none has both. Throws
-/// UsageError naming `origin` when a needed column (variant, batch, draft_tokens, accepted, buffer_size, launch,
-/// `column`) is missing, a value a compared row needs is blank or not positive, or a batch or m is not a whole
-/// number.
+/// of the anchors' shape (as best_reduction_vs_peer), batch >= min_batch, the fastest in `column` (verify_us_median
+/// or verify_accept_us_median) at each (draft tokens, batch), against `anchor` (m -> batch -> us) at the points both
+/// have. Returns nullopt when none has both. Throws UsageError naming `origin` when a needed column (variant, batch,
+/// draft_tokens, accepted, buffer_size, launch, `column`) is missing, a value a compared row needs is blank or not
+/// positive, or a batch or m is not a whole number.
 std::optional<VerifyRatio> worst_verify_ratio(const CsvTable& spec, const std::string& origin, const std::string& column,
                                               const std::map<int, std::map<int, double>>& anchor,
                                               int min_batch = 64);
@@ -167,7 +167,8 @@ struct VerifySpeedup {
 /// Over a spec_verify CSV (kind spec_verify): kvbuffer_verify rows with these draft tokens and accepted (the
 /// column's text: "all", "none" or a rate), launched as `launch`, status ok, against recurrent_verify rows of the
 /// same batch, draft tokens, accepted and launch (vs_sglang false; the fastest where several), or against
-/// sglang_verify_anchor_us (vs_sglang true; its batches only). The worst batch is taken over the batches where both
+/// sglang_verify_anchor_us (vs_sglang true; its batches only, and KVBuffer rows of the anchors' shape only, as
+/// best_reduction_vs_peer). The worst batch is taken over the batches where both
 /// sides have a row (`points`). Returns nullopt when no batch >= min_batch has both. Throws UsageError naming
 /// `origin` when a needed column (variant, batch, draft_tokens, accepted, buffer_size, launch,
 /// verify_accept_us_median, verify_accept_floor_us, verify_accept_over_floor) is missing, a value is not a number,

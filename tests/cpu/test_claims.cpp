@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -552,6 +553,48 @@ TEST(Claims, VerifyClaimsLeaveBf16StateRowsOut) {
   EXPECT_EQ(r->points, 3);
   EXPECT_DOUBLE_EQ(r->ratio, r32->ratio);
   EXPECT_DOUBLE_EQ(r->kvbuffer_us, r32->kvbuffer_us);
+}
+
+TEST(Claims, ClaimsAgainstAnchorsLeaveOtherModelsOut) {
+  // The anchors were measured on Qwen3-Next at tensor parallelism 1 (16 key heads, 32 value heads, K = V = 128):
+  // rows of another model, faster than every row of that shape, never meet an anchor.
+  const CsvTable spec = synthetic_spec_verify();
+  CsvTable t = spec;
+  t.header.insert(t.header.end(), {"heads_qk", "heads_v", "head_dim_k", "head_dim_v"});
+  for (auto& row : t.rows) row.insert(row.end(), {"16", "32", "128", "128"});
+  const size_t lat = 7, verify = 11;
+  for (const size_t base : {4, 6})  // kvbuffer_verify, m = 4, all, plain: batch 64 (B = 16) and 256 (B = 8)
+    for (const char* shape : {"32 32 128 128", "16 16 128 128", "16 32 64 128"}) {
+      std::vector<std::string> fast = t.rows[base];
+      fast[lat] = "1";
+      fast[verify] = "0.8";
+      std::istringstream words(shape);
+      for (size_t col = spec.header.size(); col < t.header.size(); ++col) words >> fast[col];
+      t.rows.push_back(fast);
+    }
+  const auto& anchor = claims::replayssm_verify_commit_anchor_us();
+  const auto r = claims::worst_verify_ratio(t, "spec.csv", "verify_accept_us_median", anchor);
+  const auto r0 = claims::worst_verify_ratio(spec, "spec.csv", "verify_accept_us_median", anchor);
+  ASSERT_TRUE(r.has_value() && r0.has_value());
+  EXPECT_DOUBLE_EQ(r->ratio, r0->ratio);
+  EXPECT_DOUBLE_EQ(r->kvbuffer_us, r0->kvbuffer_us);
+  EXPECT_EQ(r->points, r0->points);
+  const auto sg = claims::worst_verify_speedup(t, "spec.csv", 4, "all", true, 4.5);
+  ASSERT_TRUE(sg.has_value());
+  EXPECT_EQ(sg->batch, 256);  // 709.4 / 250 against 187.6 / 55, as without the other models' rows
+  EXPECT_DOUBLE_EQ(sg->kvbuffer_us, 250.0);
+
+  CsvTable decode = synthetic_decode();
+  decode.header.push_back("heads_qk");
+  for (auto& row : decode.rows) row.push_back("16");
+  std::vector<std::string> fast = decode.rows[3];  // kvbuffer, batch 64, B = 2
+  fast[9] = "1";
+  fast.back() = "32";
+  decode.rows.push_back(fast);
+  ASSERT_EQ(decode.header[9], "latency_us_median");
+  const auto d = claims::best_reduction_vs_peer(decode, "synthetic.csv", fla());
+  ASSERT_TRUE(d.has_value());
+  EXPECT_DOUBLE_EQ(d->reduction, 1.0 - 50.0 / claims::fla_triton_anchor_us().at(64));
 }
 
 TEST(Claims, StatelessTargetIsMissedAboveHalfOrWithStateBytes) {
