@@ -2,10 +2,9 @@
 // DESIGN.md section 3, delta form; bf16 checkpoints, head dims 128 x 128).
 //
 // One block of four warps per (row, value head). At its start the block asks for its key tile (the drafts' raw keys
-// and queries, the entries' raw keys) and the first 64-row half of its slice (16 KiB, cp.async; the slice's 16-byte
-// chunks swizzled by row so that ldmatrix reads them without bank conflicts), and for every small input at once; each
-// warp asks for its columns of the second half once it is done with the first (the buffer holds one half, so that
-// five blocks share an SM); everything the slice does not feed (the drafts'
+// and queries, the entries' raw keys) and its whole 32 KiB slice (cp.async; the slice's 16-byte chunks swizzled by
+// row so that ldmatrix reads them without bank conflicts), and for every small input at once, so that each resident
+// block keeps its slice in flight and waits for one round trip; everything the slice does not feed (the drafts'
 // gates, norms and decays, the key products, each entry's and draft's coefficients, the buffer's share of each value
 // column) is formed while the slice lands, each step a short chain. Once it has landed:
 // - a due row (n >= B) folds its n entries into it, warp w its 32 value columns, as m16n8k16 bf16 products in the
@@ -42,7 +41,7 @@ using namespace dev;
 
 constexpr int kStK = 128, kStV = 128;          ///< the head dims the kernel takes
 constexpr int kStThreads = 128, kStWarps = 4;  ///< four warps, 32 value columns each
-constexpr int kStMinBlocks = 5;
+constexpr int kStMinBlocks = 4;
 static_assert(kStThreads == 32 * kStWarps, "32 value columns a warp");
 constexpr int kStKeyPitch = 136;               ///< bf16 a row of the key tile: 272 bytes, conflict-free ldmatrix
 constexpr int kStXRows = 16;                   ///< drafts' keys at rows 0 .. m - 1, queries at rows 8 .. 8 + m - 1
@@ -51,8 +50,6 @@ constexpr int kStMaxEntries = kStagedVerifyMaxEntries;  ///< buffer entries a ro
 static_assert(kStMaxEntries == 32, "a due row's fold takes its entries in two 16-entry k-steps (held[32])");
 constexpr int kStMaxValueHeads = 1 << 16;    ///< value heads a launch may have (GdnShape::key_head exact)
 constexpr int kStPPitch = kStV + 4;            ///< floats a row of P (the products, over the landed slice)
-constexpr int kStHalfRows = kStK / 2;          ///< slice rows a half: the slice is staged in two k-halves
-static_assert(kStXRows * kStPPitch * 4 <= kStHalfRows * kStV * 2, "P fits in the half-slice buffer");
 
 /// The 16-byte chunk c (0 .. 15) of slice row k: stored at chunk c ^ (k % 8) of that row (256 bytes), so that the
 /// eight rows of an ldmatrix phase fall in eight distinct bank groups.
@@ -98,7 +95,7 @@ struct StLayout {
   int keys, gram, coef, bytes;
   __host__ __device__ explicit StLayout(int cap) {
     key_rows = (cap + 15) / 16 * 16;
-    keys = kStHalfRows * kStV * 2;  // after the half-slice buffer
+    keys = kStK * kStV * 2;  // after the slice
     gram = keys + (kStXRows + key_rows) * kStKeyPitch * 2;
     coef = gram + kStXRows * (kStXRows + key_rows) * 4;
     bytes = coef + StCoef<M>::floats(key_rows) * 4;
@@ -206,7 +203,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
     char* const dst = smem + slice_offset(k0, c);
     const bf16* const src = s0 + k0 * V + c * 8;
 #pragma unroll
-    for (int r = 0; r < kStHalfRows / 8; ++r) cp_async16(dst + r * 8 * 256, src + r * 8 * V, true);
+    for (int r = 0; r < K / 8; ++r) cp_async16(dst + r * 8 * 256, src + r * 8 * V, true);
   }
   cp_async_commit();
   bf16 vals[M];  // widened where the deltas use them, so that no thread waits for them before the first barrier
@@ -355,16 +352,12 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   __syncthreads();  // the slice has landed
 
   const int vb = 32 * warp;  // this warp's first value column
-  // A due row's fold fragments: the weighted deltas of rows v = vb + 16 mt + lane / 4 (+ 8), entries 16 ks + 2
-  // (lane % 4) (+ 1, + 8, + 9), each split in three bf16 parts; formed once, used in both halves.
-  uint32_t a[2][2][3][4];  // [mt][ks][hi, mid, lo]
-  float decay0 = 0.f;
-  int ksteps = 0;
-  uint32_t fold_row[2];  // lane's ldmatrix row at ntp = 0; row 16 ntp + r, its swizzle fixed by lane % 8
   if (flush) {
-    decay0 = expf(cf.misc[0]);
+    // The fold over this warp's columns, in place: D^T[v][k] = decay0 S0^T + W^T K over 16-entry k-steps.
+    const float decay0 = expf(cf.misc[0]);
     const int t = lane % 4;
-    ksteps = (n + 15) / 16;
+    const int ksteps = (n + 15) / 16;
+    uint32_t a[2][2][3][4];  // [mt][ks][hi, mid, lo]
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -379,21 +372,16 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
         a[mt][ks][1][0] = p0.mid, a[mt][ks][1][1] = p1.mid, a[mt][ks][1][2] = p2.mid, a[mt][ks][1][3] = p3.mid;
         a[mt][ks][2][0] = p0.lo, a[mt][ks][2][1] = p1.lo, a[mt][ks][2][2] = p2.lo, a[mt][ks][2][3] = p3.lo;
       }
+    uint32_t fold_row[2];  // lane's ldmatrix row at ntp = 0; row 16 ntp + r, its swizzle fixed by lane % 8
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
       fold_row[mt] = slice_s + slice_offset(8 * (lane / 16) + lane % 8, (vb + 16 * mt) / 8 + (lane / 8) % 2);
-  }
-  bf16* const s0w = static_cast<bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V + vb;
-  // The fold of half `half` over this warp's columns, in place: D^T[v][k] = decay0 S0^T + W^T K over 16-entry
-  // k-steps, k rows 64 half .. + 63; then those folded rows to the pool (64 bytes a row, 16 a lane, evict-first).
-  const auto fold_half = [&](int half) {
 #pragma unroll 1
-    for (int nth = 0; nth < kStHalfRows / 16; ++nth) {  // k rows 16 ntp .. + 15: two n-tiles of the product
-      const int ntp = nth + half * (kStHalfRows / 16);
+    for (int ntp = 0; ntp < K / 16; ++ntp) {  // k rows 16 ntp .. + 15: two n-tiles of the transposed product
       uint32_t c[2][4], addr[2];
 #pragma unroll
       for (int mt = 0; mt < 2; ++mt) {
-        addr[mt] = fold_row[mt] + nth * 16 * 256;
+        addr[mt] = fold_row[mt] + ntp * 16 * 256;
         ldmatrix_x4_trans(addr[mt], c[mt]);
       }
       float d[2][2][4];  // [mt][n-tile]
@@ -401,11 +389,11 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
       for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
-          const float4 sv = widen_bf16x4(make_uint2(c[mt][2 * nt], c[mt][2 * nt + 1]));  // rows v and v + 8
-          d[mt][nt][0] = decay0 * sv.x;
-          d[mt][nt][1] = decay0 * sv.y;
-          d[mt][nt][2] = decay0 * sv.z;
-          d[mt][nt][3] = decay0 * sv.w;
+          const float4 s = widen_bf16x4(make_uint2(c[mt][2 * nt], c[mt][2 * nt + 1]));  // rows v and v + 8
+          d[mt][nt][0] = decay0 * s.x;
+          d[mt][nt][1] = decay0 * s.y;
+          d[mt][nt][2] = decay0 * s.z;
+          d[mt][nt][3] = decay0 * s.w;
         }
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks) {
@@ -429,54 +417,38 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
       }
     }
     __syncwarp();
-    // Lane: chunk c = lane % 4 of half rows k0 + 8 s, k0 = lane / 4 (one swizzled column, 2 KiB apart).
-    const int k0 = lane / 4, c = lane % 4;
-    const char* const src = smem + slice_offset(k0, vb / 8 + c);
-    bf16* const dst = s0w + (half * kStHalfRows + k0) * V + 8 * c;
+    // The folded columns to the pool: 128 rows x 64 bytes, 16 bytes a lane a step, evict-first.
+    bf16* const s0w = static_cast<bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V + vb;
+    {
+      // Lane: chunk c = lane % 4 of rows k0 + 8 s, k0 = lane / 4 (one swizzled column, 2 KiB apart).
+      const int k0 = lane / 4, c = lane % 4;
+      const char* const src = smem + slice_offset(k0, vb / 8 + c);
+      bf16* const dst = s0w + k0 * V + 8 * c;
 #pragma unroll
-    for (int s = 0; s < kStHalfRows / 8; ++s)
-      __stcs(reinterpret_cast<uint4*>(dst + s * 8 * V), *reinterpret_cast<const uint4*>(src + s * 8 * 256));
-  };
+      for (int s = 0; s < K / 8; ++s)
+        __stcs(reinterpret_cast<uint4*>(dst + s * 8 * V), *reinterpret_cast<const uint4*>(src + s * 8 * 256));
+    }
+  }
 
-  // P = X S over this warp's columns: 16 rows (drafts' keys, queries) x 32 columns, 8 k-steps, four a half. Lane's
-  // ldmatrix row in k-step ks of a half: 16 ks + r0, r0 = lane % 8 + 8 ((lane / 8) % 2), its swizzle fixed by lane % 8.
+  // P = X S over this warp's columns: 16 rows (drafts' keys, queries) x 32 columns, 8 k-steps. Lane's ldmatrix row
+  // in k-step ks: 16 ks + r0, r0 = lane % 8 + 8 ((lane / 8) % 2), its swizzle fixed by lane % 8 (16 rows = 4 KiB).
   uint32_t product_row[2];
 #pragma unroll
   for (int np = 0; np < 2; ++np)
     product_row[np] = slice_s + slice_offset(lane % 8 + 8 * ((lane / 8) % 2), vb / 8 + 2 * np + lane / 16);
   float acc[4][4] = {};
-  const auto products_half = [&](int half) {
 #pragma unroll
-    for (int ksh = 0; ksh < kStHalfRows / 16; ++ksh) {
-      uint32_t a_x[4];
-      ldmatrix_x4(drafts_fragment(ksh + half * (kStHalfRows / 16)), a_x);
+  for (int ks = 0; ks < K / 16; ++ks) {
+    uint32_t a[4];
+    ldmatrix_x4(drafts_fragment(ks), a);
 #pragma unroll
-      for (int np = 0; np < 2; ++np) {
-        uint32_t b[4];
-        ldmatrix_x4_trans(product_row[np] + ksh * 16 * 256, b);
-        mma_bf16(acc[2 * np], a_x, b[0], b[1]);
-        mma_bf16(acc[2 * np + 1], a_x, b[2], b[3]);
-      }
+    for (int np = 0; np < 2; ++np) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(product_row[np] + ks * 16 * 256, b);
+      mma_bf16(acc[2 * np], a, b[0], b[1]);
+      mma_bf16(acc[2 * np + 1], a, b[2], b[3]);
     }
-  };
-
-  if (flush) fold_half(0);
-  products_half(0);
-  __syncwarp();  // every lane of the warp is done with its columns of half 0
-  {
-    // The second half, this warp's columns only (their 16-byte chunks sit where only this warp reads): lane copies
-    // chunk c = lane % 4 of half rows k0 + 8 s, k0 = lane / 4.
-    const int k0 = lane / 4, c = lane % 4;
-    char* const dst = smem + slice_offset(k0, vb / 8 + c);
-    const bf16* const src = s0 + (kStHalfRows + k0) * V + vb + 8 * c;
-#pragma unroll
-    for (int s = 0; s < kStHalfRows / 8; ++s) cp_async16(dst + s * 8 * 256, src + s * 8 * V, true);
-    cp_async_commit();
-    cp_async_wait_all();
-    __syncwarp();
   }
-  if (flush) fold_half(1);
-  products_half(1);
   __syncthreads();  // every warp is done with the slice: P takes its place
   float* const P = reinterpret_cast<float*>(smem);
 #pragma unroll
