@@ -54,7 +54,7 @@ class Columns {
   }
   /// True when the row's model is the one the anchors were measured on, Qwen3-Next at tensor parallelism 1: 16 key
   /// heads, 32 value heads, K = V = 128 (docs/MEASURING.md, "Anchors"); a shape column the table lacks is not checked.
-  bool anchor_shape(const std::vector<std::string>& row) const {
+  bool of_anchor_shape(const std::vector<std::string>& row) const {
     static const std::pair<const char*, double> kShape[] = {
         {"heads_qk", 16.0}, {"heads_v", 32.0}, {"head_dim_k", 128.0}, {"head_dim_v", 128.0}};
     for (const auto& [name, value] : kShape)
@@ -106,7 +106,7 @@ DecodeRows collect(const CsvTable& t, const std::string& origin, bool anchor_sha
   for (const auto& row : t.rows) {
     if (!c.ok(row)) continue;
     const std::string& row_launch = launch_col ? row[*launch_col] : std::string("plain");
-    if (anchor_shape && !c.anchor_shape(row)) continue;  // fp32 states: c.ok
+    if (anchor_shape && !c.of_anchor_shape(row)) continue;  // fp32 states: c.ok
     const auto b = c.number(row, batch);
     const auto us = c.latency(row, lat);
     if (!b || !us) continue;
@@ -219,7 +219,7 @@ std::optional<VerifyRatio> worst_verify_ratio(const CsvTable& spec, const std::s
   std::map<std::pair<int, int>, std::pair<double, int>> fastest;  // (m, batch) -> (us, B)
   for (const auto& row : spec.rows) {
     if (!c.ok(row) || row[variant] != "kvbuffer_verify" || row[acc] != "all" || row[launch] != "plain" ||
-        !c.anchor_shape(row))
+        !c.of_anchor_shape(row))
       continue;
     const int b = whole(row, batch);
     if (b < min_batch) continue;
@@ -270,8 +270,9 @@ std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const st
   for (const auto& row : spec.rows) {
     if (!c.ok(row) || row[launch_col] != launch || row[acc] != accepted) continue;
     const bool recurrent = row[variant] == "recurrent_verify";
-    // Against the anchor, the CSV's recurrent rows are not read, nor rows of another model than the anchor's.
-    if (recurrent ? vs_sglang : (row[variant] != "kvbuffer_verify" || (vs_sglang && !c.anchor_shape(row)))) continue;
+    // Against the anchor, the CSV's recurrent rows are not read, nor KVBuffer rows of another model than the anchor's.
+    if (recurrent ? vs_sglang : row[variant] != "kvbuffer_verify") continue;
+    if (vs_sglang && !c.of_anchor_shape(row)) continue;
     if (c.number(row, drafts) != double(draft_tokens)) continue;
     const double b = positive(row, batch);
     if (b != std::floor(b) || b > 1e9)
