@@ -61,6 +61,14 @@ class Columns {
       if (const auto col = find(name); col && number(row, *col) != value) return false;
     return true;
   }
+  /// The row's model, as one word: its layers, heads_qk, heads_v, head_dim_k and head_dim_v (the columns the table
+  /// has). A claim sets a KVBuffer row against a baseline row of the same model only.
+  std::string model_of(const std::vector<std::string>& row) const {
+    std::string key;
+    for (const char* name : {"layers", "heads_qk", "heads_v", "head_dim_k", "head_dim_v"})
+      if (const auto col = find(name)) key += row[*col] + "/";
+    return key;
+  }
   /// True when the row's status is ok (or the table has no status column) and its states are fp32: the claims are
   /// the paper's, made with fp32 states (an absent or empty state_dtype reads fp32; bf16 rows are left out).
   bool ok(const std::vector<std::string>& row) const {
@@ -86,17 +94,19 @@ struct Baseline {
   std::string version;
 };
 
-/// The decode rows the claims read: the fastest KVBuffer row per batch and this project's recurrent latency per
-/// batch, over the rows launched as `launch` (a CSV without a launch column holds plain launches only), and each
-/// recurrent peer's fastest row per batch (plain launches). With anchor_shape, only rows of the anchors' shape.
+/// The decode rows of one model the claims read: the fastest KVBuffer row per batch and this project's recurrent
+/// latency per batch, over the rows launched as `launch` (a CSV without a launch column holds plain launches only),
+/// and each recurrent peer's fastest row per batch (plain launches).
 struct DecodeRows {
   std::map<int, KvbufferBest> kvbuffer;
   std::map<int, double> recurrent;
   std::map<std::string, Baseline> peers;
 };
 
-DecodeRows collect(const CsvTable& t, const std::string& origin, bool anchor_shape, const std::string& launch) {
-  DecodeRows out;
+/// DecodeRows per model (Columns::model_of). With anchor_shape, only rows of the anchors' shape.
+std::map<std::string, DecodeRows> collect(const CsvTable& t, const std::string& origin, bool anchor_shape,
+                                          const std::string& launch) {
+  std::map<std::string, DecodeRows> models;
   const Columns c(t, origin);
   const auto launch_col = c.find("launch");
   const size_t variant = c.need("variant"), batch = c.need("batch"), bsize = c.need("buffer_size"),
@@ -110,6 +120,7 @@ DecodeRows collect(const CsvTable& t, const std::string& origin, bool anchor_sha
     const auto b = c.number(row, batch);
     const auto us = c.latency(row, lat);
     if (!b || !us) continue;
+    DecodeRows& out = models[c.model_of(row)];
     const auto peer = std::find_if(recurrent_peers().begin(), recurrent_peers().end(),
                                    [&](const RecurrentPeer& p) { return p.variant == row[variant]; });
     if (peer != recurrent_peers().end()) {
@@ -130,7 +141,14 @@ DecodeRows collect(const CsvTable& t, const std::string& origin, bool anchor_sha
         out.kvbuffer[int(*b)] = {*us, bs ? int(*bs) : 0, phase ? row[*phase] : std::string()};
     }
   }
-  return out;
+  return models;
+}
+
+/// The better of two reductions (either may be absent).
+std::optional<DecodeReduction> better(std::optional<DecodeReduction> a, std::optional<DecodeReduction> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return b->reduction > a->reduction ? b : a;
 }
 
 /// The best reduction of the KVBuffer rows against `baseline` (per batch: its latency and what it is).
@@ -265,8 +283,11 @@ std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const st
                                    spec.header[col], row[variant], row[col]));
     return *v;
   };
-  std::map<int, Best> kvbuffer;
-  std::map<int, double> baseline;
+  // Keyed by (model, batch): this project's recurrent rows are set against KVBuffer rows of their own model; the
+  // anchor against every KVBuffer row of its shape (its model word left empty).
+  using Key = std::pair<std::string, int>;
+  std::map<Key, Best> kvbuffer;
+  std::map<Key, double> baseline;
   for (const auto& row : spec.rows) {
     if (!c.ok(row) || row[launch_col] != launch || row[acc] != accepted) continue;
     const bool recurrent = row[variant] == "recurrent_verify";
@@ -280,25 +301,27 @@ std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const st
                                    row[batch]));
     if (int(b) < min_batch) continue;
     const double us = positive(row, lat);
+    const Key key{vs_sglang ? std::string() : c.model_of(row), int(b)};
     if (recurrent) {
-      const auto [it, fresh] = baseline.emplace(int(b), us);
+      const auto [it, fresh] = baseline.emplace(key, us);
       if (!fresh) it->second = std::min(it->second, us);
     } else {
-      const auto it = kvbuffer.find(int(b));
+      const auto it = kvbuffer.find(key);
       if (it == kvbuffer.end() || us < it->second.us)
-        kvbuffer[int(b)] = {us, positive(row, floor), positive(row, over), int(positive(row, bsize))};
+        kvbuffer[key] = {us, positive(row, floor), positive(row, over), int(positive(row, bsize))};
     }
   }
   if (vs_sglang) {
     const auto& anchor = sglang_verify_anchor_us();
     if (const auto m = anchor.find(draft_tokens); m != anchor.end())
       for (const auto& [b, us] : m->second)
-        if (b >= min_batch) baseline[b] = us;
+        if (b >= min_batch) baseline[Key{std::string(), b}] = us;
   }
   std::optional<VerifySpeedup> worst;
   int points = 0;
-  for (const auto& [b, base_us] : baseline) {
-    const auto it = kvbuffer.find(b);
+  for (const auto& [key, base_us] : baseline) {
+    const int b = key.second;
+    const auto it = kvbuffer.find(key);
     if (it == kvbuffer.end()) continue;
     ++points;
     const double speedup = base_us / it->second.us;
@@ -312,31 +335,38 @@ std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const st
 
 std::optional<DecodeReduction> best_reduction_vs_recurrent(const CsvTable& decode, const std::string& origin,
                                                            int min_batch, const std::string& launch) {
-  const DecodeRows rows = collect(decode, origin, false, launch);
-  std::map<int, std::pair<double, std::string>> fastest = named(rows.recurrent, "recurrent");
-  for (const auto& [variant, base] : rows.peers)
-    for (const auto& [b, us] : base.us) {
-      const auto [it, fresh] = fastest.emplace(b, std::make_pair(us, variant));
-      if (!fresh && us < it->second.first) it->second = {us, variant};
-    }
-  auto d = best_against(rows.kvbuffer, fastest, min_batch);
-  if (d && d->baseline != "recurrent") d->version = rows.peers.at(d->baseline).version;
-  return d;
+  std::optional<DecodeReduction> best;
+  for (const auto& [model, rows] : collect(decode, origin, false, launch)) {
+    std::map<int, std::pair<double, std::string>> fastest = named(rows.recurrent, "recurrent");
+    for (const auto& [variant, base] : rows.peers)
+      for (const auto& [b, us] : base.us) {
+        const auto [it, fresh] = fastest.emplace(b, std::make_pair(us, variant));
+        if (!fresh && us < it->second.first) it->second = {us, variant};
+      }
+    auto d = best_against(rows.kvbuffer, fastest, min_batch);
+    if (d && d->baseline != "recurrent") d->version = rows.peers.at(d->baseline).version;
+    best = better(best, d);
+  }
+  return best;
 }
 
 std::optional<DecodeReduction> best_reduction_vs_peer(const CsvTable& decode, const std::string& origin,
                                                       const RecurrentPeer& peer, int min_batch,
                                                       const std::string& launch) {
-  const DecodeRows rows = collect(decode, origin, true, launch);
-  const auto live = rows.peers.find(peer.variant);
-  if (live != rows.peers.end()) {
-    auto d = best_against(rows.kvbuffer, named(live->second.us, peer.variant), min_batch);
-    if (d) d->version = live->second.version;
-    return d;
+  std::optional<DecodeReduction> best;
+  for (const auto& [model, rows] : collect(decode, origin, true, launch)) {
+    const auto live = rows.peers.find(peer.variant);
+    std::optional<DecodeReduction> d;
+    if (live != rows.peers.end()) {
+      d = best_against(rows.kvbuffer, named(live->second.us, peer.variant), min_batch);
+      if (d) d->version = live->second.version;
+    } else {
+      d = best_against(rows.kvbuffer, named(anchor_by_batch(peer.anchor), peer.anchor), min_batch);
+      if (d) d->measured = false;
+    }
+    best = better(best, d);
   }
-  auto d = best_against(rows.kvbuffer, named(anchor_by_batch(peer.anchor), peer.anchor), min_batch);
-  if (d) d->measured = false;
-  return d;
+  return best;
 }
 
 std::optional<CapacityRatio> capacity_ratio(const CsvTable& capacity, const std::string& origin, int buffer_size,
@@ -378,12 +408,12 @@ std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_contex
   const size_t variant = c.need("variant"), batch = c.need("batch"), bsize = c.need("buffer_size"),
                ctx = c.need("context_len"), stateless = c.need("stateless"),
                state_bytes = c.need("state_bytes_per_request"), lat = c.need("latency_us_median");
-  std::map<int, double> recurrent;
+  std::map<std::pair<std::string, int>, double> recurrent;  // (model, batch): rows are compared within a model
   for (const auto& row : short_context.rows) {
     if (!c.ok(row) || row[variant] != "recurrent") continue;
     const auto b = c.number(row, batch);
     const auto us = c.latency(row, lat);
-    if (b && us) recurrent[int(*b)] = *us;
+    if (b && us) recurrent[{c.model_of(row), int(*b)}] = *us;
   }
   std::optional<StatelessRatio> worst;
   int points = 0;
@@ -402,7 +432,7 @@ std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_contex
     const auto bs = c.number(row, bsize);
     const auto len = c.number(row, ctx);
     if (bs && len && *len + 1 >= *bs) continue;
-    const auto rec = recurrent.find(int(*b));
+    const auto rec = recurrent.find({c.model_of(row), int(*b)});
     if (rec == recurrent.end() || rec->second <= 0) continue;
     ++points;
     max_state = std::max(max_state, c.number(row, state_bytes).value_or(0.0));

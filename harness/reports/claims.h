@@ -47,8 +47,9 @@ struct DecodeReduction {
 
 /// Against the fastest recurrent decode measured in this CSV at each batch: this project's recurrent rows launched as
 /// `launch` (plain or pdl; a CSV without a launch column holds plain launches) and the rows of recurrent_peers()
-/// (plain launches, the only ones a peer takes), the faster where both ran. Only rows with status ok (or without a
-/// status column) count. Returns nullopt when no batch >= min_batch has both a baseline and a KVBuffer row. Throws
+/// (plain launches, the only ones a peer takes), the faster where both ran, each KVBuffer row against baselines of
+/// its own model (layers, heads_qk, heads_v, head_dims: the columns the CSV has); the best over the models. Only rows
+/// with status ok (or without a status column) count. Returns nullopt when no batch >= min_batch has both a baseline and a KVBuffer row. Throws
 /// UsageError naming `origin` when a needed column (variant, batch, buffer_size, latency_us_median) is missing or a
 /// value is not a number.
 std::optional<DecodeReduction> best_reduction_vs_recurrent(const CsvTable& decode, const std::string& origin,
@@ -57,7 +58,8 @@ std::optional<DecodeReduction> best_reduction_vs_recurrent(const CsvTable& decod
 /// Against `peer`: its rows in this CSV when it has any ok row of the anchors' shape (Qwen3-Next at tensor
 /// parallelism 1: heads_qk 16, heads_v 32, head_dim_k = head_dim_v = 128, state_dtype fp32, where those columns
 /// exist), else its anchor (`measured` false), at batches >= min_batch. KVBuffer rows count only when their shape is
-/// the anchors' and launched as `launch`. Same errors as best_reduction_vs_recurrent.
+/// the anchors' and launched as `launch`; live peer rows meet KVBuffer rows of their own model (layers included).
+/// Same errors as best_reduction_vs_recurrent.
 std::optional<DecodeReduction> best_reduction_vs_peer(const CsvTable& decode, const std::string& origin,
                                                       const RecurrentPeer& peer, int min_batch = 64,
                                                       const std::string& launch = "plain");
@@ -101,7 +103,7 @@ struct StatelessRatio {
 /// Only rows with status ok (or without a status column) count, and only stateless steps that read nothing but their
 /// buffer (context_len + 1 < buffer_size): the step at L = B - 1 writes the request's first state. Returns nullopt
 /// when no such KVBuffer row at
-/// batch >= min_batch has a recurrent row at its batch. Throws UsageError naming `origin` when a needed column
+/// batch >= min_batch has a recurrent row of its model (layers, heads, head dims) at its batch. Throws UsageError naming `origin` when a needed column
 /// (variant, batch, buffer_size, context_len, stateless, state_bytes_per_request, latency_us_median) is missing, a
 /// value is not a number, or stateless is neither true nor false.
 std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_context, const std::string& origin,
@@ -166,7 +168,8 @@ struct VerifySpeedup {
 
 /// Over a spec_verify CSV (kind spec_verify): kvbuffer_verify rows with these draft tokens and accepted (the
 /// column's text: "all", "none" or a rate), launched as `launch`, status ok, against recurrent_verify rows of the
-/// same batch, draft tokens, accepted and launch (vs_sglang false; the fastest where several), or against
+/// same model (layers, heads, head dims), batch, draft tokens, accepted and launch (vs_sglang false; the fastest
+/// where several), or against
 /// sglang_verify_anchor_us (vs_sglang true; its batches only, and KVBuffer rows of the anchors' shape only, as
 /// best_reduction_vs_peer). The worst batch is taken over the batches where both
 /// sides have a row (`points`). Returns nullopt when no batch >= min_batch has both. Throws UsageError naming

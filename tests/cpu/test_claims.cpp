@@ -44,7 +44,7 @@ CsvTable synthetic_decode() {
   add("kvbuffer", 64, "2", 60.0);
   add("kvbuffer", 64, "4", 50.0);
   add("kvbuffer", 64, "8", 5.0, "failed: check");
-  add("kvbuffer", 64, "16", 4.0, "ok", "16");  // another shape: not comparable with the anchor
+  add("kvbuffer", 64, "16", 4.0, "ok", "16");  // another shape: meets neither the anchor nor recurrent
   add("recurrent", 128, "", 150.0);
   add("kvbuffer", 128, "2", 120.0);
   add("kvbuffer", 128, "4", 105.0);
@@ -133,10 +133,11 @@ TEST(Claims, TableSaysWhetherAPeerWasMeasuredOrRecorded) {
 TEST(Claims, DecodeReductionAgainstRecurrentTakesTheBestBatchAndBufferSize) {
   const auto d = claims::best_reduction_vs_recurrent(synthetic_decode(), "synthetic.csv");
   ASSERT_TRUE(d.has_value());
-  // batch 64: the other-shape row (4 us) is the fastest ok KVBuffer row against this CSV's recurrent 80 us.
+  // batch 64: B = 4 (50 us) against recurrent's 80 us, better than batch 128's 105 against 150; the other-shape row
+  // (4 us, 16 value heads) has no recurrent row of its model, so it meets none.
   EXPECT_EQ(d->batch, 64);
-  EXPECT_EQ(d->buffer_size, 16);
-  EXPECT_DOUBLE_EQ(d->reduction, 1.0 - 4.0 / 80.0);
+  EXPECT_EQ(d->buffer_size, 4);
+  EXPECT_DOUBLE_EQ(d->reduction, 1.0 - 50.0 / 80.0);
   EXPECT_EQ(d->phase, "staggered");
 }
 
@@ -158,8 +159,8 @@ TEST(Claims, DecodeReductionLeavesBf16StateRowsOut) {
   const auto d = claims::best_reduction_vs_recurrent(t, "synthetic.csv");
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->batch, 64);
-  EXPECT_EQ(d->buffer_size, 16);
-  EXPECT_DOUBLE_EQ(d->reduction, 1.0 - 4.0 / 80.0);
+  EXPECT_EQ(d->buffer_size, 4);
+  EXPECT_DOUBLE_EQ(d->reduction, 1.0 - 50.0 / 80.0);
 }
 
 TEST(Claims, DecodeReductionAgainstTritonKeepsTheAnchorShape) {
@@ -353,7 +354,7 @@ TEST(Claims, TableNamesEveryClaimAndItsSource) {
   test::write_text(shortc, format_csv(test::as_result_table(synthetic_short_context(), "short_context")));
   const std::string table =
       claims::format_claims(claims::compute_claims(decode, cap, shortc, dir.file("spec.csv"), result_schemas()));
-  EXPECT_NE(table.find(fmt::format("{:.1f}%", (1.0 - 4.0 / 80.0) * 100)), std::string::npos) << table;
+  EXPECT_NE(table.find(fmt::format("{:.1f}%", (1.0 - 50.0 / 80.0) * 100)), std::string::npos) << table;
   EXPECT_NE(table.find(fmt::format("{:.2f}x (931 vs 190)", 931.0 / 190.0)), std::string::npos) << table;
   EXPECT_NE(table.find(fmt::format("{:.2f}x (893 vs 190)", 893.0 / 190.0)), std::string::npos) << table;
   EXPECT_NE(table.find("45.17%"), std::string::npos);
@@ -706,6 +707,53 @@ TEST(CliReproduce, NoPlotsAndBadOutDir) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
   EXPECT_EQ(test::read_text(dir.file("file")), "x");
+}
+
+TEST(Claims, KVBufferRowsMeetBaselinesOfTheirOwnModelOnly) {
+  // Each claim against this project's recurrent rows pairs rows of one model (layers, heads, head dims): a KVBuffer
+  // row of another model, however fast, meets that model's recurrent row or none.
+  CsvTable decode = synthetic_decode();
+  std::vector<std::string> rec16 = decode.rows[2];  // recurrent, batch 64, as 16 value heads: 10 us
+  rec16[5] = "16";
+  rec16[9] = "10";
+  decode.rows.push_back(rec16);
+  const auto d = claims::best_reduction_vs_recurrent(decode, "synthetic.csv");
+  ASSERT_TRUE(d.has_value());  // 16 value heads: 4 against 10 us, the best; never 4 against 32 heads' 80 us
+  EXPECT_EQ(d->buffer_size, 16);
+  EXPECT_DOUBLE_EQ(d->baseline_us, 10.0);
+  EXPECT_DOUBLE_EQ(d->reduction, 1.0 - 4.0 / 10.0);
+
+  CsvTable spec = synthetic_spec_verify();
+  spec.header.push_back("layers");
+  for (auto& row : spec.rows) row.push_back("36");
+  std::vector<std::string> fast = spec.rows[4];  // kvbuffer_verify, batch 64, m = 4, all, B = 16: 55 us
+  fast[7] = "1";
+  fast.back() = "48";  // another layer count, no recurrent_verify row of its own
+  spec.rows.push_back(fast);
+  const auto v = claims::worst_verify_speedup(spec, "spec.csv", 4, "all", false, 4.0);
+  ASSERT_TRUE(v.has_value());  // as without the 48-layer row
+  EXPECT_EQ(v->points, 2);
+  EXPECT_EQ(v->batch, 64);
+  EXPECT_DOUBLE_EQ(v->speedup, 200.0 / 55.0);
+
+  CsvTable short_context = synthetic_short_context();
+  const auto s0 = claims::worst_stateless_ratio(short_context, "short.csv");
+  ASSERT_TRUE(s0.has_value());
+  short_context.header.push_back("heads_v");
+  for (auto& row : short_context.rows) row.push_back("32");
+  for (size_t i = 0, n = short_context.rows.size(); i < n; ++i)
+    if (short_context.rows[i][1] == "kvbuffer") {  // the same KVBuffer rows, 1000x slower, of a model never recurrent
+      std::vector<std::string> slow = short_context.rows[i];
+      slow.back() = "8";
+      const size_t lat = size_t(std::find(short_context.header.begin(), short_context.header.end(),
+                                          "latency_us_median") - short_context.header.begin());
+      slow[lat] = fmt::format("{}", 1000.0 * std::stod(slow[lat]));
+      short_context.rows.push_back(slow);
+    }
+  const auto s = claims::worst_stateless_ratio(short_context, "short.csv");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_DOUBLE_EQ(s->ratio, s0->ratio);
+  EXPECT_EQ(s->points, s0->points);
 }
 
 }  // namespace
