@@ -376,30 +376,37 @@ std::optional<CapacityRatio> capacity_ratio(const CsvTable& capacity, const std:
                model = c.need("max_requests_model"), measured = c.need("max_requests_measured");
   // The claim is the paper's, made with fp32 states: bf16 rows are left out (a CSV without the column is all fp32).
   const auto dtype = c.find("state_dtype");
-  const std::vector<std::string>* kv = nullptr;
-  const std::vector<std::string>* rec = nullptr;
+  // Per model (Columns::model_of): the last kvbuffer_verify row at (B, m) and recurrent_verify row at m.
+  using Pair = std::pair<const std::vector<std::string>*, const std::vector<std::string>*>;
+  std::map<std::string, Pair> models;
   for (const auto& row : capacity.rows) {
     if (dtype && !row[*dtype].empty() && row[*dtype] != "fp32") continue;
     if (c.number(row, drafts) != double(draft_tokens)) continue;
-    if (row[variant] == "recurrent_verify") rec = &row;
-    if (row[variant] == "kvbuffer_verify" && c.number(row, bsize) == double(buffer_size)) kv = &row;
+    Pair& pair = models[c.model_of(row)];
+    if (row[variant] == "recurrent_verify") pair.second = &row;
+    if (row[variant] == "kvbuffer_verify" && c.number(row, bsize) == double(buffer_size)) pair.first = &row;
   }
-  if (!kv || !rec) return std::nullopt;
-  CapacityRatio out;
-  out.buffer_size = buffer_size;
-  out.draft_tokens = draft_tokens;
-  const auto kv_meas = c.number(*kv, measured), rec_meas = c.number(*rec, measured);
-  std::optional<double> k = kv_meas, r = rec_meas;
-  out.measured = kv_meas && rec_meas;
-  if (!out.measured) {
-    k = c.number(*kv, model);
-    r = c.number(*rec, model);
+  std::optional<CapacityRatio> worst;
+  for (const auto& [name, pair] : models) {
+    const auto [kv, rec] = pair;
+    if (!kv || !rec) continue;
+    CapacityRatio out;
+    out.buffer_size = buffer_size;
+    out.draft_tokens = draft_tokens;
+    const auto kv_meas = c.number(*kv, measured), rec_meas = c.number(*rec, measured);
+    std::optional<double> k = kv_meas, r = rec_meas;
+    out.measured = kv_meas && rec_meas;
+    if (!out.measured) {
+      k = c.number(*kv, model);
+      r = c.number(*rec, model);
+    }
+    if (!k || !r || *r <= 0) continue;
+    out.kvbuffer_requests = (long long)*k;
+    out.recurrent_requests = (long long)*r;
+    out.ratio = *k / *r;
+    if (!worst || out.ratio < worst->ratio) worst = out;
   }
-  if (!k || !r || *r <= 0) return std::nullopt;
-  out.kvbuffer_requests = (long long)*k;
-  out.recurrent_requests = (long long)*r;
-  out.ratio = *k / *r;
-  return out;
+  return worst;
 }
 
 std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_context, const std::string& origin,

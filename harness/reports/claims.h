@@ -75,8 +75,9 @@ struct CapacityRatio {
 };
 
 /// The ratio for kvbuffer_verify (B, m) against recurrent_verify (m), both with fp32 states (rows whose state_dtype
-/// is set and not fp32 are left out; a CSV without a state_dtype column holds fp32 rows only); nullopt when either
-/// row is missing or has no request count. Throws UsageError naming `origin` when a needed column is missing or a
+/// is set and not fp32 are left out; a CSV without a state_dtype column holds fp32 rows only), each of one model
+/// (layers, heads, head dims: the columns the CSV has); the lowest ratio where several models have both rows;
+/// nullopt when no model has both rows with request counts. Throws UsageError naming `origin` when a needed column is missing or a
 /// count is not a number.
 std::optional<CapacityRatio> capacity_ratio(const CsvTable& capacity, const std::string& origin, int buffer_size,
                                             int draft_tokens);

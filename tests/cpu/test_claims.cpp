@@ -754,6 +754,15 @@ TEST(Claims, KVBufferRowsMeetBaselinesOfTheirOwnModelOnly) {
   ASSERT_TRUE(s.has_value());
   EXPECT_DOUBLE_EQ(s->ratio, s0->ratio);
   EXPECT_EQ(s->points, s0->points);
+
+  CsvTable capacity = synthetic_capacity(true);
+  capacity.header.push_back("heads_v");
+  for (auto& row : capacity.rows) row.push_back("32");
+  capacity.rows.push_back({"recurrent_verify", "", "4", "2", "1", "ok", "8"});  // last, of a model KVBuffer lacks
+  const auto c = claims::capacity_ratio(capacity, "c.csv", 4, 4);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->recurrent_requests, 190);
+  EXPECT_DOUBLE_EQ(c->ratio, 931.0 / 190.0);
 }
 
 }  // namespace
