@@ -40,28 +40,20 @@ namespace {
 using namespace dev;
 
 constexpr int kStK = 128, kStV = 128;          ///< the head dims the kernel takes
-constexpr int kStCols = 64;                   ///< value columns a block: two blocks a head
-constexpr int kStHalves = kStV / kStCols;      ///< blocks a (row, value head)
-constexpr int kStThreads = 128, kStWarps = 4;  ///< four warps, 16 value columns each
-constexpr int kStWarpCols = kStCols / kStWarps;
-constexpr int kStMinBlocks = 6;
-static_assert(kStWarpCols == 16, "one 16-column m-tile of the fold a warp");
-static_assert(kStThreads == 2 * kStCols, "two threads a column: entries of either parity");
+constexpr int kStThreads = 128, kStWarps = 4;  ///< four warps, 32 value columns each
+constexpr int kStMinBlocks = 4;
+static_assert(kStThreads == 32 * kStWarps, "32 value columns a warp");
 constexpr int kStKeyPitch = 136;               ///< bf16 a row of the key tile: 272 bytes, conflict-free ldmatrix
 constexpr int kStXRows = 16;                   ///< drafts' keys at rows 0 .. m - 1, queries at rows 8 .. 8 + m - 1
 constexpr int kStQ0 = 8;
 constexpr int kStMaxEntries = kStagedVerifyMaxEntries;  ///< buffer entries a row may hold (capacity)
 static_assert(kStMaxEntries == 32, "a due row's fold takes its entries in two 16-entry k-steps (held[32])");
 constexpr int kStMaxValueHeads = 1 << 16;    ///< value heads a launch may have (GdnShape::key_head exact)
-constexpr int kStPPitch = kStCols + 4;         ///< floats a row of P (the products, over the landed slice)
-constexpr int kStSharePitch = kStCols + 4;     ///< floats a row of the odd entries' shares, after P
+constexpr int kStPPitch = kStV + 4;            ///< floats a row of P (the products, over the landed slice)
 
-/// The 16-byte chunk c (0 .. 7) of the block's slice row k (its 64 columns): stored at chunk c ^ (k % 8) of that
-/// row (128 bytes), so that the eight rows of an ldmatrix phase fall in eight distinct bank groups.
-constexpr int kStSliceRow = kStCols * 2;
-__device__ __forceinline__ uint32_t slice_offset(int k, int c) {
-  return uint32_t(k) * kStSliceRow + (uint32_t(c ^ (k & 7)) << 4);
-}
+/// The 16-byte chunk c (0 .. 15) of slice row k: stored at chunk c ^ (k % 8) of that row (256 bytes), so that the
+/// eight rows of an ldmatrix phase fall in eight distinct bank groups.
+__device__ __forceinline__ uint32_t slice_offset(int k, int c) { return uint32_t(k) * 256u + (uint32_t(c ^ (k & 7)) << 4); }
 
 /// The per-block coefficients in shared memory (floats at StLayout::coef).
 template <int M>
@@ -103,7 +95,7 @@ struct StLayout {
   int keys, gram, coef, bytes;
   __host__ __device__ explicit StLayout(int cap) {
     key_rows = (cap + 15) / 16 * 16;
-    keys = kStK * kStCols * 2;  // after the slice
+    keys = kStK * kStV * 2;  // after the slice
     gram = keys + (kStXRows + key_rows) * kStKeyPitch * 2;
     coef = gram + kStXRows * (kStXRows + key_rows) * 4;
     bytes = coef + StCoef<M>::floats(key_rows) * 4;
@@ -125,13 +117,11 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   stagger_first_wave(stagger);
   // The row: from row_order or in batch order.
   const OrderedRow ordered = p.row_order ? p.row_order[blockIdx.y] : OrderedRow{int(blockIdx.y), p.slot[blockIdx.y]};
-  const int h = blockIdx.x / kStHalves, half = blockIdx.x % kStHalves, cb = half * kStCols;
-  const int row = ordered.row, slot = ordered.slot;
+  const int h = blockIdx.x, row = ordered.row, slot = ordered.slot;
   const int H = p.shape.heads_qk, HV = p.shape.heads_v, hk = p.shape.key_head(h);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   if (slot < 0 || slot >= pool.num_slots) {  // padding: nothing read, outputs zeroed
-    for (int i = 0; i < M; ++i)
-      zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V, cb, kStCols, V);
+    for (int i = 0; i < M; ++i) zero_output_slice(p.o, p.o_dtype, ((int64_t(row) * M + i) * HV + h) * V, 0, V, V);
     return;
   }
 
@@ -172,9 +162,8 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
 
   const int64_t draft_entry = e0 + (flush ? 0 : n);  // the drafts' first buffer entry
   const int64_t delta_stride = int64_t(HV) * V;  // one token (entry) to the next, in value-head rows
-  const int col = tid % kStCols, parity = tid / kStCols;  // this thread's column; its entries j = parity mod 2
-  const int64_t token_offset = (int64_t(row) * M * HV + h) * V + cb + col;  // draft 0's column, in v and o
-  const float* const deltas = pool.deltas + e0 * delta_stride + int64_t(h) * V + cb;
+  const int64_t token_offset = (int64_t(row) * M * HV + h) * V + tid;  // draft 0's column tid, in v and o
+  const float* const deltas = pool.deltas + e0 * delta_stride + int64_t(h) * V;
 
   // Before the slice: what the first barrier waits for (gate inputs, warp 3, lane i: draft i; the entries'
   // log-decays, warp 2, lane j: entry j) and a row's buffered deltas (its share, or a due row's fold fragments, which
@@ -185,41 +174,41 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   // A row that is not due: the entries' deltas of column tid (the buffer's share). A due row: its fold's A
   // fragments, the weighted deltas of rows v = 32 warp + 16 mt + lane / 4 (+ 8), entries 16 ks + 2 (lane % 4) (+ 1,
   // + 8, + 9), loaded now, weighted once the weights are known.
-  float held[2 * 8];  // not due: held[jj], entry 2 jj + parity; due: [ks][8]
+  float held[2 * 2 * 8];  // not due: held[j], j < 32; due: [mt][ks][8]
   if (!flush) {
 #pragma unroll
-    for (int jj = 0; jj < kStMaxEntries / 2; ++jj) {
-      if (2 * jj + parity >= n) break;
-      held[jj] = deltas[(2 * jj + parity) * delta_stride + col];
+    for (int j = 0; j < kStMaxEntries; ++j) {
+      if (j >= n) break;
+      held[j] = deltas[j * delta_stride + tid];
     }
   } else {
     const int g = lane / 4, t = lane % 4;
 #pragma unroll
-    for (int ks = 0; ks < 2; ++ks)
+    for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int v = kStWarpCols * warp + g + 8 * ((e / 2) % 2);
-        const int j = 16 * ks + 2 * t + (e % 2) + 8 * (e / 4);
-        held[ks * 8 + e] = j < n ? deltas[j * delta_stride + v] : 0.f;
-      }
+      for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int v = 32 * warp + 16 * mt + g + 8 * ((e / 2) % 2);
+          const int j = 16 * ks + 2 * t + (e % 2) + 8 * (e / 4);
+          held[(mt * 2 + ks) * 8 + e] = j < n ? deltas[j * delta_stride + v] : 0.f;
+        }
   }
-  const bf16* const s0 = static_cast<const bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V + cb;
+  const bf16* const s0 = static_cast<const bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V;
   const uint32_t slice_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   {
-    // Thread tid copies chunk c = tid % 8 of slice rows k0 + 16 r, k0 = tid / 8: all in one swizzled column
-    // (k0 + 16 r = k0 mod 8), 2 KiB apart in shared memory and 16 rows apart in the pool.
-    constexpr int kChunks = kStCols / 8, kRows = kStThreads / kChunks;
-    const int k0 = tid / kChunks, c = tid % kChunks;
+    // Thread tid copies chunk c = tid % 16 of slice rows k0 + 8 r, k0 = tid / 16: all in one swizzled column
+    // (k0 + 8 r = k0 mod 8), 2 KiB apart in shared memory and 8 rows apart in the pool.
+    const int k0 = tid / 16, c = tid % 16;
     char* const dst = smem + slice_offset(k0, c);
     const bf16* const src = s0 + k0 * V + c * 8;
 #pragma unroll
-    for (int r = 0; r < K / kRows; ++r) cp_async16(dst + r * kRows * kStSliceRow, src + r * kRows * V, true);
+    for (int r = 0; r < K / 8; ++r) cp_async16(dst + r * 8 * 256, src + r * 8 * V, true);
   }
   cp_async_commit();
   bf16 vals[M];  // widened where the deltas use them, so that no thread waits for them before the first barrier
-  if (parity == 0)
 #pragma unroll
-    for (int i = 0; i < M; ++i) vals[i] = p.in.v[token_offset + i * delta_stride];
+  for (int i = 0; i < M; ++i) vals[i] = p.in.v[token_offset + i * delta_stride];
   float* const gram = reinterpret_cast<float*>(smem + lay.gram);
   const StCoef<M> cf(smem + lay.coef, KR);
   // What needs no key: the drafts' gates and their running sums (warp 3), the sums of the entries' log-decays after
@@ -236,8 +225,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
       cf.g[lane] = gate.g;
       cf.beta[lane] = gate.beta;
       cf.gd[lane] = gi;
-      // Past the entries (no block reads there), once a head.
-      if (!flush && half == 0) pool.log_decay[(draft_entry + lane) * HV + h] = gate.g;
+      if (!flush) pool.log_decay[(draft_entry + lane) * HV + h] = gate.g;  // past the entries: no block reads there
     }
   } else if (warp == 2) {
     float incl = lg_j;  // g_j + ... + g_{n-1}
@@ -288,8 +276,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
     // due row, so that no product waits for the atomic); the last block writes the drafts' keys over entries
     // 0 .. m - 1 at the end, where the flag is read.
     if (warp == 3 && flush && lane == 0)
-      cf.misc[1] =
-          last_in_key_group(p, row, hk, atomicAdd(key_group_arrivals(p, row, hk), 1), kStHalves) ? 1.f : 0.f;
+      cf.misc[1] = last_in_key_group(p, row, hk, atomicAdd(key_group_arrivals(p, row, hk), 1), 1) ? 1.f : 0.f;
   } else if (lane < n) {
     // Entry j's 1 / |k_j|, lane j over its key (no chain of reductions), in four partial sums.
     const uint4* key = reinterpret_cast<const uint4*>(keys + (kStXRows + lane) * kStKeyPitch);
@@ -338,12 +325,11 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   }
   __syncthreads();  // coefficients
 
-  // The buffer's share of this thread's column over its entries (a row that is not due), while the slice lands.
+  // The buffer's share of column tid (a row that is not due), while the slice lands.
   float share_k[M] = {}, share_q[M] = {};
   if (!flush)
 #pragma unroll
-    for (int jj = 0; jj < kStMaxEntries / 2; ++jj) {
-      const int j = 2 * jj + parity;
+    for (int j = 0; j < kStMaxEntries; ++j) {
       if (j >= n) break;
       float ck[M], cq[M];  // entry j's coefficients, as 16-byte words where M allows (the rows are 16-byte aligned)
       if constexpr (M % 4 == 0) {
@@ -358,23 +344,22 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
       }
 #pragma unroll
       for (int i = 0; i < M; ++i) {
-        share_k[i] = fmaf(ck[i], held[jj], share_k[i]);
-        share_q[i] = fmaf(cq[i], held[jj], share_q[i]);
+        share_k[i] = fmaf(ck[i], held[j], share_k[i]);
+        share_q[i] = fmaf(cq[i], held[j], share_q[i]);
       }
     }
   cp_async_wait_all();
   __syncthreads();  // the slice has landed
 
-  const int vb = kStWarpCols * warp;  // this warp's first value column of the block's
+  const int vb = 32 * warp;  // this warp's first value column
   if (flush) {
     // The fold over this warp's columns, in place: D^T[v][k] = decay0 S0^T + W^T K over 16-entry k-steps.
     const float decay0 = expf(cf.misc[0]);
     const int t = lane % 4;
     const int ksteps = (n + 15) / 16;
-    constexpr int MT = kStWarpCols / 16;
-    uint32_t a[MT][2][3][4];  // [mt][ks][hi, mid, lo]
+    uint32_t a[2][2][3][4];  // [mt][ks][hi, mid, lo]
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+    for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks) {
         const float* x = held + (mt * 2 + ks) * 8;
@@ -387,21 +372,21 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
         a[mt][ks][1][0] = p0.mid, a[mt][ks][1][1] = p1.mid, a[mt][ks][1][2] = p2.mid, a[mt][ks][1][3] = p3.mid;
         a[mt][ks][2][0] = p0.lo, a[mt][ks][2][1] = p1.lo, a[mt][ks][2][2] = p2.lo, a[mt][ks][2][3] = p3.lo;
       }
-    uint32_t fold_row[MT];  // lane's ldmatrix row at ntp = 0; row 16 ntp + r, its swizzle fixed by lane % 8
+    uint32_t fold_row[2];  // lane's ldmatrix row at ntp = 0; row 16 ntp + r, its swizzle fixed by lane % 8
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+    for (int mt = 0; mt < 2; ++mt)
       fold_row[mt] = slice_s + slice_offset(8 * (lane / 16) + lane % 8, (vb + 16 * mt) / 8 + (lane / 8) % 2);
 #pragma unroll 1
     for (int ntp = 0; ntp < K / 16; ++ntp) {  // k rows 16 ntp .. + 15: two n-tiles of the transposed product
-      uint32_t c[MT][4], addr[MT];
+      uint32_t c[2][4], addr[2];
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        addr[mt] = fold_row[mt] + ntp * 16 * kStSliceRow;
+      for (int mt = 0; mt < 2; ++mt) {
+        addr[mt] = fold_row[mt] + ntp * 16 * 256;
         ldmatrix_x4_trans(addr[mt], c[mt]);
       }
-      float d[MT][2][4];  // [mt][n-tile]
+      float d[2][2][4];  // [mt][n-tile]
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
+      for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
           const float4 s = widen_bf16x4(make_uint2(c[mt][2 * nt], c[mt][2 * nt + 1]));  // rows v and v + 8
@@ -418,100 +403,76 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
                                     16 * ntp + 8 * (lane / 16)) * 2,
                           b);
 #pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
+        for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
           for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
             for (int part = 0; part < 3; ++part) mma_bf16(d[mt][nt], a[mt][ks][part], b[2 * nt], b[2 * nt + 1]);
       }
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
+      for (int mt = 0; mt < 2; ++mt) {
         const uint32_t r[4] = {pack_bf16x2(d[mt][0][0], d[mt][0][1]), pack_bf16x2(d[mt][0][2], d[mt][0][3]),
                                pack_bf16x2(d[mt][1][0], d[mt][1][1]), pack_bf16x2(d[mt][1][2], d[mt][1][3])};
         stmatrix_x4_trans(addr[mt], r);
       }
     }
     __syncwarp();
-    // The folded columns to the pool: 128 rows x 32 bytes, 16 bytes a lane a step, evict-first.
-    bf16* const s0w = static_cast<bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V + cb + vb;
+    // The folded columns to the pool: 128 rows x 64 bytes, 16 bytes a lane a step, evict-first.
+    bf16* const s0w = static_cast<bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V + vb;
     {
-      // Lane: chunk c = lane % 2 of rows k0 + 16 s, k0 = lane / 2 (one swizzled column, 2 KiB apart).
-      constexpr int kChunks = kStWarpCols / 8, kRows = 32 / kChunks;
-      const int k0 = lane / kChunks, c = lane % kChunks;
+      // Lane: chunk c = lane % 4 of rows k0 + 8 s, k0 = lane / 4 (one swizzled column, 2 KiB apart).
+      const int k0 = lane / 4, c = lane % 4;
       const char* const src = smem + slice_offset(k0, vb / 8 + c);
       bf16* const dst = s0w + k0 * V + 8 * c;
 #pragma unroll
-      for (int s = 0; s < K / kRows; ++s)
-        __stcs(reinterpret_cast<uint4*>(dst + s * kRows * V),
-               *reinterpret_cast<const uint4*>(src + s * kRows * kStSliceRow));
+      for (int s = 0; s < K / 8; ++s)
+        __stcs(reinterpret_cast<uint4*>(dst + s * 8 * V), *reinterpret_cast<const uint4*>(src + s * 8 * 256));
     }
   }
 
-  // P = X S over this warp's columns: 16 rows (drafts' keys, queries) x 16 columns, 8 k-steps. Lane's ldmatrix row
-  // in k-step ks: 16 ks + r0, r0 = lane % 8 + 8 ((lane / 8) % 2), its swizzle fixed by lane % 8 (16 rows = 2 KiB).
-  constexpr int NP = kStWarpCols / 16;
-  uint32_t product_row[NP];
+  // P = X S over this warp's columns: 16 rows (drafts' keys, queries) x 32 columns, 8 k-steps. Lane's ldmatrix row
+  // in k-step ks: 16 ks + r0, r0 = lane % 8 + 8 ((lane / 8) % 2), its swizzle fixed by lane % 8 (16 rows = 4 KiB).
+  uint32_t product_row[2];
 #pragma unroll
-  for (int np = 0; np < NP; ++np)
+  for (int np = 0; np < 2; ++np)
     product_row[np] = slice_s + slice_offset(lane % 8 + 8 * ((lane / 8) % 2), vb / 8 + 2 * np + lane / 16);
-  float acc[2 * NP][4] = {};
+  float acc[4][4] = {};
 #pragma unroll
   for (int ks = 0; ks < K / 16; ++ks) {
     uint32_t a[4];
     ldmatrix_x4(drafts_fragment(ks), a);
 #pragma unroll
-    for (int np = 0; np < NP; ++np) {
+    for (int np = 0; np < 2; ++np) {
       uint32_t b[4];
-      ldmatrix_x4_trans(product_row[np] + ks * 16 * kStSliceRow, b);
+      ldmatrix_x4_trans(product_row[np] + ks * 16 * 256, b);
       mma_bf16(acc[2 * np], a, b[0], b[1]);
       mma_bf16(acc[2 * np + 1], a, b[2], b[3]);
     }
   }
   __syncthreads();  // every warp is done with the slice: P takes its place
   float* const P = reinterpret_cast<float*>(smem);
-  float* const odd_share = P + kStXRows * kStPPitch;  // [2 M][kStSharePitch]: the odd entries' shares a column
-  static_assert((kStXRows * kStPPitch + 2 * 8 * kStSharePitch) * 4 <= kStK * kStCols * 2, "P and shares fit");
 #pragma unroll
-  for (int nt = 0; nt < 2 * NP; ++nt) {
+  for (int nt = 0; nt < 4; ++nt) {
     const int r = lane / 4, c = vb + 8 * nt + 2 * (lane % 4);
     *reinterpret_cast<float2*>(P + r * kStPPitch + c) = make_float2(acc[nt][0], acc[nt][1]);
     *reinterpret_cast<float2*>(P + (r + 8) * kStPPitch + c) = make_float2(acc[nt][2], acc[nt][3]);
   }
-  if (parity == 1 && !flush)
-#pragma unroll
-    for (int i = 0; i < M; ++i) {
-      odd_share[i * kStSharePitch + col] = share_k[i];
-      odd_share[(M + i) * kStSharePitch + col] = share_q[i];
-    }
   __syncthreads();
-  if (parity == 1) {  // the column's deltas and outputs are the even thread's
-    if (flush && cf.misc[1] != 0.f) {
-      __threadfence();
-      write_draft_entries(p, row, draft_entry, M, hk, tid - kStCols, kStCols);
-    }
-    return;
-  }
-  if (!flush)
-#pragma unroll
-    for (int i = 0; i < M; ++i) {
-      share_k[i] += odd_share[i * kStSharePitch + col];
-      share_q[i] += odd_share[(M + i) * kStSharePitch + col];
-    }
 
   // Column tid: the drafts' deltas in order, then their outputs.
   float u[M];
 #pragma unroll
   for (int i = 0; i < M; ++i) {
-    float x = __bfloat162float(vals[i]) - cf.ek[i] * P[i * kStPPitch + col] - share_k[i];
+    float x = __bfloat162float(vals[i]) - cf.ek[i] * P[i * kStPPitch + tid] - share_k[i];
 #pragma unroll
     for (int ip = 0; ip < i; ++ip) x = fmaf(-cf.dk[i * M + ip], u[ip], x);
     u[i] = cf.beta[i] * x;
   }
-  float* const draft_deltas_out = pool.deltas + draft_entry * delta_stride + int64_t(h) * V + cb + col;
+  float* const draft_deltas_out = pool.deltas + draft_entry * delta_stride + int64_t(h) * V + tid;
   float o[M];
 #pragma unroll
   for (int i = 0; i < M; ++i) {
-    o[i] = fmaf(cf.eq[i], P[(kStQ0 + i) * kStPPitch + col], share_q[i]);
+    o[i] = fmaf(cf.eq[i], P[(kStQ0 + i) * kStPPitch + tid], share_q[i]);
 #pragma unroll
     for (int ip = 0; ip <= i; ++ip) o[i] = fmaf(cf.dq[i * M + ip], u[ip], o[i]);
     // Past the entries (nothing reads there), or over a due row's entries 0 .. m - 1, which only this thread read.
@@ -526,11 +487,18 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
 #pragma unroll
     for (int i = 0; i < M; ++i) out[i * delta_stride] = __float2bfloat16_rn(o[i]);
   }
-  // A row that is not due: the drafts' keys past the entries, by the key group's first block. A due row: its keys
-  // and every head's log-decays over entries 0 .. m - 1 (read by both blocks of each head before their first
-  // barrier) by the key group's last block to have read its entries, its odd threads (above).
-  if (!flush && half == 0 && (h == 0 || p.shape.key_head(h - 1) != hk))
-    write_draft_keys(p, row, draft_entry, M, hk, tid, kStCols);
+  if (!flush) {
+    if (h == 0 || p.shape.key_head(h - 1) != hk)  // the key group's first head
+      write_draft_keys(p, row, draft_entry, M, hk, tid, kStThreads);
+  } else {
+    // This head's log-decays over entries 0 .. m - 1 (read by this block only, into shared memory, before the first
+    // barrier); the drafts' keys by the key group's last block to have read its entries.
+    if (tid < M) pool.log_decay[(draft_entry + tid) * HV + h] = cf.g[tid];
+    if (cf.misc[1] != 0.f) {
+      __threadfence();
+      write_draft_keys(p, row, draft_entry, M, hk, tid, kStThreads);
+    }
+  }
 }
 
 template <int M>
@@ -542,11 +510,11 @@ cudaError_t launch_staged(const KVBufferVerifyParams& p, cudaStream_t stream, KV
     describe->kernel = VerifyKernel::staged;
     describe->smem_bytes = smem;
     describe->predicted_blocks_per_sm = smem_blocks_per_sm(smem);
-    describe->blocks_per_row = p.shape.heads_v * kStHalves;
+    describe->blocks_per_row = p.shape.heads_v;
     return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kStThreads, smem,
                                   describe->resident_blocks_per_sm);
   }
-  const dim3 grid(p.shape.heads_v * kStHalves, p.batch);
+  const dim3 grid(p.shape.heads_v, p.batch);
   FirstWaveStagger stagger;
   if (const cudaError_t e = first_wave_stagger(kernel, grid, kStThreads, smem, kFirstWaveStaggerNs, stagger);
       e != cudaSuccess)
