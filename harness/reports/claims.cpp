@@ -353,14 +353,18 @@ std::optional<DecodeReduction> best_reduction_vs_recurrent(const CsvTable& decod
 std::optional<DecodeReduction> best_reduction_vs_peer(const CsvTable& decode, const std::string& origin,
                                                       const RecurrentPeer& peer, int min_batch,
                                                       const std::string& launch) {
+  // The peer's live rows where the CSV has any (each model against its own), else its anchor.
+  const auto models = collect(decode, origin, true, launch);
+  const bool any_live = std::any_of(models.begin(), models.end(),
+                                    [&](const auto& m) { return m.second.peers.count(peer.variant) > 0; });
   std::optional<DecodeReduction> best;
-  for (const auto& [model, rows] : collect(decode, origin, true, launch)) {
+  for (const auto& [model, rows] : models) {
     const auto live = rows.peers.find(peer.variant);
     std::optional<DecodeReduction> d;
     if (live != rows.peers.end()) {
       d = best_against(rows.kvbuffer, named(live->second.us, peer.variant), min_batch);
       if (d) d->version = live->second.version;
-    } else {
+    } else if (!any_live) {
       d = best_against(rows.kvbuffer, named(anchor_by_batch(peer.anchor), peer.anchor), min_batch);
       if (d) d->measured = false;
     }
