@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -62,11 +63,15 @@ class Columns {
     return true;
   }
   /// The row's model, as one word: its layers, heads_qk, heads_v, head_dim_k and head_dim_v (the columns the table
-  /// has). A claim sets a KVBuffer row against a baseline row of the same model only.
+  /// has; as numbers, so that 32 and 032 are one model; a blank field an empty part). A claim sets a KVBuffer row
+  /// against a baseline row of the same model only. Throws UsageError when a field is not a number.
   std::string model_of(const std::vector<std::string>& row) const {
     std::string key;
     for (const char* name : {"layers", "heads_qk", "heads_v", "head_dim_k", "head_dim_v"})
-      if (const auto col = find(name)) key += row[*col] + "/";
+      if (const auto col = find(name)) {
+        const auto v = number(row, *col);
+        key += (v ? fmt::format("{:g}", *v) : std::string()) + "/";
+      }
     return key;
   }
   /// True when the row's status is ok (or the table has no status column) and its states are fp32: the claims are
@@ -234,7 +239,8 @@ std::optional<VerifyRatio> worst_verify_ratio(const CsvTable& spec, const std::s
                                    spec.header[col], row[col]));
     return int(*v);
   };
-  std::map<std::pair<int, int>, std::pair<double, int>> fastest;  // (m, batch) -> (us, B)
+  // (model, m, batch) -> (us, B): each model of the anchors' shape against the anchor on its own.
+  std::map<std::tuple<std::string, int, int>, std::pair<double, int>> fastest;
   for (const auto& row : spec.rows) {
     if (!c.ok(row) || row[variant] != "kvbuffer_verify" || row[acc] != "all" || row[launch] != "plain" ||
         !c.of_anchor_shape(row))
@@ -247,17 +253,18 @@ std::optional<VerifyRatio> worst_verify_ratio(const CsvTable& spec, const std::s
     if (!us || *us <= 0)
       throw UsageError(fmt::format("{}: column '{}' of a kvbuffer_verify row is '{}' (expected a positive number)",
                                    origin, column, row[lat]));
-    const auto [it, fresh] = fastest.emplace(std::make_pair(m, b), std::make_pair(*us, whole(row, bsize)));
+    const auto [it, fresh] =
+        fastest.emplace(std::make_tuple(c.model_of(row), m, b), std::make_pair(*us, whole(row, bsize)));
     if (!fresh && *us < it->second.first) it->second = {*us, whole(row, bsize)};
   }
   std::optional<VerifyRatio> worst;
   int points = 0;
   for (const auto& [key, kv] : fastest) {
-    const double anchor_us = anchor.at(key.first).at(key.second);
+    const auto& [model, m, b] = key;
+    const double anchor_us = anchor.at(m).at(b);
     ++points;
     const double ratio = kv.first / anchor_us;
-    if (!worst || ratio > worst->ratio)
-      worst = VerifyRatio{ratio, key.first, key.second, kv.second, kv.first, anchor_us, 0};
+    if (!worst || ratio > worst->ratio) worst = VerifyRatio{ratio, m, b, kv.second, kv.first, anchor_us, 0};
   }
   if (worst) worst->points = points;
   return worst;
@@ -283,8 +290,8 @@ std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const st
                                    spec.header[col], row[variant], row[col]));
     return *v;
   };
-  // Keyed by (model, batch): this project's recurrent rows are set against KVBuffer rows of their own model; the
-  // anchor against every KVBuffer row of its shape (its model word left empty).
+  // Keyed by (model, batch): KVBuffer rows meet this project's recurrent rows of their own model, or the anchor (each
+  // model of its shape on its own).
   using Key = std::pair<std::string, int>;
   std::map<Key, Best> kvbuffer;
   std::map<Key, double> baseline;
@@ -301,7 +308,7 @@ std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const st
                                    row[batch]));
     if (int(b) < min_batch) continue;
     const double us = positive(row, lat);
-    const Key key{vs_sglang ? std::string() : c.model_of(row), int(b)};
+    const Key key{c.model_of(row), int(b)};
     if (recurrent) {
       const auto [it, fresh] = baseline.emplace(key, us);
       if (!fresh) it->second = std::min(it->second, us);
@@ -314,8 +321,8 @@ std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const st
   if (vs_sglang) {
     const auto& anchor = sglang_verify_anchor_us();
     if (const auto m = anchor.find(draft_tokens); m != anchor.end())
-      for (const auto& [b, us] : m->second)
-        if (b >= min_batch) baseline[Key{std::string(), b}] = us;
+      for (const auto& [key, best] : kvbuffer)
+        if (const auto us = m->second.find(key.second); us != m->second.end()) baseline[key] = us->second;
   }
   std::optional<VerifySpeedup> worst;
   int points = 0;
@@ -353,18 +360,15 @@ std::optional<DecodeReduction> best_reduction_vs_recurrent(const CsvTable& decod
 std::optional<DecodeReduction> best_reduction_vs_peer(const CsvTable& decode, const std::string& origin,
                                                       const RecurrentPeer& peer, int min_batch,
                                                       const std::string& launch) {
-  // The peer's live rows where the CSV has any (each model against its own), else its anchor.
-  const auto models = collect(decode, origin, true, launch);
-  const bool any_live = std::any_of(models.begin(), models.end(),
-                                    [&](const auto& m) { return m.second.peers.count(peer.variant) > 0; });
+  // Each model against the peer's live rows of that model where it has any, else against its anchor.
   std::optional<DecodeReduction> best;
-  for (const auto& [model, rows] : models) {
+  for (const auto& [model, rows] : collect(decode, origin, true, launch)) {
     const auto live = rows.peers.find(peer.variant);
     std::optional<DecodeReduction> d;
     if (live != rows.peers.end()) {
       d = best_against(rows.kvbuffer, named(live->second.us, peer.variant), min_batch);
       if (d) d->version = live->second.version;
-    } else if (!any_live) {
+    } else {
       d = best_against(rows.kvbuffer, named(anchor_by_batch(peer.anchor), peer.anchor), min_batch);
       if (d) d->measured = false;
     }
@@ -378,13 +382,13 @@ std::optional<CapacityRatio> capacity_ratio(const CsvTable& capacity, const std:
   const Columns c(capacity, origin);
   const size_t variant = c.need("variant"), bsize = c.need("buffer_size"), drafts = c.need("draft_tokens"),
                model = c.need("max_requests_model"), measured = c.need("max_requests_measured");
-  // The claim is the paper's, made with fp32 states: bf16 rows are left out (a CSV without the column is all fp32).
-  const auto dtype = c.find("state_dtype");
   // Per model (Columns::model_of): the last kvbuffer_verify row at (B, m) and recurrent_verify row at m.
   using Pair = std::pair<const std::vector<std::string>*, const std::vector<std::string>*>;
   std::map<std::string, Pair> models;
   for (const auto& row : capacity.rows) {
-    if (dtype && !row[*dtype].empty() && row[*dtype] != "fp32") continue;
+    // Rows of status ok (where the column exists) with fp32 states: the claim is the paper's, made with fp32 states
+    // (a CSV without a state_dtype column is all fp32).
+    if (!c.ok(row)) continue;
     if (c.number(row, drafts) != double(draft_tokens)) continue;
     Pair& pair = models[c.model_of(row)];
     if (row[variant] == "recurrent_verify") pair.second = &row;

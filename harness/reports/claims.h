@@ -74,8 +74,9 @@ struct CapacityRatio {
   bool measured = false;      ///< true: max_requests_measured (allocation proof); false: the model
 };
 
-/// The ratio for kvbuffer_verify (B, m) against recurrent_verify (m), both with fp32 states (rows whose state_dtype
-/// is set and not fp32 are left out; a CSV without a state_dtype column holds fp32 rows only), each of one model
+/// The ratio for kvbuffer_verify (B, m) against recurrent_verify (m), both with fp32 states and status ok (rows whose
+/// state_dtype is set and not fp32, or whose status is not ok, are left out; a CSV without a state_dtype column holds
+/// fp32 rows only), each of one model
 /// (layers, heads, head dims: the columns the CSV has); the lowest ratio where several models have both rows;
 /// nullopt when no model has both rows with request counts. Throws UsageError naming `origin` when a needed column is missing or a
 /// count is not a number.
@@ -135,13 +136,13 @@ struct VerifyRatio {
   int buffer_size = 0;     ///< B of the fastest KVBuffer row there
   double kvbuffer_us = 0;  ///< its latency in the compared column
   double anchor_us = 0;    ///< the anchor's
-  int points = 0;          ///< (m, batch) points compared
+  int points = 0;          ///< (m, batch) points compared (once a model where the CSV holds several)
 };
 
 /// Over a spec_verify CSV (kind spec_verify): kvbuffer_verify rows with accepted "all", plain launches, status ok,
 /// of the anchors' shape (as best_reduction_vs_peer), batch >= min_batch, the fastest in `column` (verify_us_median
-/// or verify_accept_us_median) at each (draft tokens, batch), against `anchor` (m -> batch -> us) at the points both
-/// have. Returns nullopt when none has both. Throws UsageError naming `origin` when a needed column (variant, batch,
+/// or verify_accept_us_median) at each (draft tokens, batch) of each model (layers may differ), against `anchor`
+/// (m -> batch -> us) at the points both have; the worst over them. Returns nullopt when none has both. Throws UsageError naming `origin` when a needed column (variant, batch,
 /// draft_tokens, accepted, buffer_size, launch, `column`) is missing, a value a compared row needs is blank or not
 /// positive, or a batch or m is not a whole number.
 std::optional<VerifyRatio> worst_verify_ratio(const CsvTable& spec, const std::string& origin, const std::string& column,
@@ -164,7 +165,7 @@ struct VerifySpeedup {
   double baseline_us = 0;       ///< recurrent verify_accept_us_median at that batch, or SGLang's anchor (verify)
   double over_floor = 0;        ///< the KVBuffer row's verify_accept_over_floor
   double needed_over_floor = 0; ///< the largest over_floor that meets `target`: baseline_us / (target * floor_us)
-  int points = 0;               ///< batches compared
+  int points = 0;               ///< batches compared (a batch once a model where the CSV holds several)
 };
 
 /// Over a spec_verify CSV (kind spec_verify): kvbuffer_verify rows with these draft tokens and accepted (the
@@ -172,7 +173,7 @@ struct VerifySpeedup {
 /// same model (layers, heads, head dims), batch, draft tokens, accepted and launch (vs_sglang false; the fastest
 /// where several), or against
 /// sglang_verify_anchor_us (vs_sglang true; its batches only, and KVBuffer rows of the anchors' shape only, as
-/// best_reduction_vs_peer). The worst batch is taken over the batches where both
+/// best_reduction_vs_peer, each model on its own). The worst batch is taken over the batches where both
 /// sides have a row (`points`). Returns nullopt when no batch >= min_batch has both. Throws UsageError naming
 /// `origin` when a needed column (variant, batch, draft_tokens, accepted, buffer_size, launch,
 /// verify_accept_us_median, verify_accept_floor_us, verify_accept_over_floor) is missing, a value is not a number,

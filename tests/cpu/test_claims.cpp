@@ -759,10 +759,52 @@ TEST(Claims, KVBufferRowsMeetBaselinesOfTheirOwnModelOnly) {
   capacity.header.push_back("heads_v");
   for (auto& row : capacity.rows) row.push_back("32");
   capacity.rows.push_back({"recurrent_verify", "", "4", "2", "1", "ok", "8"});  // last, of a model KVBuffer lacks
+  capacity.rows.push_back({"kvbuffer_verify", "4", "4", "2", "1", "failed: out of memory", "32"});  // not ok
   const auto c = claims::capacity_ratio(capacity, "c.csv", 4, 4);
   ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->kvbuffer_requests, 931);
   EXPECT_EQ(c->recurrent_requests, 190);
   EXPECT_DOUBLE_EQ(c->ratio, 931.0 / 190.0);
+
+  // A model's fields are read as numbers: 32 and 32.0 (or 032) are one model.
+  CsvTable spelled = synthetic_decode();
+  spelled.rows[4][5] = "32.0";  // kvbuffer, batch 64, B = 4
+  const auto sp = claims::best_reduction_vs_recurrent(spelled, "synthetic.csv");
+  ASSERT_TRUE(sp.has_value());
+  EXPECT_DOUBLE_EQ(sp->reduction, 1.0 - 50.0 / 80.0);
+}
+
+TEST(Claims, EachModelOfTheAnchorsShapeMeetsTheAnchorOnItsOwn) {
+  // Two layer counts of Qwen3-Next's shape: against an anchor the worst of the two counts, not the fastest row of
+  // either.
+  CsvTable spec = synthetic_spec_verify();
+  spec.header.push_back("layers");
+  for (auto& row : spec.rows) row.push_back("36");
+  const auto& anchor = claims::replayssm_verify_commit_anchor_us();
+  const auto r36 = claims::worst_verify_ratio(spec, "spec.csv", "verify_accept_us_median", anchor);
+  const auto sg36 = claims::worst_verify_speedup(spec, "spec.csv", 4, "all", true, 4.5);
+  ASSERT_TRUE(r36.has_value() && sg36.has_value());
+  for (const double scale : {0.1, 10.0}) {
+    CsvTable t = spec;
+    for (size_t i = 0, n = spec.rows.size(); i < n; ++i)
+      if (spec.rows[i][1] == "kvbuffer_verify") {
+        std::vector<std::string> row = spec.rows[i];
+        row[7] = fmt::format("{}", scale * std::stod(row[7]));
+        row.back() = "48";
+        t.rows.push_back(row);
+      }
+    const auto r = claims::worst_verify_ratio(t, "spec.csv", "verify_accept_us_median", anchor);
+    const auto sg = claims::worst_verify_speedup(t, "spec.csv", 4, "all", true, 4.5);
+    ASSERT_TRUE(r.has_value() && sg.has_value());
+    if (scale < 1) {  // the faster layer count hides nothing: the 36-layer rows stay the worst
+      EXPECT_DOUBLE_EQ(r->ratio, r36->ratio);
+      EXPECT_DOUBLE_EQ(sg->speedup, sg36->speedup);
+    } else {
+      EXPECT_DOUBLE_EQ(r->ratio, 10.0 * r36->ratio);
+      EXPECT_DOUBLE_EQ(sg->speedup, sg36->speedup / 10.0);
+    }
+    EXPECT_EQ(r->points, 2 * r36->points);
+  }
 }
 
 }  // namespace
