@@ -321,8 +321,10 @@ std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const st
   if (vs_sglang) {
     const auto& anchor = sglang_verify_anchor_us();
     if (const auto m = anchor.find(draft_tokens); m != anchor.end())
-      for (const auto& [key, best] : kvbuffer)
+      for (const auto& entry : kvbuffer) {  // every (model, batch) of the KVBuffer rows at one of the anchor's batches
+        const Key& key = entry.first;
         if (const auto us = m->second.find(key.second); us != m->second.end()) baseline[key] = us->second;
+      }
   }
   std::optional<VerifySpeedup> worst;
   int points = 0;

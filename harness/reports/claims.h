@@ -46,20 +46,20 @@ struct DecodeReduction {
 };
 
 /// Against the fastest recurrent decode measured in this CSV at each batch: this project's recurrent rows launched as
-/// `launch` (plain or pdl; a CSV without a launch column holds plain launches) and the rows of recurrent_peers()
-/// (plain launches, the only ones a peer takes), the faster where both ran, each KVBuffer row against baselines of
-/// its own model (layers, heads_qk, heads_v, head_dims: the columns the CSV has); the best over the models. Only rows
-/// with status ok (or without a status column) count. Returns nullopt when no batch >= min_batch has both a baseline and a KVBuffer row. Throws
-/// UsageError naming `origin` when a needed column (variant, batch, buffer_size, latency_us_median) is missing or a
-/// value is not a number.
+/// `launch` (plain or pdl; a CSV without a launch column holds plain launches) and the rows of recurrent_peers() (plain
+/// launches, the only ones a peer takes), the faster where both ran, each KVBuffer row against baselines of its own
+/// model (layers, heads_qk, heads_v, head_dims: the columns the CSV has); the best over the models. Only rows with
+/// status ok (or without a status column) count. Returns nullopt when no batch >= min_batch has both a baseline and a
+/// KVBuffer row. Throws UsageError naming `origin` when a needed column (variant, batch, buffer_size,
+/// latency_us_median) is missing or a value is not a number.
 std::optional<DecodeReduction> best_reduction_vs_recurrent(const CsvTable& decode, const std::string& origin,
                                                            int min_batch = 64, const std::string& launch = "plain");
 
-/// Against `peer`: its rows in this CSV when it has any ok row of the anchors' shape (Qwen3-Next at tensor
-/// parallelism 1: heads_qk 16, heads_v 32, head_dim_k = head_dim_v = 128, state_dtype fp32, where those columns
-/// exist), else its anchor (`measured` false), at batches >= min_batch. KVBuffer rows count only when their shape is
-/// the anchors' and launched as `launch`; live peer rows meet KVBuffer rows of their own model (layers included).
-/// Same errors as best_reduction_vs_recurrent.
+/// Against `peer`, over the rows of the anchors' shape (Qwen3-Next at tensor parallelism 1: heads_qk 16, heads_v 32,
+/// head_dim_k = head_dim_v = 128, state_dtype fp32, where those columns exist), each model (layer count) on its own:
+/// the peer's ok rows of that model in this CSV when it has any, else its anchor (`measured` false), at batches >=
+/// min_batch; the best over the models. KVBuffer rows count only when launched as `launch`. Same errors as
+/// best_reduction_vs_recurrent.
 std::optional<DecodeReduction> best_reduction_vs_peer(const CsvTable& decode, const std::string& origin,
                                                       const RecurrentPeer& peer, int min_batch = 64,
                                                       const std::string& launch = "plain");
@@ -76,10 +76,9 @@ struct CapacityRatio {
 
 /// The ratio for kvbuffer_verify (B, m) against recurrent_verify (m), both with fp32 states and status ok (rows whose
 /// state_dtype is set and not fp32, or whose status is not ok, are left out; a CSV without a state_dtype column holds
-/// fp32 rows only), each of one model
-/// (layers, heads, head dims: the columns the CSV has); the lowest ratio where several models have both rows;
-/// nullopt when no model has both rows with request counts. Throws UsageError naming `origin` when a needed column is missing or a
-/// count is not a number.
+/// fp32 rows only), each of one model (layers, heads, head dims: the columns the CSV has); the lowest ratio where
+/// several models have both rows; nullopt when no model has both rows with request counts. Throws UsageError naming
+/// `origin` when a needed column is missing or a count is not a number.
 std::optional<CapacityRatio> capacity_ratio(const CsvTable& capacity, const std::string& origin, int buffer_size,
                                             int draft_tokens);
 
@@ -103,11 +102,11 @@ struct StatelessRatio {
 };
 
 /// Only rows with status ok (or without a status column) count, and only stateless steps that read nothing but their
-/// buffer (context_len + 1 < buffer_size): the step at L = B - 1 writes the request's first state. Returns nullopt
-/// when no such KVBuffer row at
-/// batch >= min_batch has a recurrent row of its model (layers, heads, head dims) at its batch. Throws UsageError naming `origin` when a needed column
-/// (variant, batch, buffer_size, context_len, stateless, state_bytes_per_request, latency_us_median) is missing, a
-/// value is not a number, or stateless is neither true nor false.
+/// buffer (context_len + 1 < buffer_size): the step at L = B - 1 writes the request's first state. Returns nullopt when
+/// no such KVBuffer row at batch >= min_batch has a recurrent row of its model (layers, heads, head dims) at its batch.
+/// Throws UsageError naming `origin` when a needed column (variant, batch, buffer_size, context_len, stateless,
+/// state_bytes_per_request, latency_us_median) is missing, a value is not a number, or stateless is neither true nor
+/// false.
 std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_context, const std::string& origin,
                                                     int min_batch = 64);
 
@@ -139,12 +138,12 @@ struct VerifyRatio {
   int points = 0;          ///< (m, batch) points compared (once a model where the CSV holds several)
 };
 
-/// Over a spec_verify CSV (kind spec_verify): kvbuffer_verify rows with accepted "all", plain launches, status ok,
-/// of the anchors' shape (as best_reduction_vs_peer), batch >= min_batch, the fastest in `column` (verify_us_median
-/// or verify_accept_us_median) at each (draft tokens, batch) of each model (layers may differ), against `anchor`
-/// (m -> batch -> us) at the points both have; the worst over them. Returns nullopt when none has both. Throws UsageError naming `origin` when a needed column (variant, batch,
-/// draft_tokens, accepted, buffer_size, launch, `column`) is missing, a value a compared row needs is blank or not
-/// positive, or a batch or m is not a whole number.
+/// Over a spec_verify CSV (kind spec_verify): kvbuffer_verify rows with accepted "all", plain launches, status ok, of
+/// the anchors' shape (as best_reduction_vs_peer), batch >= min_batch, the fastest in `column` (verify_us_median or
+/// verify_accept_us_median) at each (draft tokens, batch) of each model (layers may differ), against `anchor` (m ->
+/// batch -> us) at the points both have; the worst over them. Returns nullopt when none has both. Throws UsageError
+/// naming `origin` when a needed column (variant, batch, draft_tokens, accepted, buffer_size, launch, `column`) is
+/// missing, a value a compared row needs is blank or not positive, or a batch or m is not a whole number.
 std::optional<VerifyRatio> worst_verify_ratio(const CsvTable& spec, const std::string& origin, const std::string& column,
                                               const std::map<int, std::map<int, double>>& anchor,
                                               int min_batch = 64);
@@ -168,16 +167,15 @@ struct VerifySpeedup {
   int points = 0;               ///< batches compared (a batch once a model where the CSV holds several)
 };
 
-/// Over a spec_verify CSV (kind spec_verify): kvbuffer_verify rows with these draft tokens and accepted (the
-/// column's text: "all", "none" or a rate), launched as `launch`, status ok, against recurrent_verify rows of the
-/// same model (layers, heads, head dims), batch, draft tokens, accepted and launch (vs_sglang false; the fastest
-/// where several), or against
-/// sglang_verify_anchor_us (vs_sglang true; its batches only, and KVBuffer rows of the anchors' shape only, as
-/// best_reduction_vs_peer, each model on its own). The worst batch is taken over the batches where both
-/// sides have a row (`points`). Returns nullopt when no batch >= min_batch has both. Throws UsageError naming
-/// `origin` when a needed column (variant, batch, draft_tokens, accepted, buffer_size, launch,
-/// verify_accept_us_median, verify_accept_floor_us, verify_accept_over_floor) is missing, a value is not a number,
-/// a value a compared row needs is blank or not positive, or a batch is not a whole number.
+/// Over a spec_verify CSV (kind spec_verify): kvbuffer_verify rows with these draft tokens and accepted (the column's
+/// text: "all", "none" or a rate), launched as `launch`, status ok, against recurrent_verify rows of the same model
+/// (layers, heads, head dims), batch, draft tokens, accepted and launch (vs_sglang false; the fastest where several),
+/// or against sglang_verify_anchor_us (vs_sglang true; its batches only, and KVBuffer rows of the anchors' shape only,
+/// as best_reduction_vs_peer, each model on its own). The worst batch is taken over the batches where both sides have
+/// a row (`points`). Returns nullopt when no batch >= min_batch has both. Throws UsageError naming `origin` when a
+/// needed column (variant, batch, draft_tokens, accepted, buffer_size, launch, verify_accept_us_median,
+/// verify_accept_floor_us, verify_accept_over_floor) is missing, a value is not a number, a value a compared row needs
+/// is blank or not positive, or a batch is not a whole number.
 std::optional<VerifySpeedup> worst_verify_speedup(const CsvTable& spec, const std::string& origin, int draft_tokens,
                                                   const std::string& accepted, bool vs_sglang, double target,
                                                   int min_batch = 64, const std::string& launch = "plain");
@@ -192,12 +190,13 @@ struct ClaimLine {
 
 /// The claims table from a decode CSV, a capacity CSV, a short_context CSV and a spec_verify CSV (any path may be
 /// absent: its claims say "not measured"): decode reduction at batch >= 64 against the fastest recurrent decode
-/// measured and against each of recurrent_peers() (measured in the CSV, else its anchor, the source saying which); capacity ratio with 4 drafts at B = 4 and B = 8; stateless short contexts (worst_stateless_ratio at
-/// batch >= 64 against kTargetStatelessRatio); verify + accept with 4 drafts against recurrent and against SGLang
+/// measured and against each of recurrent_peers() (measured in the CSV, else its anchor, the source saying which);
+/// capacity ratio with 4 drafts at B = 4 and B = 8; stateless short contexts (worst_stateless_ratio at batch >= 64
+/// against kTargetStatelessRatio); verify + accept with 4 drafts against recurrent and against SGLang
 /// (worst_verify_speedup for every accepted setting of the CSV, plain and PDL launches); verify alone and verify +
-/// accept against ReplaySSM's (worst_verify_ratio over every m and batch >= 64). Every CSV present is read
-/// and validated first (read_result_csv with `schemas`, harness/sweep/result_csv.h). Throws UsageError naming the
-/// file and line of a CSV that is malformed or breaks a rule.
+/// accept against ReplaySSM's (worst_verify_ratio over every m and batch >= 64). Every CSV present is read and
+/// validated first (read_result_csv with `schemas`, harness/sweep/result_csv.h). Throws UsageError naming the file and
+/// line of a CSV that is malformed or breaks a rule.
 std::vector<ClaimLine> compute_claims(const std::string& decode_csv, const std::string& capacity_csv,
                                       const std::string& short_context_csv, const std::string& spec_verify_csv,
                                       const std::vector<CsvSchema>& schemas);
