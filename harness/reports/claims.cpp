@@ -435,11 +435,13 @@ std::optional<StatelessRatio> worst_stateless_ratio(const CsvTable& short_contex
   std::optional<StatelessRatio> worst;
   int points = 0;
   double max_state = 0;
-  for (const auto& row : short_context.rows) {
+  for (size_t i = 0; i < short_context.rows.size(); ++i) {
+    const auto& row = short_context.rows[i];
     if (!c.ok(row) || row[variant] != "kvbuffer") continue;
     const std::string& flag = row[stateless];
     if (flag != "true" && flag != "false")
-      throw UsageError(fmt::format("{}: column 'stateless' value '{}' is not true or false", origin, flag));
+      throw UsageError(fmt::format("{}:{}: stateless = '{}' (allowed: true, false)", origin, short_context.line(i),
+                                   flag));
     if (flag != "true") continue;
     const auto b = c.number(row, batch);
     const auto us = c.latency(row, lat);
