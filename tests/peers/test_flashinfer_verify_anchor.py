@@ -1,0 +1,85 @@
+"""Tests of peers/flashinfer_verify_anchor.py without a GPU: the cursor schedule each mode times (the steady cycle of
+every draft accepted, the fifth and verify regimes, serving's commit) and the command line's one-line refusals.
+
+Run: python3 -m pytest -q tests/peers   (no torch, no GPU)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = REPO_ROOT / "peers" / "flashinfer_verify_anchor.py"
+sys.path.insert(0, str(REPO_ROOT))
+
+from peers import flashinfer_verify_anchor as fva  # noqa: E402
+
+
+def run(*args):
+    p = subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("m, fmin, cycle", [(4, 13, 4), (8, 9, 2)])
+def test_steady_rows_fold_once_a_cycle_and_return_to_their_start(m, fmin, cycle):
+    assert fva.flush_min(m) == fmin and fva.cycle_steps(m) == cycle
+    rows = 64
+    hist = fva.start_cursors("steady", rows, m)
+    base = [(7 * r) % fva.RING for r in range(rows)]
+    assert hist[:cycle + 1] == [m * (i + 1) for i in range(cycle)] + [m]
+    folds = [0] * rows
+    start = (list(hist), list(base))
+    for _ in range(cycle):
+        assert all(1 <= h <= fva.WINDOW for h in hist)
+        assert sum(h >= fmin for h in hist) == rows // cycle  # a 1/cycle share folds every step
+        folds = [f + (h >= fmin) for f, h in zip(folds, hist)]
+        hist, base = fva.commit(hist, base, m)
+    assert folds == [1] * rows
+    assert hist == start[0]
+    # A folded row's window starts past the rows it folded: m drafts + (cycle - 1) m earlier rows a cycle.
+    assert base == [(b + cycle * m) % fva.RING for b in start[1]]
+
+
+def test_frozen_modes_fold_a_fifth_or_nothing():
+    for m in (4, 8):
+        f = fva.flush_min(m)
+        fifth = fva.start_cursors("fifth", 256, m)
+        assert sum(h >= f for h in fifth) == 51 and set(fifth) == {f, f - 1}
+        assert fva.start_cursors("verify", 256, m) == [f - 1] * 256
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--draft-tokens", "3"], "--draft-tokens '3'"),
+    (["--batch", "0"], "--batch '0'"),
+    (["--batch", "64,64"], "--batch '64,64'"),
+    (["--modes", "steady,x"], "--modes 'steady,x'"),
+    (["--layers", "0"], "--layers '0'"),
+    (["--max-seconds", "-1"], "--max-seconds '-1'"),
+    (["--max-seconds", "nan"], "--max-seconds 'nan'"),
+    (["--device", "-1"], "--device '-1'"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_a_bad_flag_is_refused_in_one_line_and_nothing_is_written(tmp_path, args, flag):
+    out = tmp_path / "fi.json"
+    code, stdout, stderr = run("--out", out, *args)
+    assert code == 2, stderr
+    assert stderr.count("\n") == 1 and flag in stderr and "allowed" in stderr, stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_out_is_required(tmp_path):
+    code, _, stderr = run("--batch", "64")
+    assert code == 2 and stderr.startswith("flashinfer_verify_anchor: --out: missing"), stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flashinfer") is not None, reason="FlashInfer is installed here")
+def test_without_the_kernel_nothing_is_written(tmp_path):
+    out = tmp_path / "fi.json"
+    code, _, stderr = run("--out", out)
+    assert code == 1 and stderr.count("\n") == 1 and stderr.startswith("flashinfer_verify_anchor: "), stderr
+    assert not out.exists()
