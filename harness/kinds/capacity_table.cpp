@@ -61,9 +61,7 @@ CsvSchema capacity_csv_schema() {
   CsvSchema s;
   s.kind = "capacity";
   s.columns = capacity_csv_columns();
-  // A point is a variant, B, m and state dtype of one model: a CSV of merged runs may hold several models.
-  s.key = {"variant", "buffer_size", "draft_tokens", "state_dtype", "layers",
-           "heads_qk", "heads_v", "head_dim_k", "head_dim_v"};
+  s.key = {"variant", "buffer_size", "draft_tokens", "state_dtype"};
   s.added_later = {"state_dtype"};  // older CSVs lack it: their rows are fp32
   s.counts = {"budget_bytes", "max_requests_model", "max_requests_measured"};
   return s;

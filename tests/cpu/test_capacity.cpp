@@ -351,32 +351,6 @@ TEST(CapacityTable, CsvColumnsAndEmptyAxes) {
   EXPECT_EQ(validate_result_table(t, {capacity_csv_schema()}, "capacity").kind, "capacity");
 }
 
-// A point is one model's: the rows of another model (a merged CSV) are points of their own, the same model's twice
-// are refused with both lines.
-TEST(CapacityTable, PointsOfTwoModelsAreDistinct) {
-  CapacitySettings s;
-  s.buffer_sizes = {4};
-  s.draft_tokens = {4};
-  s.state_dtypes = {StateDtype::fp32};
-  CsvTable t = parse_csv(format_capacity_csv(rows_for(s, 80 * kGiB), "", "2026-01-01T00:00:00Z"), "capacity");
-  const size_t rows = t.rows.size(), heads = col(t, "heads_v"), layers = col(t, "layers");
-  CsvTable twice = t;
-  for (size_t r = 0; r < rows; ++r) twice.rows.push_back(t.rows[r]);
-  try {
-    validate_result_table(twice, {capacity_csv_schema()}, "cap.csv");
-    ADD_FAILURE() << "a point listed twice was accepted";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find(fmt::format("cap.csv:{}: point variant=recurrent_decode", rows + 2)),
-              std::string::npos)
-        << e.what();
-  }
-  for (const size_t c : {heads, layers}) {
-    CsvTable two = twice;
-    for (size_t r = rows; r < 2 * rows; ++r) two.rows[r][c] = "16";
-    EXPECT_EQ(validate_result_table(two, {capacity_csv_schema()}, "cap.csv").kind, "capacity") << t.header[c];
-  }
-}
-
 // A capacity CSV written before the state_dtype column (results/capacity.csv of 31b363a) is still a capacity CSV.
 TEST(CapacityTable, CsvWithoutStateDtypeIsStillValid) {
   CapacitySettings s;
