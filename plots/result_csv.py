@@ -407,6 +407,12 @@ def _decimal(text: str) -> float | None:
     return float(text) if _DECIMAL.fullmatch(text) else None
 
 
+def key_axis_value(axis: str, value: str) -> str:
+    """An axis value as a point's key reads it (kvb's key_axis_value, harness/sweep/table_keys.h): an empty state_dtype
+    is fp32, any other value as it is."""
+    return "fp32" if axis == "state_dtype" and not value else value
+
+
 def canonical_axis_value(value: str) -> str:
     """The one spelling of an axis value, as kvb's canonical_axis_value writes it (harness/sweep/config.cpp): integers
     in plain decimal ("064", "+64" -> "64"), other numbers in their shortest form (".70" -> "0.7"); anything not written
@@ -533,7 +539,8 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
                     raise CsvError(f"{origin}:{line}: {c} = {row[col[c]]} requests of bytes_per_request = {each_text} "
                                    f"exceed budget_bytes = {budget_text} (allowed: requests x bytes_per_request <= "
                                    f"budget_bytes)")
-        key = tuple(row[col[c]] if c == "experiment" else canonical_axis_value(row[col[c]]) for c in s.key if c in col)
+        key = tuple(row[col[c]] if c == "experiment" else canonical_axis_value(key_axis_value(c, row[col[c]]))
+                    for c in s.key if c in col)
         if key in first_line:
             label = ",".join(f"{c}={row[col[c]]}" for c in s.key if c in col and c != "experiment" and row[col[c]])
             raise CsvError(f"{origin}:{line}: point {label} is listed twice (first on line {first_line[key]}; "

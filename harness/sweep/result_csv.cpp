@@ -332,7 +332,7 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
         experiment = row[c];
         continue;
       }
-      axes.push_back(row[c]);
+      axes.push_back(key_axis_value(t.header[c], row[c]));
       if (!row[c].empty()) label += (label.empty() ? "" : ",") + t.header[c] + '=' + row[c];
     }
     const std::string k = point_key(experiment, axes);

@@ -89,6 +89,10 @@ std::string RowKeyer::value(const std::vector<std::string>& row, size_t i) const
   return applies ? default_[i] : std::string();
 }
 
+std::string key_axis_value(const std::string& axis, const std::string& value) {
+  return axis == "state_dtype" && value.empty() ? std::string("fp32") : value;
+}
+
 std::string point_key(const std::string& experiment, const std::vector<std::string>& axis_values) {
   std::string out = experiment;
   for (const auto& v : axis_values) out += "\x1f" + canonical_axis_value(v);
@@ -97,7 +101,7 @@ std::string point_key(const std::string& experiment, const std::vector<std::stri
 
 std::string RowKeyer::key(const std::vector<std::string>& row) const {
   std::vector<std::string> axes;
-  for (size_t i = 1; i < index_.size(); ++i) axes.push_back(value(row, i));
+  for (size_t i = 1; i < index_.size(); ++i) axes.push_back(key_axis_value(names_[i], value(row, i)));
   return point_key(value(row, 0), axes);
 }
 

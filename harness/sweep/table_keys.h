@@ -54,6 +54,11 @@ class RowKeyer {
   static constexpr size_t kAbsent = size_t(-1);
 };
 
+/// An axis value as a point's key reads it: an empty state_dtype is fp32 (a CSV written before the column, or a
+/// capacity CSV, may leave it empty), so that such a row and the same point's fp32 row are one point; any other
+/// value as it is.
+std::string key_axis_value(const std::string& axis, const std::string& value);
+
 /// The key of a point: `experiment` and its axis values, each in its one spelling (canonical_axis_value), joined by
 /// "\x1f". Every reader keys rows by it (a sweep's resume, merge, compare, a CSV's one-row-a-point check), so that two
 /// spellings of one value, such as accepted 0.7 and 0.70, are one point everywhere.
