@@ -46,8 +46,9 @@ def batch_style(index: int) -> str:
 
 
 def is_stateless(row, path) -> bool:
-    """The row's `stateless` column as a bool; exits 2 when it is not true or false."""
-    v = (row.get("stateless") or "").strip().lower()
+    """The row's `stateless` column as a bool; exits 2 when it is not true or false (as kvb writes them, and as kvb's
+    claims read them: `True` or ` true` are refused alike)."""
+    v = row.get("stateless") or ""
     if v not in ("true", "false"):
         style.fail(f"CSV {path} column stateless: '{row.get('stateless', '')}' is not true or false")
     return v == "true"

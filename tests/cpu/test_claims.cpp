@@ -342,7 +342,8 @@ TEST(Claims, StatelessRatioNeedsItsColumnsAndABooleanFlag) {
     claims::worst_stateless_ratio(bad, "short.csv");
     ADD_FAILURE() << "a stateless value other than true or false was accepted";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("short.csv:5: stateless = 'yes' (allowed: true, false)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("short.csv:5: stateless = 'yes' (allowed: true, false)"), std::string::npos)
+        << e.what();
   }
 }
 

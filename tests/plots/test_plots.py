@@ -796,15 +796,17 @@ def test_short_context_lines_and_memory(tmp_path):
     assert list(b4.get_ydata()) == pytest.approx(expected)
 
 
-def test_short_context_rejects_a_bad_stateless_value(tmp_path, capsys):
+@pytest.mark.parametrize("value", ["maybe", "True", " true"])
+def test_short_context_rejects_a_bad_stateless_value(tmp_path, capsys, value):
+    # As kvb's claims do: only true and false as kvb writes them.
     rows = synthetic_short_context_rows()
-    rows[3]["stateless"] = "maybe"
+    rows[3]["stateless"] = value
     path = write_csv(tmp_path / "short_context.csv", rows)
     module = importlib.import_module("short_context")
     with pytest.raises(SystemExit) as e:
         module.main(["--csv", str(path), "--out-dir", str(tmp_path / "figures")])
     assert e.value.code == 2
-    assert "column stateless: 'maybe' is not true or false" in capsys.readouterr().err
+    assert f"column stateless: '{value}' is not true or false" in capsys.readouterr().err
     assert not (tmp_path / "figures").exists()
 
 
