@@ -16,18 +16,19 @@ with peers/protocol.py (kvb's warm-up, samples of whole cycles, stopping rule; s
 throttled are dropped): microseconds per layer-step. Modes:
   steady  every draft accepted: the rows' windows staggered over the cycle m, 2m, ..., up to the first at or above
           flush_min, and advanced by the commit every step (kvb's spec_verify rows with accepted = all, staggered);
-  fifth   windows frozen (no commit): every fifth row at flush_min, folding every step, the others one row below (about
-          a fifth of the rows folding a call, the regime of results/anchors.csv's flashinfer_bf16_wy_verify_flush);
+  fifth   windows frozen (no commit): every fifth row (r mod 5 = 4) at flush_min, folding every step, the others one
+          row below (about a fifth of the rows folding a call, the regime of results/anchors.csv's
+          flashinfer_bf16_wy_verify_flush; none below 5 rows);
   verify  windows frozen one row below flush_min: no row folds.
 Before the timing of a draft count, a check: 4 rows, 8 calls of fresh drafts, every draft accepted (folds included),
 against a sequential fp32 recurrence from the same checkpoint; max_rel_err_o is the largest output error over the
 largest output. Above 0.05 the draft count's rows fail unmeasured.
 
-Usage: python3 peers/flashinfer_verify_anchor.py --out FILE.json [--batch 64,256] [--draft-tokens 4,8]
+Usage: python3 peers/flashinfer_verify_anchor.py --out FILE.json [--force] [--batch 64,256] [--draft-tokens 4,8]
            [--modes steady,fifth,verify] [--layers 36] [--max-seconds 0.8] [--device 0]
-FILE.json is written through a temporary file after every row. Exit status: 0 when it was written (a failed row
-keeps its status); 2 on a bad flag (one line naming it, nothing written); 1 when torch, a CUDA device or the kernel
-is missing (one line, nothing written).
+FILE.json (new, or replaced with --force) is written through a temporary file after every row. Exit status: 0 when
+it was written (a failed row keeps its status); 2 on a bad flag (one line naming it, nothing written); 1 when torch, a
+CUDA device or the kernel is missing (one line, nothing written).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import traceback
 from typing import Dict, List, Sequence, Tuple
@@ -91,19 +93,18 @@ def commit(hist: Sequence[int], base: Sequence[int], m: int) -> Tuple[List[int],
     return new_hist, new_base
 
 
-def parse_list(text: str, flag: str, allowed: Sequence, convert=int) -> List:
-    """A comma-separated list of distinct values of `allowed` (or positive ints where `allowed` is empty)."""
+def parse_list(text: str, flag: str, allowed: Sequence, most: int = 0) -> List:
+    """A comma-separated list of distinct values: of `allowed` (strings; ints where its first is an int), or where
+    `allowed` is empty whole numbers from 1 to `most` written in ASCII digits."""
     out = []
+    ints = not allowed or isinstance(allowed[0], int)
+    what = ", ".join(map(str, allowed)) if allowed else f"whole numbers from 1 to {most}"
     for part in text.split(","):
-        part = part.strip()
-        try:
-            v = convert(part)
-        except ValueError:
-            v = None
-        ok = v is not None and (v in allowed if allowed else v >= 1)
-        if not ok or v in out:
-            what = ", ".join(map(str, allowed)) if allowed else "whole numbers >= 1"
-            raise UsageError(f"{flag} '{text}': '{part}' is not allowed or listed twice (allowed: {what}, each once)")
+        v = int(part) if ints and re.fullmatch("[0-9]{1,9}", part) else (part if not ints else None)
+        if v is None or (v not in allowed if allowed else not 1 <= v <= most):
+            raise UsageError(f"{flag} '{text[:40]}': '{part[:20]}' is not allowed (allowed: {what}, each once)")
+        if v in out:
+            raise UsageError(f"{flag} '{text[:40]}': {v} is listed twice (allowed: {what}, each once)")
         out.append(v)
     return out
 
@@ -111,8 +112,9 @@ def parse_list(text: str, flag: str, allowed: Sequence, convert=int) -> List:
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The flags, checked; raises UsageError naming the flag."""
     p = argparse.ArgumentParser(prog="flashinfer_verify_anchor.py", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default=None, help="the JSON file to write (required)")
+                                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    p.add_argument("--out", default=None, help="the JSON file to write (required; an existing one needs --force)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out")
     p.add_argument("--batch", default="64,256")
     p.add_argument("--draft-tokens", default="4,8")
     p.add_argument("--modes", default=",".join(MODES))
@@ -125,25 +127,29 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
                          "--device)")
 
     p.error = fail  # argparse's own errors (an unknown flag, a missing value) as one line, exit 2
+    for flag in ("--out", "--batch", "--draft-tokens", "--modes", "--layers", "--max-seconds", "--device", "--force"):
+        if sum(x == flag or x.startswith(flag + "=") for x in argv) > 1:
+            raise UsageError(f"{flag}: given twice (allowed: once)")
     a = p.parse_args(list(argv))
     if not a.out:
         raise UsageError("--out: missing (allowed: the JSON file to write)")
-    a.batch = parse_list(a.batch, "--batch", ())
+    parent = os.path.dirname(os.path.abspath(a.out))
+    if os.path.isdir(a.out) or not os.path.isdir(parent):
+        raise UsageError(f"--out '{a.out}': not a file in an existing folder (allowed: a JSON file to write)")
+    if os.path.exists(a.out) and not a.force:
+        raise UsageError(f"--out '{a.out}': exists (allowed: a new file, or --force to replace it)")
+    a.batch = parse_list(a.batch, "--batch", (), most=65536)
     a.draft_tokens = parse_list(a.draft_tokens, "--draft-tokens", DRAFTS)
-    a.modes = parse_list(a.modes, "--modes", MODES, convert=str)
-    a.layers = parse_list(a.layers, "--layers", ())
-    if len(a.layers) != 1:
-        raise UsageError(f"--layers '{','.join(map(str, a.layers))}': one value (allowed: a whole number >= 1)")
-    a.layers = a.layers[0]
+    a.modes = parse_list(a.modes, "--modes", MODES)
+    if not re.fullmatch("[0-9]{1,5}", a.layers) or not 1 <= int(a.layers) <= 10000:
+        raise UsageError(f"--layers '{a.layers[:20]}': not allowed (allowed: a whole number from 1 to 10000)")
+    a.layers = int(a.layers)
     text = a.max_seconds
-    try:
-        a.max_seconds = float(text)
-    except ValueError:
-        a.max_seconds = math.nan
-    if not (a.max_seconds > 0 and math.isfinite(a.max_seconds)):
-        raise UsageError(f"--max-seconds '{text}': not allowed (allowed: a number of seconds > 0)")
-    if not a.device.isdigit():
-        raise UsageError(f"--device '{a.device}': not allowed (allowed: a CUDA device number >= 0)")
+    a.max_seconds = float(text) if re.fullmatch(r"[0-9]*\.?[0-9]+", text) else math.nan
+    if not 0 < a.max_seconds <= 3600:
+        raise UsageError(f"--max-seconds '{text[:20]}': not allowed (allowed: seconds, more than 0 and up to 3600)")
+    if not re.fullmatch("[0-9]{1,3}", a.device):
+        raise UsageError(f"--device '{a.device[:20]}': not allowed (allowed: a CUDA device number from 0 to 999)")
     a.device = int(a.device)
     return a
 
@@ -157,7 +163,7 @@ def write_json(path: str, doc: Dict) -> None:
     os.replace(tmp, path)
 
 
-# --- on the GPU ---------------------------------------------------------------------------------------------------------
+# --- on the GPU ------------------------------------------------------------------------------------------------------
 
 class Bench:
     """The kernel, its layer sets and the check, on one CUDA device."""
@@ -168,9 +174,10 @@ class Bench:
         self.torch = ts.require_torch_gpu(device, triton_needed=False)
         self.fn = ts.import_function(MODULE, FUNCTION, DISTS)
         self.module = sys.modules[MODULE]
-        if getattr(self.module, "W_RING", WINDOW) != WINDOW or getattr(self.module, "RING_SLOTS", RING) != RING:
-            raise ts.Unavailable(f"{MODULE}: a window of {self.module.W_RING} rows in a ring of "
-                                 f"{self.module.RING_SLOTS} (this script takes {WINDOW} in {RING})")
+        window, ring = getattr(self.module, "W_RING", WINDOW), getattr(self.module, "RING_SLOTS", RING)
+        if (window, ring) != (WINDOW, RING):
+            raise ts.Unavailable(f"{MODULE}: a window of {window} rows in a ring of {ring} (this script takes "
+                                 f"{WINDOW} in {RING})")
         self.device = self.torch.device("cuda", device)
         self.index = device
         self.gen = self.torch.Generator(device=self.device).manual_seed(2026)
@@ -243,7 +250,8 @@ class Bench:
                     outs.append(torch.einsum("hvk,hk->hv", S, q[t]))
                 ref[r] = S
                 expect = torch.stack(outs)
-                worst = max(worst, ((o[r] - expect).abs().max() / expect.abs().max()).item())
+                e = ((o[r] - expect).abs().max() / expect.abs().max()).item()
+                worst = max(worst, e if math.isfinite(e) else math.inf)  # a NaN output fails the check
             self.commit(hist, base, m)
         return {"draft_tokens": m, "rows": CHECK_ROWS, "calls": CHECK_CALLS, "folds": folds,
                 "max_rel_err_o": worst, "ok": worst <= CHECK_BAR}

@@ -62,6 +62,13 @@ def test_frozen_modes_fold_a_fifth_or_nothing():
     (["--max-seconds", "-1"], "--max-seconds '-1'"),
     (["--max-seconds", "nan"], "--max-seconds 'nan'"),
     (["--device", "-1"], "--device '-1'"),
+    (["--device", "\u00b2"], "--device '\u00b2'"),
+    (["--batch", "1_000"], "--batch '1_000'"),
+    (["--batch", "+64"], "--batch '+64'"),
+    (["--batch", "\uff16\uff14"], "--batch '\uff16\uff14'"),
+    (["--batch", "65537"], "--batch '65537'"),
+    (["--batch", "64", "--batch", "256"], "--batch: given twice"),
+    (["--dev", "3"], "unrecognized arguments: --dev 3"),
     (["--bogus"], "unrecognized arguments: --bogus"),
 ])
 def test_a_bad_flag_is_refused_in_one_line_and_nothing_is_written(tmp_path, args, flag):
@@ -70,6 +77,18 @@ def test_a_bad_flag_is_refused_in_one_line_and_nothing_is_written(tmp_path, args
     assert code == 2, stderr
     assert stderr.count("\n") == 1 and flag in stderr and "allowed" in stderr, stderr
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_out_must_be_a_new_file_in_an_existing_folder(tmp_path):
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "old.json").write_text("{}")
+    for out, flag in ((tmp_path / "adir", "not a file in an existing folder"),
+                      (tmp_path / "nodir" / "fi.json", "not a file in an existing folder"),
+                      (tmp_path / "old.json", "exists (allowed: a new file, or --force to replace it)")):
+        code, _, stderr = run("--out", out)
+        assert code == 2 and stderr.count("\n") == 1 and flag in stderr, stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "old.json"]
+    assert (tmp_path / "old.json").read_text() == "{}"
 
 
 def test_out_is_required(tmp_path):
