@@ -525,6 +525,9 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
         if "state_dtype" in col and row[col["state_dtype"]] not in ("", "fp32", "bf16"):
             raise CsvError(f"{origin}:{line}: state_dtype = '{row[col['state_dtype']]}' (allowed: fp32, bf16, or empty "
                            f"for fp32)")
+        if "stateless" in col and row[col["stateless"]] not in ("", "true", "false"):
+            raise CsvError(f"{origin}:{line}: stateless = '{row[col['stateless']]}' (allowed: true or false; empty "
+                           f"where the point failed)")
         if "timestamp" in col and row[col["timestamp"]] and not _utc_timestamp(row[col["timestamp"]]):
             raise CsvError(f"{origin}:{line}: timestamp = '{row[col['timestamp']]}' (allowed: a UTC time as "
                            f"YYYY-MM-DDTHH:MM:SSZ, or empty)")

@@ -253,6 +253,8 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
   // The stored states' element type, where the kind has the column (empty: a row written before it, fp32).
   const size_t state_dtype = contains(t.header, "state_dtype") ? index_of(t.header, "state_dtype") : std::string::npos;
   const size_t timestamp = contains(t.header, "timestamp") ? index_of(t.header, "timestamp") : std::string::npos;
+  // short_context: whether the point's request holds no state, as the sweep writes it.
+  const size_t stateless = contains(t.header, "stateless") ? index_of(t.header, "stateless") : std::string::npos;
   std::map<std::string, size_t> first_line;  // point key -> line
   std::string first_gpu;
   size_t gpu_line = 0;
@@ -310,6 +312,9 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
         row[state_dtype] != "bf16")
       throw UsageError(fmt::format("{}:{}: state_dtype = '{}' (allowed: fp32, bf16, or empty for fp32)", origin, line,
                                    row[state_dtype]));
+    if (stateless < row.size() && !row[stateless].empty() && row[stateless] != "true" && row[stateless] != "false")
+      throw UsageError(fmt::format("{}:{}: stateless = '{}' (allowed: true or false; empty where the point failed)",
+                                   origin, line, row[stateless]));
     if (timestamp < row.size() && !row[timestamp].empty() && !utc_timestamp(row[timestamp]))
       throw UsageError(fmt::format("{}:{}: timestamp = '{}' (allowed: a UTC time as YYYY-MM-DDTHH:MM:SSZ, or empty)",
                                    origin, line, row[timestamp]));

@@ -798,7 +798,7 @@ def test_short_context_lines_and_memory(tmp_path):
 
 @pytest.mark.parametrize("value", ["maybe", "True", " true"])
 def test_short_context_rejects_a_bad_stateless_value(tmp_path, capsys, value):
-    # As kvb's claims do: only true and false as kvb writes them.
+    # As kvb's validation does (the shared rule of plots/result_csv.py): only true and false as kvb writes them.
     rows = synthetic_short_context_rows()
     rows[3]["stateless"] = value
     path = write_csv(tmp_path / "short_context.csv", rows)
@@ -806,7 +806,7 @@ def test_short_context_rejects_a_bad_stateless_value(tmp_path, capsys, value):
     with pytest.raises(SystemExit) as e:
         module.main(["--csv", str(path), "--out-dir", str(tmp_path / "figures")])
     assert e.value.code == 2
-    assert f"column stateless: '{value}' is not true or false" in capsys.readouterr().err
+    assert f": stateless = '{value}' (allowed: true or false; empty where the point failed)" in capsys.readouterr().err
     assert not (tmp_path / "figures").exists()
 
 
@@ -1360,7 +1360,8 @@ def test_every_error_is_one_line_with_its_line_breaks_escaped(tmp_path):
     path = write_csv(tmp_path / "short_context.csv", rows)
     r = run_script("short_context", "--csv", str(path), "--out-dir", str(tmp_path / "figures"))
     assert r.returncode == 2, r.stderr
-    assert r.stderr == result_csv.one_line(f"CSV {path} column stateless: 'maybe\\nnot' is not true or false") + "\n"
+    assert r.stderr == result_csv.one_line(
+        f"{path}:5: stateless = 'maybe\\nnot' (allowed: true or false; empty where the point failed)") + "\n"
 
     r = run_script("decode_latency", "--csv", str(path), "--no-such\nflag")
     assert r.returncode == 2
