@@ -85,7 +85,7 @@ MergeResult merge_csv_tables(std::vector<CsvInput> inputs, const std::vector<Exp
 }
 
 KeyedRows::KeyedRows(const ExperimentKind& kind, CsvTable table)
-    : axes_(kind.axes.size()),
+    : kind_(kind),
       status_col_(1 + kind.axes.size() + kind.result_columns.size()),
       table_(std::move(table)) {
   if (table_.header.empty()) table_.header = csv_columns(kind);
@@ -93,7 +93,7 @@ KeyedRows::KeyedRows(const ExperimentKind& kind, CsvTable table)
 }
 
 std::string KeyedRows::key(const std::vector<std::string>& row) const {
-  return point_key(row.at(0), std::vector<std::string>(row.begin() + 1, row.begin() + 1 + long(axes_)));
+  return kind_row_key(kind_, row);
 }
 
 void KeyedRows::put(const std::vector<std::string>& row, bool keep_ok) {

@@ -59,7 +59,8 @@ class KeyedRows {
   const CsvTable& table() const { return table_; }
 
  private:
-  size_t axes_ = 0, status_col_ = 0;
+  ExperimentKind kind_;  // its axes name the key's columns (kind_row_key)
+  size_t status_col_ = 0;
   CsvTable table_;
   std::map<std::string, size_t> row_of_;
 };

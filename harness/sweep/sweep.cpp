@@ -16,9 +16,9 @@
 namespace kvb {
 namespace {
 
-/// Key of a row of a kind's CSV (point_key): its experiment and axis values.
+/// Key of a row of a kind's CSV (kind_row_key): its experiment and axis values.
 std::string table_row_key(const ExperimentKind& kind, const std::vector<std::string>& row) {
-  return point_key(row[0], std::vector<std::string>(row.begin() + 1, row.begin() + 1 + kind.axes.size()));
+  return kind_row_key(kind, row);
 }
 
 std::string one_line(std::string s) {

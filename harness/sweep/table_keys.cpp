@@ -123,8 +123,14 @@ std::vector<std::pair<std::string, std::string>> RowKeyer::axes(const std::vecto
 
 std::string point_row_key(const std::string& experiment, const Point& point) {
   std::vector<std::string> axes;
-  for (const auto& a : point.axes) axes.push_back(a.second);
+  for (const auto& a : point.axes) axes.push_back(key_axis_value(a.first, a.second));
   return point_key(experiment, axes);
+}
+
+std::string kind_row_key(const ExperimentKind& kind, const std::vector<std::string>& row) {
+  std::vector<std::string> axes;
+  for (size_t i = 0; i < kind.axes.size(); ++i) axes.push_back(key_axis_value(kind.axes[i].name, row.at(1 + i)));
+  return point_key(row.at(0), axes);
 }
 
 bool upgrade_older_header(const ExperimentKind& kind, CsvTable& table, const std::string& path) {

@@ -64,8 +64,12 @@ std::string key_axis_value(const std::string& axis, const std::string& value);
 /// spellings of one value, such as accepted 0.7 and 0.70, are one point everywhere.
 std::string point_key(const std::string& experiment, const std::vector<std::string>& axis_values);
 
-/// The key RowKeyer gives a row of `experiment` at `point` (point_key).
+/// The key RowKeyer gives a row of `experiment` at `point` (point_key over key_axis_value of each axis).
 std::string point_row_key(const std::string& experiment, const Point& point);
+
+/// The key of a row laid out as `kind`'s CSV (experiment, then the kind's axes in order): point_key over
+/// key_axis_value of each axis, the same as point_row_key of the row's point and RowKeyer's key of the row.
+std::string kind_row_key(const ExperimentKind& kind, const std::vector<std::string>& row);
 
 /// A CSV of `kind` written before the kind gained some of its axes (may_be_absent: spec_verify and decode CSVs
 /// without `launch`) or result columns (ExperimentKind::results_added_later): when `table`'s header is exactly the

@@ -281,6 +281,30 @@ TEST_F(ShardRuns, KeyedRowsFoldWorkerRowsLikeASweep) {
   EXPECT_EQ(KeyedRows(kind, CsvTable{}).table().header, csv_columns(kind));
 }
 
+// A row whose state_dtype is empty (a CSV edited by hand, or written before the column had a value) is the fp32 point
+// to every reader: a resume's KeyedRows and done-set, RowKeyer (merge, compare) and the grid's point_row_key.
+TEST(PointKeys, AnEmptyStateDtypeIsTheFp32Point) {
+  const ExperimentKind& kind = find_experiment_kind("short_context");
+  Point fp32;
+  for (const auto& a : kind.axes) fp32.axes.emplace_back(a.name, a.name == "state_dtype" ? "fp32" : a.defaults[0]);
+  std::vector<std::string> row{"short_context"};
+  for (const auto& a : fp32.axes) row.push_back(a.first == "state_dtype" ? "" : a.second);
+  row.resize(csv_columns(kind).size(), "");
+  const std::string key = point_row_key("short_context", fp32);
+  EXPECT_EQ(kind_row_key(kind, row), key);
+  CsvTable t;
+  t.header = csv_columns(kind);
+  t.rows = {row};
+  EXPECT_EQ(KeyedRows(kind, t).key(row), key);
+  std::vector<std::string> axis_columns;
+  for (const auto& a : kind.axes) axis_columns.push_back(a.name);
+  EXPECT_EQ(RowKeyer(t.header, axis_columns, "short.csv", &kind).key(row), key);
+  row[1 + std::distance(kind.axes.begin(), std::find_if(kind.axes.begin(), kind.axes.end(), [](const AxisSpec& a) {
+                          return a.name == "state_dtype";
+                        }))] = "bf16";
+  EXPECT_NE(kind_row_key(kind, row), key);
+}
+
 TEST(Workers, RelayPrefixedOutputAndExitCodes) {
   std::FILE* out = std::tmpfile();
   ASSERT_TRUE(out);
