@@ -123,8 +123,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--device", default="0")
 
     def fail(message):
-        raise UsageError(f"{message} (allowed: --out, --batch, --draft-tokens, --modes, --layers, --max-seconds, "
-                         "--device)")
+        raise UsageError(f"{message} (allowed: --out, --force, --batch, --draft-tokens, --modes, --layers, "
+                         "--max-seconds, --device)")
 
     p.error = fail  # argparse's own errors (an unknown flag, a missing value) as one line, exit 2
     for flag in ("--out", "--batch", "--draft-tokens", "--modes", "--layers", "--max-seconds", "--device", "--force"):
