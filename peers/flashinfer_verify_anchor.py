@@ -44,7 +44,7 @@ from typing import Dict, List, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from peers.result import one_line  # noqa: E402
+from peers.result import one_line, write_text_atomic  # noqa: E402
 
 MODULE = "flashinfer.gdn_kernels.gdn_decode_bf16_wy_ucache_flush"
 FUNCTION = "gated_delta_rule_mtp_ucache_flush"
@@ -53,6 +53,7 @@ HEADS_QK, HEADS_V, HEAD_DIM = 16, 32, 128
 WINDOW = 16          # the ring's live window (rows), the kernel's W_RING
 RING = 32            # ring entries a slot and head, the kernel's RING_SLOTS
 MODES = ("steady", "fifth", "verify")
+FLAGS = ("--out", "--force", "--batch", "--draft-tokens", "--modes", "--layers", "--max-seconds", "--device")
 DRAFTS = (4, 8)      # the kernel's draft counts
 CHECK_ROWS, CHECK_CALLS, CHECK_BAR = 4, 8, 0.05
 
@@ -123,11 +124,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--device", default="0")
 
     def fail(message):
-        raise UsageError(f"{message} (allowed: --out, --force, --batch, --draft-tokens, --modes, --layers, "
-                         "--max-seconds, --device)")
+        raise UsageError(f"{message} (allowed: {', '.join(FLAGS)})")
 
     p.error = fail  # argparse's own errors (an unknown flag, a missing value) as one line, exit 2
-    for flag in ("--out", "--batch", "--draft-tokens", "--modes", "--layers", "--max-seconds", "--device", "--force"):
+    for flag in FLAGS:
         if sum(x == flag or x.startswith(flag + "=") for x in argv) > 1:
             raise UsageError(f"{flag}: given twice (allowed: once)")
     a = p.parse_args(list(argv))
@@ -155,12 +155,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def write_json(path: str, doc: Dict) -> None:
-    """Writes `doc` at `path` through a temporary file and a rename."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
+    """Writes `doc` at `path` through a temporary file and a rename (write_text_atomic)."""
+    write_text_atomic(path, json.dumps(doc, indent=1) + "\n")
 
 
 # --- on the GPU ------------------------------------------------------------------------------------------------------
@@ -262,9 +258,10 @@ class Bench:
         from peers.sm_clock import nvml_sm_clock
         torch = self.torch
         sets = [self.layer_set(rows, m) for _ in range(layers)]
-        hist = torch.tensor(start_cursors(mode, rows, m), device=self.device, dtype=torch.int32)
+        start = start_cursors(mode, rows, m)
+        hist = torch.tensor(start, device=self.device, dtype=torch.int32)
         base = torch.randint(0, RING, (rows,), device=self.device, dtype=torch.int32, generator=self.gen)
-        folding = sum(h >= flush_min(m) for h in start_cursors(mode, rows, m)) / rows
+        folding = sum(h >= flush_min(m) for h in start) / rows
 
         def step():
             outs = [self.call(s, hist, base, m) for s in sets]
@@ -333,8 +330,7 @@ def main(argv: Sequence[str]) -> int:
                         torch.cuda.empty_cache()
                 doc["rows"].append(row)
                 print(json.dumps(row), flush=True)
-                write_json(args.out, doc)
-    write_json(args.out, doc)
+                write_json(args.out, doc)  # every row: an interrupted run keeps what it measured
     return 0
 
 

@@ -4,6 +4,7 @@ the same (harness/kinds/peer_point.h reads it and builds the sweep row)."""
 from __future__ import annotations
 
 import csv
+import io
 import os
 from typing import Dict
 
@@ -35,9 +36,17 @@ def write_result(path: str, values: Dict[str, str]) -> None:
     for k in values:
         if k not in COLUMNS:
             raise KeyError(f"result column {k!r} is not one of {', '.join(COLUMNS)}")
+    text = io.StringIO()
+    w = csv.writer(text, lineterminator="\n")
+    w.writerow(COLUMNS)
+    w.writerow([one_line(values.get(c, "")) for c in COLUMNS])
+    write_text_atomic(path, text.getvalue())
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """Writes `text` at `path` through a temporary file beside it, then a rename: a reader sees the old file or the
+    whole new one."""
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(COLUMNS)
-        w.writerow([one_line(values.get(c, "")) for c in COLUMNS])
+        f.write(text)
     os.replace(tmp, path)

@@ -16,11 +16,6 @@
 namespace kvb {
 namespace {
 
-/// Key of a row of a kind's CSV (kind_row_key): its experiment and axis values.
-std::string table_row_key(const ExperimentKind& kind, const std::vector<std::string>& row) {
-  return kind_row_key(kind, row);
-}
-
 std::string one_line(std::string s) {
   for (char& c : s)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
@@ -157,7 +152,7 @@ std::vector<bool> finished_points(const ExperimentKind& kind, const std::string&
   const size_t status_col = 1 + kind.axes.size() + kind.result_columns.size();
   std::set<std::string> ok;
   for (const auto& row : table.rows)
-    if (row.size() > status_col && is_ok(row[status_col])) ok.insert(table_row_key(kind, row));
+    if (row.size() > status_col && is_ok(row[status_col])) ok.insert(kind_row_key(kind, row));
   std::vector<bool> done;
   for (const auto& p : points) done.push_back(ok.count(point_row_key(experiment, p)) != 0);
   return done;
@@ -168,7 +163,7 @@ size_t rows_outside_grid(const ExperimentKind& kind, const std::string& experime
   std::set<std::string> keys;
   for (const Point& p : grid) keys.insert(point_row_key(experiment, p));
   size_t outside = 0;
-  for (const auto& row : table.rows) outside += keys.count(table_row_key(kind, row)) == 0;
+  for (const auto& row : table.rows) outside += keys.count(kind_row_key(kind, row)) == 0;
   return outside;
 }
 
@@ -199,7 +194,7 @@ SweepSummary run_sweep(const ExperimentKind& kind, const std::vector<Point>& poi
                                    options.out_path, row[gpu_col], ctx.gpu));
 
   std::map<std::string, size_t> row_of;  // key -> index in table.rows
-  for (size_t r = 0; r < table.rows.size(); ++r) row_of[table_row_key(kind, table.rows[r])] = r;
+  for (size_t r = 0; r < table.rows.size(); ++r) row_of[kind_row_key(kind, table.rows[r])] = r;
   const std::vector<bool> done = finished_points(kind, options.experiment, points, table);
 
   SweepSummary summary;
