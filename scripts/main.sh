@@ -38,7 +38,7 @@ if ((gpu)); then
 else
   step "kvb check-golden (float64 reference only)" "$KVB" check-golden tests/data/golden/*.gdn
   skipped+=("GPU kernel golden checks (no CUDA device)")
-  skipped+=("kvb sweep --config experiments/decode_latency.toml (no CUDA device; its points: $KVB sweep --config experiments/decode_latency.toml --dry-run)")
+  skipped+=("kvb sweep --config experiments/decode_latency.toml (no CUDA device; its points: $KVB sweep --config experiments/decode_latency.toml --out $BUILD_DIR/results/decode_latency.csv --dry-run)")
 fi
 
 echo
