@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "harness/kinds/axis_checks.h"
+#include "harness/kinds/entry_dtypes.h"
 #include "harness/kinds/runner_support.h"
 #include "harness/measure/nvtx.h"
 #include "harness/workloads/accuracy_run.h"
@@ -38,6 +39,7 @@ Row run_accuracy_point(const Point& pt, SweepContext& ctx) {
   const std::vector<AccuracyPoint> points = run_accuracy(cfg);
   Row r;
   r.emplace_back("output_dtype", to_string(OutputDtype::fp32));
+  r.emplace_back("entry_dtypes", entry_dtypes(pt.get("variant"), BufferForm::delta));  // run_accuracy's KVBufferPool
   for (const AccuracyPoint& p : points)
     if (std::find(accuracy_checkpoints().begin(), accuracy_checkpoints().end(), p.tokens) !=
         accuracy_checkpoints().end()) {
@@ -53,7 +55,7 @@ Row run_accuracy_point(const Point& pt, SweepContext& ctx) {
 }  // namespace
 
 std::vector<std::string> accuracy_result_columns() {
-  std::vector<std::string> cols{"output_dtype"};
+  std::vector<std::string> cols{"output_dtype", "entry_dtypes"};
   for (int t : accuracy_checkpoints()) {
     cols.push_back(fmt::format("state_err_at_{}", t));
     cols.push_back(fmt::format("o_err_at_{}", t));
@@ -76,6 +78,7 @@ ExperimentKind accuracy_experiment_kind() {
   k.axes.push_back(state_dtype_axis());
   k.axes.back().defaults = {"fp32", "bf16"};  // the kind exists to set them side by side
   k.result_columns = accuracy_result_columns();
+  k.results_added_later = {"entry_dtypes"};
   k.applies = [](const std::string& variant, const std::string& axis) {
     return variant != "recurrent" || axis != "buffer_size";
   };

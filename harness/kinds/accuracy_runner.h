@@ -12,7 +12,8 @@ namespace kvb {
 /// Axes: variant (recurrent, kvbuffer), batch (rows, 1 to 64; default 2), buffer_size (kvbuffer), tokens (1 to
 /// 16384; default 4096), heads_qk, heads_v, head_dim_k, head_dim_v, seed, state_dtype (fp32, bf16; default both). One
 /// layer.
-/// Result columns: output_dtype (fp32: the outputs are compared unrounded), then for each token count T of
+/// Result columns: output_dtype (fp32: the outputs are compared unrounded), entry_dtypes (entry_dtypes.h: the delta
+/// form's on kvbuffer rows, empty on recurrent ones; absent from older CSVs), then for each token count T of
 /// accuracy_checkpoints() state_err_at_T (the state after T tokens; KVBuffer: its checkpoint with the buffered
 /// entries folded in) and o_err_at_T (the largest output error over the first T tokens), empty past the run's length;
 /// then tokens_run, state_err_last, o_err_last (at the run's last token). Errors per head, relative to the head's

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/kinds/entry_dtypes.h"
 #include "harness/sweep/csv.h"
 
 namespace kvb::capacity {
@@ -50,7 +51,7 @@ void fill_ratios(std::vector<CapacityRow>& rows) {
 
 const std::vector<std::string>& capacity_csv_columns() {
   static const std::vector<std::string> cols{
-      "variant", "buffer_size", "draft_tokens", "state_dtype", "budget_bytes", "bytes_per_request",
+      "variant", "buffer_size", "draft_tokens", "state_dtype", "entry_dtypes", "budget_bytes", "bytes_per_request",
       "max_requests_model", "max_requests_measured", "status", "layers", "state_bytes", "intermediate_state_bytes",
       "buffer_bytes", "draft_bytes", "conv_state_bytes", "ratio_to_recurrent", "buffer_entries", "io_bytes_per_request",
       "fixed_bytes", "conv_state_counted", "heads_qk", "heads_v", "head_dim_k", "head_dim_v", "gpu", "timestamp"};
@@ -62,7 +63,7 @@ CsvSchema capacity_csv_schema() {
   s.kind = "capacity";
   s.columns = capacity_csv_columns();
   s.key = {"variant", "buffer_size", "draft_tokens", "state_dtype"};
-  s.added_later = {"state_dtype"};  // older CSVs lack it: their rows are fp32
+  s.added_later = {"state_dtype", "entry_dtypes"};  // older CSVs may lack them (rows without state_dtype: fp32)
   s.counts = {"budget_bytes", "max_requests_model", "max_requests_measured"};
   return s;
 }
@@ -79,6 +80,7 @@ std::string format_capacity_csv(const std::vector<CapacityRow>& rows, const std:
                       is_kvbuffer(p.c.variant) ? std::to_string(p.c.buffer_size) : "",
                       is_verify(p.c.variant) ? std::to_string(p.c.draft_tokens) : "",
                       to_string(p.c.state_dtype),
+                      entry_dtypes(to_string(p.c.variant), BufferForm::delta),  // the form the model counts
                       std::to_string(r.budget_bytes),
                       std::to_string(b.total),
                       std::to_string(r.max_requests_model),

@@ -41,7 +41,8 @@ int64_t credited_requests(const CapacityRow& row);
 void fill_ratios(std::vector<CapacityRow>& rows);
 
 /// CSV header: variant, buffer_size, draft_tokens, state_dtype (fp32 or bf16: the stored states' element type),
-/// budget_bytes, bytes_per_request, max_requests_model, max_requests_measured, status, then layers, state_bytes,
+/// entry_dtypes (entry_dtypes.h: the delta form's on KVBuffer rows, the form the model counts; empty on recurrent
+/// ones), budget_bytes, bytes_per_request, max_requests_model, max_requests_measured, status, then layers, state_bytes,
 /// intermediate_state_bytes, buffer_bytes, draft_bytes, conv_state_bytes, ratio_to_recurrent, buffer_entries,
 /// io_bytes_per_request, fixed_bytes, conv_state_counted, heads_qk, heads_v, head_dim_k, head_dim_v, gpu,
 /// timestamp. Bytes are per request over all layers.
@@ -49,7 +50,8 @@ const std::vector<std::string>& capacity_csv_columns();
 
 /// What a capacity CSV holds for the shared validation (harness/sweep/result_csv.h): capacity_csv_columns; one row
 /// per variant, buffer_size, draft_tokens and state_dtype; budget_bytes and the request counts whole numbers >= 0.
-/// state_dtype is added later: a CSV written before it has no such column, and its rows hold fp32 states.
+/// state_dtype and entry_dtypes are added later: a CSV written before state_dtype has no such column, and its rows
+/// hold fp32 states; one written before entry_dtypes lacks that column alone.
 CsvSchema capacity_csv_schema();
 
 /// The whole CSV text for `rows` (buffer_size empty for recurrent rows, draft_tokens empty for decode rows,

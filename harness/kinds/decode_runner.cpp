@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "harness/kinds/axis_checks.h"
+#include "harness/kinds/entry_dtypes.h"
 #include "harness/kinds/peer_point.h"
 #include "harness/kinds/peer_variants.h"
 #include "harness/workloads/decode_check.h"
@@ -73,7 +74,7 @@ std::string validate_decode_point(const Point& pt) {
 }  // namespace
 
 std::vector<std::string> decode_result_columns() {
-  return {"output_dtype", "latency_us_median", "latency_us_p10", "latency_us_p90",
+  return {"output_dtype", "entry_dtypes", "latency_us_median", "latency_us_p10", "latency_us_p90",
           "samples", "noise_pct", "sample_stop", "steps_per_sample", "model_bytes", "model_read_bytes",
           "model_write_bytes", "floor_us", "latency_over_floor", "max_rel_err", "max_rel_err_o", "l2", "l2_rotation",
           "copy_gbps", "read_gbps", "device_bytes", "dram_read_bytes", "dram_write_bytes", "measured_over_model",
@@ -109,6 +110,9 @@ Row run_decode(DecodeConfig cfg, const std::string& label, SweepContext& ctx) {
   const ByteCount model = prob.model_bytes_per_layer_step();
   Row r;
   r.emplace_back("output_dtype", to_string(cfg.o_dtype));
+  // The variant as the decode and short_context kinds name it.
+  const char* variant = cfg.variant == DecodeVariant::kvbuffer ? "kvbuffer" : "recurrent";
+  r.emplace_back("entry_dtypes", entry_dtypes(variant, cfg.form));
   add_timing_columns(r, "latency", "", timing);
   add_model_columns(r, "", "latency_over_floor", model, timing.stats.median, ctx);
   r.emplace_back("max_rel_err", fmt::format("{:.3g}", chk.state_err));
@@ -140,6 +144,7 @@ ExperimentKind decode_experiment_kind() {
   k.result_columns.insert(k.result_columns.end(), peer_result_columns().begin(), peer_result_columns().end());
   k.results_added_later = peer_result_columns();
   k.results_added_later.push_back("discarded_samples");
+  k.results_added_later.push_back("entry_dtypes");
   k.applies = [](const std::string& variant, const std::string& axis) {
     if (is_peer_variant(variant))  // the peer's own launches and tiles
       return axis != "buffer_size" && axis != "buffer_form" && axis != "phase" && axis != "launch" && axis != "tile" &&

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "byte_model/byte_model.h"
+#include "harness/kinds/entry_dtypes.h"
 #include "harness/kinds/runner_support.h"
 #include "core/tolerances.h"
 #include "harness/measure/gpu_clock.h"
@@ -151,6 +152,7 @@ Row run_peer_decode(const PeerDecodeRequest& req, const PeerRunner& runner, cons
   const std::string status = v["status"].empty() ? "failed: peer runner gave no status" : v["status"];
 
   r.emplace_back("output_dtype", to_string(OutputDtype::bf16));
+  r.emplace_back("entry_dtypes", entry_dtypes(req.variant, BufferForm::delta));  // empty: a peer buffers nothing
   for (const char* col : {"max_rel_err", "max_rel_err_o"}) r.emplace_back(col, v[col]);
   for (const auto& col : peer_result_columns()) r.emplace_back(col, v[col]);
   if (status != "ok") {

@@ -42,12 +42,13 @@ const std::vector<std::string>& peer_result_columns();
 /// Measures one peer decode point: writes the request and its check case into a new temporary folder, runs
 /// `run_peer.py run`, and turns its result.csv into the decode kind's row: the timing and check columns as the
 /// runner measured them (discarded_samples: samples it dropped under the SM clock floor, empty when it could not read
-/// the clock), state_dtype fp32, output_dtype bf16, the byte model and floor of recurrent decode at the bandwidths of
-/// `ctx`, l2 and l2_rotation (`req.groups`), no DRAM bytes (cupti_status says why), the SM clock sampled when the
-/// runner starts and ends its timing (throttled as kvb's own points), and the versions. The row's status is the
-/// runner's ("failed: check failed: ..." for a peer off the reference, "skipped: ..." for one that cannot run); a
-/// runner that exits without a result, or runs past its time limit, gives a failed status naming why. The folder is
-/// removed. Throws std::runtime_error when the request cannot be written.
+/// the clock), state_dtype fp32, output_dtype bf16, entry_dtypes empty (a peer buffers nothing), the byte model and
+/// floor of recurrent decode at the bandwidths of `ctx`, l2 and l2_rotation (`req.groups`), no DRAM bytes
+/// (cupti_status says why), the SM clock sampled when the runner starts and ends its timing (throttled as kvb's own
+/// points), and the versions. The row's status is the runner's ("failed: check failed: ..." for a peer off the
+/// reference, "skipped: ..." for one that cannot run); a runner that exits without a result, or runs past its time
+/// limit, gives a failed status naming why. The folder is removed. Throws std::runtime_error when the request cannot be
+/// written.
 Row run_peer_decode(const PeerDecodeRequest& req, const PeerRunner& runner, const SweepContext& ctx);
 
 }  // namespace kvb

@@ -63,7 +63,7 @@ ExperimentKind short_context_experiment_kind() {
   k.result_columns = decode_result_columns();
   for (const char* c : {"stateless", "state_bytes_per_request", "buffer_bytes_per_request"})
     k.result_columns.emplace_back(c);
-  k.results_added_later = {"discarded_samples"};
+  k.results_added_later = {"discarded_samples", "entry_dtypes"};
   k.applies = [](const std::string& variant, const std::string& axis) {
     if (variant == "recurrent") return axis != "buffer_size" && axis != "phase" && axis != "context_len";
     return true;

@@ -9,6 +9,7 @@
 #include "harness/measure/l2_flush.h"
 #include "harness/measure/nvtx.h"
 #include "harness/kinds/axis_checks.h"
+#include "harness/kinds/entry_dtypes.h"
 #include "harness/kinds/runner_support.h"
 #include "harness/workloads/verify_accepted.h"
 #include "harness/workloads/verify_check.h"
@@ -91,6 +92,7 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
 
   Row r;
   r.emplace_back("output_dtype", to_string(cfg.o_dtype));
+  r.emplace_back("entry_dtypes", entry_dtypes(pt.get("variant"), cfg.form));
   r.emplace_back("kernel", kernel_that_runs(prob));
   r.emplace_back("capacity", prob.kvbuffer() ? std::to_string(prob.capacity()) : "");
   r.emplace_back("mean_accepted", fmt_num(prob.mean_accepted()));
@@ -139,7 +141,7 @@ ExperimentKind spec_verify_experiment_kind() {
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.axes.push_back(state_dtype_axis());  // where older CSVs held a result column of the name, always fp32
   k.result_columns = {
-      "output_dtype", "kernel", "capacity", "mean_accepted",
+      "output_dtype", "entry_dtypes", "kernel", "capacity", "mean_accepted",
       "verify_us_median", "verify_us_p10", "verify_us_p90", "verify_samples", "verify_noise_pct",
       "verify_sample_stop", "verify_steps_per_sample",
       "verify_accept_us_median", "verify_accept_us_p10", "verify_accept_us_p90", "verify_accept_samples",
@@ -156,7 +158,7 @@ ExperimentKind spec_verify_experiment_kind() {
       return axis != "buffer_size" && axis != "buffer_form" && axis != "phase" && axis != "verify_kernel";
     return true;
   };
-  k.results_added_later = {"kernel", "verify_discarded_samples", "verify_accept_discarded_samples"};
+  k.results_added_later = {"kernel", "verify_discarded_samples", "verify_accept_discarded_samples", "entry_dtypes"};
   k.validate = [](const Point& pt) {
     if (auto e = validate_launch_point(pt); !e.empty()) return e;
     if (auto e = validate_verify_state_dtype_point(pt); !e.empty()) return e;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -327,10 +328,11 @@ TEST(CapacityTable, CsvColumnsAndEmptyAxes) {
   s.draft_tokens = {4};
   const CsvTable t = parse_csv(format_capacity_csv(rows_for(s, 80 * kGiB), "", "2026-01-01T00:00:00Z"), "capacity");
   const std::vector<std::string> first{"variant",           "buffer_size",        "draft_tokens",
-                                       "state_dtype",       "budget_bytes",       "bytes_per_request",
-                                       "max_requests_model", "max_requests_measured", "status"};
+                                       "state_dtype",       "entry_dtypes",       "budget_bytes",
+                                       "bytes_per_request", "max_requests_model", "max_requests_measured",
+                                       "status"};
   ASSERT_GE(t.header.size(), first.size());
-  EXPECT_EQ(std::vector<std::string>(t.header.begin(), t.header.begin() + 9), first);
+  EXPECT_EQ(std::vector<std::string>(t.header.begin(), t.header.begin() + 10), first);
   EXPECT_EQ(t.header.back(), "timestamp");
   ASSERT_EQ(t.rows.size(), 8u);  // 4 fp32 rows, then the same 4 with bf16 states
   EXPECT_EQ(t.rows[0][0], "recurrent_decode");
@@ -339,30 +341,82 @@ TEST(CapacityTable, CsvColumnsAndEmptyAxes) {
   EXPECT_EQ(t.rows[0][3], "fp32");
   EXPECT_EQ(t.rows[1][2], "4");
   EXPECT_EQ(t.rows[3][0], "kvbuffer_verify");
-  EXPECT_EQ(t.rows[3][5], "80690756");  // B = 4, m = 4: 36 * (2097152 + (3 + 4) * 20608) + 4 + 16 * 4
-  EXPECT_EQ(t.rows[3][7], "");
-  EXPECT_EQ(t.rows[3][8], "model only (no GPU)");
+  EXPECT_EQ(t.rows[3][6], "80690756");  // B = 4, m = 4: 36 * (2097152 + (3 + 4) * 20608) + 4 + 16 * 4
+  EXPECT_EQ(t.rows[3][8], "");
+  EXPECT_EQ(t.rows[3][9], "model only (no GPU)");
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(t.rows[4 + i][0], t.rows[i][0]);
     EXPECT_EQ(t.rows[4 + i][3], "bf16");
   }
-  EXPECT_EQ(t.rows[7][5], std::to_string(36 * (1048576 + 7 * 20608) + 4 + 16 * 4));  // B = 4, m = 4, bf16 state
+  EXPECT_EQ(t.rows[7][6], std::to_string(36 * (1048576 + 7 * 20608) + 4 + 16 * 4));  // B = 4, m = 4, bf16 state
+  // The buffered entries' types: the delta form's on KVBuffer rows whatever the state dtype, none on recurrent rows.
+  const std::map<std::string, std::string> entries{{"recurrent_decode", ""},
+                                                   {"recurrent_verify", ""},
+                                                   {"kvbuffer_decode", "k=bf16 u=fp32 g=fp32"},
+                                                   {"kvbuffer_verify", "k=bf16 u=fp32 g=fp32"}};
+  for (const auto& row : t.rows) EXPECT_EQ(row[4], entries.at(row[0])) << row[0] << " " << row[3];
   // The table passes the shared validation, fp32 and bf16 rows of one variant being distinct points.
   EXPECT_EQ(validate_result_table(t, {capacity_csv_schema()}, "capacity").kind, "capacity");
 }
 
-// A capacity CSV written before the state_dtype column (results/capacity.csv of 31b363a) is still a capacity CSV.
+/// `t` less its column `name`.
+CsvTable without_column(CsvTable t, const std::string& name) {
+  const size_t at = col(t, name);
+  t.header.erase(t.header.begin() + long(at));
+  for (auto& row : t.rows) row.erase(row.begin() + long(at));
+  return t;
+}
+
+// A capacity CSV written before the state_dtype column (results/capacity.csv of 31b363a, which predates entry_dtypes
+// too) is still a capacity CSV.
 TEST(CapacityTable, CsvWithoutStateDtypeIsStillValid) {
   CapacitySettings s;
   s.buffer_sizes = {4};
   s.draft_tokens = {4};
   s.state_dtypes = {StateDtype::fp32};
-  CsvTable t = parse_csv(format_capacity_csv(rows_for(s, 80 * kGiB), "", "2026-01-01T00:00:00Z"), "capacity");
-  const size_t at = col(t, "state_dtype");
-  t.header.erase(t.header.begin() + long(at));
-  for (auto& row : t.rows) row.erase(row.begin() + long(at));
+  const CsvTable t = without_column(
+      without_column(parse_csv(format_capacity_csv(rows_for(s, 80 * kGiB), "", "2026-01-01T00:00:00Z"), "capacity"),
+                     "entry_dtypes"),
+      "state_dtype");
   EXPECT_EQ(validate_result_table(t, {capacity_csv_schema()}, "old.csv").kind, "capacity");
   EXPECT_NO_THROW(read_result_csv(std::string(KVB_SOURCE_DIR) + "/results/capacity.csv", {capacity_csv_schema()}));
+}
+
+// entry_dtypes follows state_dtype; a capacity CSV written before it (the committed results/capacity.csv) still
+// validates, and one that holds it elsewhere is refused naming it.
+TEST(CapacityTable, EntryDtypesFollowsStateDtypeAndMayBeAbsent) {
+  const std::vector<std::string>& cols = capacity_csv_columns();
+  const auto at = std::find(cols.begin(), cols.end(), "entry_dtypes");
+  ASSERT_NE(at, cols.end());
+  ASSERT_NE(at, cols.begin());
+  EXPECT_EQ(*(at - 1), "state_dtype");
+  EXPECT_EQ(capacity_csv_schema().added_later, (std::vector<std::string>{"state_dtype", "entry_dtypes"}));
+
+  CapacitySettings s;
+  s.buffer_sizes = {4};
+  s.draft_tokens = {4};
+  const CsvTable with = parse_csv(format_capacity_csv(rows_for(s, 80 * kGiB), "", "2026-01-01T00:00:00Z"), "new");
+  EXPECT_EQ(validate_result_table(with, {capacity_csv_schema()}, "new.csv").kind, "capacity");
+  const CsvTable older = without_column(with, "entry_dtypes");
+  EXPECT_EQ(older.header[3], "state_dtype");
+  EXPECT_EQ(older.header[4], "budget_bytes");
+  EXPECT_EQ(validate_result_table(older, {capacity_csv_schema()}, "older.csv").kind, "capacity");
+  const CsvTable committed = read_csv_file(std::string(KVB_SOURCE_DIR) + "/results/capacity.csv");
+  EXPECT_EQ(std::find(committed.header.begin(), committed.header.end(), "entry_dtypes"), committed.header.end());
+  EXPECT_NO_THROW(read_result_csv(std::string(KVB_SOURCE_DIR) + "/results/capacity.csv", {capacity_csv_schema()}));
+
+  CsvTable moved = with;  // entry_dtypes swapped with budget_bytes
+  std::swap(moved.header[4], moved.header[5]);
+  for (auto& row : moved.rows) std::swap(row[4], row[5]);
+  try {
+    validate_result_table(moved, {capacity_csv_schema()}, "moved.csv");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("moved.csv:1: column 'budget_bytes' is out of place (column 5 should be "
+                                         "'entry_dtypes'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(CapacityConfig, ListsAndToml) {

@@ -175,6 +175,8 @@ TEST(PeerPoint, StandInMatchingTheReferenceIsTimedIntoADecodeRow) {
   EXPECT_EQ(r.at("package"), "numpy");
   EXPECT_FALSE(r.at("package_version").empty());
   EXPECT_EQ(r.at("peer_conventions"), "state [slots, HV, V, K] fp32 in place, pool slot = slots[row]");
+  EXPECT_EQ(r.at("output_dtype"), "bf16");
+  EXPECT_EQ(r.at("entry_dtypes"), "");  // a peer buffers nothing
   // Every column is one the decode kind declares.
   const ExperimentKind& decode = find_experiment_kind("decode");
   for (const auto& [name, value] : r)
