@@ -49,7 +49,9 @@ constexpr int kStQ0 = 8;
 constexpr int kStMaxEntries = kStagedVerifyMaxEntries;  ///< buffer entries a row may hold (capacity)
 static_assert(kStMaxEntries == 32, "a due row's fold takes its entries in two 16-entry k-steps (held[32])");
 constexpr int kStMaxValueHeads = 1 << 16;    ///< value heads a launch may have (GdnShape::key_head exact)
-constexpr int kStPPitch = kStV + 4;            ///< floats a row of P (the products, over the landed slice)
+/// Floats a row of P (the products, over the landed slice): 8 (mod 32), so that a warp's 8-byte stores of its
+/// accumulators (rows lane / 4, columns 2 (lane % 4)) fill each half-warp phase's 32 banks once.
+constexpr int kStPPitch = kStV + 8;
 
 /// The 16-byte chunk c (0 .. 15) of slice row k: stored at chunk c ^ (k % 8) of that row (256 bytes), so that the
 /// eight rows of an ldmatrix phase fall in eight distinct bank groups.
@@ -91,13 +93,15 @@ struct StCoef {
 /// Shared memory of one block (byte offsets), for `cap` entries a slot and M drafts.
 template <int M>
 struct StLayout {
-  int key_rows;  ///< buffer-key rows of the key tile: cap rounded up to 16
+  int key_rows;    ///< buffer-key rows of the key tile: cap rounded up to 16
+  int gram_pitch;  ///< floats a row of the Gram: 8 or 24 (mod 32), conflict-free 8-byte stores as P's
   int keys, gram, coef, bytes;
   __host__ __device__ explicit StLayout(int cap) {
     key_rows = (cap + 15) / 16 * 16;
+    gram_pitch = kStXRows + key_rows + 8;
     keys = kStK * kStV * 2;  // after the slice
     gram = keys + (kStXRows + key_rows) * kStKeyPitch * 2;
-    coef = gram + kStXRows * (kStXRows + key_rows) * 4;
+    coef = gram + kStXRows * gram_pitch * 4;
     bytes = coef + StCoef<M>::floats(key_rows) * 4;
   }
 };
@@ -110,7 +114,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   const KVBufferPool& pool = p.pool;
   const int cap = pool.capacity;
   const StLayout<M> lay(cap);
-  const int KR = lay.key_rows, GP = kStXRows + KR;  // key rows, Gram pitch
+  const int KR = lay.key_rows, GP = lay.gram_pitch;  // key rows, Gram pitch
   // Nothing is requested before the PDL wait: the row order, the keys and the fill come from the kernels before.
   pdl_wait();
   pdl_launch_dependents();
@@ -259,10 +263,8 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
       const int gr = lane / 4, gc = r0 + 2 * (lane % 4);
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
-        gram[gr * GP + gc + 8 * nt] = d[nt][0];
-        gram[gr * GP + gc + 8 * nt + 1] = d[nt][1];
-        gram[(gr + 8) * GP + gc + 8 * nt] = d[nt][2];
-        gram[(gr + 8) * GP + gc + 8 * nt + 1] = d[nt][3];
+        *reinterpret_cast<float2*>(gram + gr * GP + gc + 8 * nt) = make_float2(d[nt][0], d[nt][1]);
+        *reinterpret_cast<float2*>(gram + (gr + 8) * GP + gc + 8 * nt) = make_float2(d[nt][2], d[nt][3]);
       }
     }
     if (warp == 0) {  // the drafts' norms from the diagonal
