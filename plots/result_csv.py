@@ -75,6 +75,15 @@ def escaped(message: str) -> str:
     return "".join(_ESCAPES.get(c, c) for c in message)
 
 
+def entry_dtypes_of(variant: str, buffer_form: str) -> str:
+    """The entry_dtypes value of a row, as kvb's entry_dtypes_of (harness/sweep/entry_dtypes.h) gives it: the element
+    types of a KVBuffer variant's buffered entries in its buffer form ("raw", else the delta form), "" for a variant
+    that buffers nothing."""
+    if variant not in ("kvbuffer", "kvbuffer_verify", "kvbuffer_decode"):
+        return ""
+    return "k=bf16 v=bf16 a=bf16 b=bf16" if buffer_form == "raw" else "k=bf16 u=fp32 g=fp32"
+
+
 def shown_value(value: str) -> str:
     """`value` as an error quotes it, as kvb's shown_value does: whole up to 80 characters, else its first 72 and its
     length, so that a pasted value or a long path cannot bury the message."""
@@ -528,6 +537,15 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
         if "stateless" in col and row[col["stateless"]] not in ("", "true", "false"):
             raise CsvError(f"{origin}:{line}: stateless = '{row[col['stateless']]}' (allowed: true or false; empty "
                            f"where the point failed)")
+        if "entry_dtypes" in col and row[col["entry_dtypes"]]:  # empty: a failed point, or written before it
+            variant = row[col["variant"]] if "variant" in col else ""
+            form = row[col["buffer_form"]] if "buffer_form" in col else ""
+            expected = entry_dtypes_of(variant, form)
+            if row[col["entry_dtypes"]] != expected:
+                where = f" in the {form} form" if form else ""
+                allowed = f"'{expected}' or " if expected else ""
+                raise CsvError(f"{origin}:{line}: entry_dtypes = '{row[col['entry_dtypes']]}' on a {variant} "
+                               f"row{where} (allowed: {allowed}empty)")
         if "timestamp" in col and row[col["timestamp"]] and not _utc_timestamp(row[col["timestamp"]]):
             raise CsvError(f"{origin}:{line}: timestamp = '{row[col['timestamp']]}' (allowed: a UTC time as "
                            f"YYYY-MM-DDTHH:MM:SSZ, or empty)")

@@ -40,9 +40,11 @@ constexpr const char* kCapacityConfig = "experiments/capacity.toml";
 constexpr const char* kGoldenDir = "tests/data/golden";
 constexpr const char* kMakeAll = "plots/make_all.py";
 constexpr double kModelBudgetGib = 135.0;  ///< model-only capacity budget without a GPU (the H200 run's 135.3 GiB)
-/// The CSVs of a results folder that the figures and the claims read.
+/// The CSVs of a results folder that the figures (plots/make_all.py, its state-dtype figures included) and the claims
+/// read: each is validated before anything is written.
 constexpr const char* kFigureCsvs[] = {"decode_latency.csv", "spec_verify.csv", "short_context.csv", "buffer_form.csv",
-                                       "capacity.csv"};
+                                       "capacity.csv", "accuracy.csv", "decode_state_dtype.csv",
+                                       "spec_verify_state_dtype.csv"};
 
 /// UsageError, naming --out-dir, unless `dir` is a folder or a path where one can be made: not empty, no name or path
 /// over the file system's limits, and nothing on the way that exists and is not a folder.

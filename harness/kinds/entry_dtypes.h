@@ -13,7 +13,8 @@ namespace kvb {
 /// whatever the checkpoint's state_dtype), "k=bf16 v=bf16 a=bf16 b=bf16" in the raw form (RawKVBufferPool: the
 /// token's k, v, a, b). The KVBuffer variants are kvbuffer (decode, short_context, accuracy), kvbuffer_verify
 /// (spec_verify, capacity) and kvbuffer_decode (capacity); any other variant buffers nothing (recurrent,
-/// recurrent_verify, recurrent_decode, the peers such as fla_recurrent) and gets "". Never throws.
+/// recurrent_verify, recurrent_decode, the peers such as fla_recurrent) and gets "" (entry_dtypes_of, which the
+/// validation of result CSVs checks rows against). Never throws.
 std::string entry_dtypes(const std::string& variant, BufferForm form);
 
 }  // namespace kvb

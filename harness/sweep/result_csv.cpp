@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/sweep/entry_dtypes.h"
 #include "harness/sweep/input_file.h"
 #include "harness/sweep/table_keys.h"
 
@@ -255,6 +256,12 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
   const size_t timestamp = contains(t.header, "timestamp") ? index_of(t.header, "timestamp") : std::string::npos;
   // short_context: whether the point's request holds no state, as the sweep writes it.
   const size_t stateless = contains(t.header, "stateless") ? index_of(t.header, "stateless") : std::string::npos;
+  // What a KVBuffer row buffers per entry (entry_dtypes.h), from its variant and buffer form.
+  const auto column_or_npos = [&](const char* c) {
+    return contains(t.header, c) ? index_of(t.header, c) : std::string::npos;
+  };
+  const size_t entries = column_or_npos("entry_dtypes"), variant_col = column_or_npos("variant"),
+               form_col = column_or_npos("buffer_form");
   std::map<std::string, size_t> first_line;  // point key -> line
   std::string first_gpu;
   size_t gpu_line = 0;
@@ -315,6 +322,15 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
     if (stateless < row.size() && !row[stateless].empty() && row[stateless] != "true" && row[stateless] != "false")
       throw UsageError(fmt::format("{}:{}: stateless = '{}' (allowed: true or false; empty where the point failed)",
                                    origin, line, row[stateless]));
+    if (entries < row.size() && !row[entries].empty()) {  // empty: a failed point, or a row written before it
+      const std::string variant = variant_col < row.size() ? row[variant_col] : "";
+      const std::string form = form_col < row.size() ? row[form_col] : "";
+      const std::string expected = entry_dtypes_of(variant, form);
+      if (row[entries] != expected)
+        throw UsageError(fmt::format("{}:{}: entry_dtypes = '{}' on a {} row{} (allowed: {}empty)", origin, line,
+                                     row[entries], variant, form.empty() ? "" : " in the " + form + " form",
+                                     expected.empty() ? "" : "'" + expected + "' or "));
+    }
     if (timestamp < row.size() && !row[timestamp].empty() && !utc_timestamp(row[timestamp]))
       throw UsageError(fmt::format("{}:{}: timestamp = '{}' (allowed: a UTC time as YYYY-MM-DDTHH:MM:SSZ, or empty)",
                                    origin, line, row[timestamp]));

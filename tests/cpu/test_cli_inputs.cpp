@@ -586,6 +586,25 @@ TEST_F(ReproduceTree, AMalformedCommittedCsvStopsItBeforeAnyFigureOrFile) {
   EXPECT_EQ(results(), before) << "no figure redrawn, no capacity_model.csv written";
 }
 
+// The state-dtype figures' and the accuracy figure's CSVs too: each is validated before the capacity model or a figure
+// is written.
+TEST_F(ReproduceTree, AnyCsvAFigureReadsStopsItBeforeAnyFile) {
+  for (const char* name : {"accuracy.csv", "decode_state_dtype.csv", "spec_verify_state_dtype.csv"}) {
+    SCOPED_TRACE(name);
+    const std::string csv = (root / "results" / name).string();
+    const std::string text = read_text(csv);
+    const size_t second_line = text.find('\n') + 1;
+    write_text(csv, text + text.substr(second_line, text.find('\n', second_line) + 1 - second_line));  // a row again
+    const std::string out = dir.file(std::string("out_") + name);
+    const Result r = run_kvb(dir, "reproduce --out-dir " + shell_quote(out), root.string());
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find(std::string("results/") + name + ":"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is listed twice"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out)) << "nothing written";
+    write_text(csv, text);
+  }
+}
+
 TEST_F(ReproduceTree, NoGoldenCasesIsNotAPassedCheck) {
   for (const auto& e : fs::directory_iterator(root / "tests/data/golden")) fs::remove(e.path());
   const auto before = results();

@@ -1,0 +1,12 @@
+// The entry_dtypes column's values (entry_dtypes.h).
+#include "harness/sweep/entry_dtypes.h"
+
+namespace kvb {
+
+std::string entry_dtypes_of(const std::string& variant, const std::string& buffer_form) {
+  const bool buffered = variant == "kvbuffer" || variant == "kvbuffer_verify" || variant == "kvbuffer_decode";
+  if (!buffered) return "";
+  return buffer_form == "raw" ? "k=bf16 v=bf16 a=bf16 b=bf16" : "k=bf16 u=fp32 g=fp32";
+}
+
+}  // namespace kvb
