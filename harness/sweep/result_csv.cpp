@@ -146,6 +146,12 @@ size_t index_of(const std::vector<std::string>& header, const std::string& name)
   return size_t(std::find(header.begin(), header.end(), name) - header.begin());
 }
 
+/// index_of `name`, or npos where the header lacks it (an optional column: `column < row.size()` reads "present").
+size_t optional_index(const std::vector<std::string>& header, const std::string& name) {
+  const size_t i = index_of(header, name);
+  return i < header.size() ? i : std::string::npos;
+}
+
 /// Where the first byte of `s` that does not begin a well-formed UTF-8 character is, npos when there is none: a byte
 /// no character begins with, a lead byte without its continuation bytes, an overlong form (C0 AF for '/'), a
 /// surrogate (ED A0 80) or a code point above U+10FFFF. The first byte Python's strict UTF-8 codec refuses.
@@ -252,16 +258,13 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
   for (const char* c : {"max_requests_model", "max_requests_measured"})
     if (capacity && contains(t.header, c)) request_counts.push_back(index_of(t.header, c));
   // The stored states' element type, where the kind has the column (empty: a row written before it, fp32).
-  const size_t state_dtype = contains(t.header, "state_dtype") ? index_of(t.header, "state_dtype") : std::string::npos;
-  const size_t timestamp = contains(t.header, "timestamp") ? index_of(t.header, "timestamp") : std::string::npos;
+  const size_t state_dtype = optional_index(t.header, "state_dtype");
+  const size_t timestamp = optional_index(t.header, "timestamp");
   // short_context: whether the point's request holds no state, as the sweep writes it.
-  const size_t stateless = contains(t.header, "stateless") ? index_of(t.header, "stateless") : std::string::npos;
+  const size_t stateless = optional_index(t.header, "stateless");
   // What a KVBuffer row buffers per entry (entry_dtypes.h), from its variant and buffer form.
-  const auto column_or_npos = [&](const char* c) {
-    return contains(t.header, c) ? index_of(t.header, c) : std::string::npos;
-  };
-  const size_t entries = column_or_npos("entry_dtypes"), variant_col = column_or_npos("variant"),
-               form_col = column_or_npos("buffer_form");
+  const size_t entries = optional_index(t.header, "entry_dtypes"), variant_col = optional_index(t.header, "variant"),
+               form_col = optional_index(t.header, "buffer_form");
   std::map<std::string, size_t> first_line;  // point key -> line
   std::string first_gpu;
   size_t gpu_line = 0;
