@@ -18,7 +18,7 @@ throttled are dropped): microseconds per layer-step. Modes:
           flush_min, and advanced by the commit every step (kvb's spec_verify rows with accepted = all, staggered);
   fifth   windows frozen (no commit): every fifth row (r mod 5 = 4) at flush_min, folding every step, the others one
           row below (about a fifth of the rows folding a call, the regime of results/anchors.csv's
-          flashinfer_bf16_wy_verify_flush; none below 5 rows);
+          flashinfer_bf16_wy_verify_flush; it refuses batches below 5 rows, where no row would fold);
   verify  windows frozen one row below flush_min: no row folds.
 Before the timing of a draft count, a check: 4 rows, 8 calls of fresh drafts, every draft accepted (folds included),
 against a sequential fp32 recurrence from the same checkpoint; max_rel_err_o is the largest output error over the
@@ -141,6 +141,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     a.batch = parse_list(a.batch, "--batch", (), most=65536)
     a.draft_tokens = parse_list(a.draft_tokens, "--draft-tokens", DRAFTS)
     a.modes = parse_list(a.modes, "--modes", MODES)
+    if "fifth" in a.modes and min(a.batch) < 5:  # rows r mod 5 = 4 fold: fewer than five rows fold none
+        raise UsageError(f"--batch {min(a.batch)}: --modes fifth folds every fifth row and needs at least 5 rows "
+                         "(allowed: batches of 5 or more, or --modes without fifth)")
     if not re.fullmatch("[0-9]{1,5}", a.layers) or not 1 <= int(a.layers) <= 10000:
         raise UsageError(f"--layers '{a.layers[:20]}': not allowed (allowed: a whole number from 1 to 10000)")
     a.layers = int(a.layers)

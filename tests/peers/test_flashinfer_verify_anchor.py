@@ -70,6 +70,8 @@ def test_frozen_modes_fold_a_fifth_or_nothing():
     (["--batch", "64", "--batch", "256"], "--batch: given twice"),
     (["--dev", "3"], "unrecognized arguments: --dev 3"),
     (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--batch", "4,64"], "--batch 4: --modes fifth folds every fifth row"),
+    (["--batch", "1", "--modes", "fifth,verify"], "--batch 1: --modes fifth"),
 ])
 def test_a_bad_flag_is_refused_in_one_line_and_nothing_is_written(tmp_path, args, flag):
     out = tmp_path / "fi.json"
@@ -89,6 +91,12 @@ def test_out_must_be_a_new_file_in_an_existing_folder(tmp_path):
         assert code == 2 and stderr.count("\n") == 1 and flag in stderr, stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "old.json"]
     assert (tmp_path / "old.json").read_text() == "{}"
+
+
+def test_fewer_than_five_rows_are_allowed_without_the_fifth_mode(tmp_path):
+    a = fva.parse_args(["--out", str(tmp_path / "fi.json"), "--batch", "1,4", "--modes", "steady,verify"])
+    assert a.batch == [1, 4] and a.modes == ["steady", "verify"]
+    assert sum(h >= fva.flush_min(4) for h in fva.start_cursors("fifth", 5, 4)) == 1
 
 
 def test_out_is_required(tmp_path):
