@@ -71,9 +71,13 @@ REPLAYSSM_VERIFY_LABEL = "ReplaySSM verify alone (anchor, H200)"
 REPLAYSSM_VERIFY_COMMIT_US = _by(_ROWS, "replayssm_verify_flush_commit", "draft_tokens")
 REPLAYSSM_VERIFY_COMMIT_LABEL = "ReplaySSM verify + flush + commit, all (anchor, H200)"
 
-# FlashInfer 0.7.2's bf16-state ring verify (gdn_decode_bf16_wy_ucache; bf16 checkpoint, fp32 accumulators): verify
-# alone, and verify + flush in steady state. Draft tokens m -> {batch -> per-layer us}. Drawn on bf16-state figures.
-FLASHINFER_BF16_VERIFY_US = _by(_ROWS, "flashinfer_bf16_wy_verify", "draft_tokens")
-FLASHINFER_BF16_VERIFY_LABEL = "FlashInfer bf16-state verify alone (anchor, H200)"
-FLASHINFER_BF16_VERIFY_FLUSH_US = _by(_ROWS, "flashinfer_bf16_wy_verify_flush", "draft_tokens")
-FLASHINFER_BF16_VERIFY_FLUSH_LABEL = "FlashInfer bf16-state verify + flush, steady (anchor, H200)"
+# FlashInfer 0.7.2's bf16-state verify + flush (gated_delta_rule_mtp_ucache_flush; bf16 checkpoint and ring, fp32
+# accumulators), timed by peers/flashinfer_verify_anchor.py with this harness's protocol: verify alone with no row
+# folding (windows one row below the fold), and verify + flush with every draft accepted and the cursors committed
+# each step, the cadence of a kvbuffer_verify row with accepted = all. Draft tokens m -> {batch -> per-layer us}.
+# Drawn on bf16-state figures. (anchors.csv keeps the earlier flashinfer_bf16_wy_verify* rows, whose window fill was
+# not recorded.)
+FLASHINFER_BF16_VERIFY_US = _by(_ROWS, "flashinfer_bf16_verify_no_fold", "draft_tokens")
+FLASHINFER_BF16_VERIFY_LABEL = "FlashInfer bf16-state verify alone, no fold (anchor, H200)"
+FLASHINFER_BF16_VERIFY_FLUSH_US = _by(_ROWS, "flashinfer_bf16_verify_flush_all", "draft_tokens")
+FLASHINFER_BF16_VERIFY_FLUSH_LABEL = "FlashInfer bf16-state verify + flush, all (anchor, H200)"
