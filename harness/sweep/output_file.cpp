@@ -192,8 +192,12 @@ void check_one(const OutputFile& o, const std::vector<InputFile>& inputs) {
                                    o.path, in.flag, in.path));
   }
   switch (o.existing) {
-    case Existing::refuse:
-      throw UsageError(fmt::format("{} {}: exists (pass --force to replace it, or name another file)", o.flag, o.path));
+    case Existing::refuse: {
+      // A folder flag (--out-dir) names the folder the file is in, so the other choice is another folder.
+      const bool folder_flag = o.flag.size() > 4 && o.flag.compare(o.flag.size() - 4, 4, "-dir") == 0;
+      throw UsageError(fmt::format("{} {}: exists (pass --force to replace it, or name another {})", o.flag, o.path,
+                                   folder_flag ? "folder" : "file"));
+    }
     case Existing::resume:
       if (::access(p.c_str(), R_OK) != 0)
         throw UsageError(fmt::format("{} {}: the existing file is not readable (needed to resume)", o.flag, o.path));

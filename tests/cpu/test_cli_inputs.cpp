@@ -643,7 +643,9 @@ TEST_F(ReproduceTree, FiguresAlreadyThereNeedForce) {
   write_text(out + "/capacity_model.csv", "old\n");
   const Result cap = run_kvb(dir, "reproduce --no-plots --out-dir " + shell_quote(out), root.string());
   EXPECT_EQ(cap.code, 2) << cap.out << cap.err;
-  EXPECT_NE(cap.err.find("capacity_model.csv: exists (pass --force"), std::string::npos) << cap.err;
+  EXPECT_NE(cap.err.find("capacity_model.csv: exists (pass --force to replace it, or name another folder)"),
+            std::string::npos)
+      << cap.err;
   EXPECT_EQ(read_text(out + "/capacity_model.csv"), "old\n");
 }
 

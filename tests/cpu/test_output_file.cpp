@@ -60,6 +60,9 @@ TEST(OutputFile, AnExistingFileNeedsForceOrIsResumed) {
   write_text(f, "x\n");
   const std::string m = refusal({{f, "--out", Existing::refuse}});
   EXPECT_EQ(m, "--out " + f + ": exists (pass --force to replace it, or name another file)");
+  // A folder flag names a file the command writes in that folder: the other choice is another folder.
+  EXPECT_EQ(refusal({{f, "--out-dir", Existing::refuse}}),
+            "--out-dir " + f + ": exists (pass --force to replace it, or name another folder)");
   EXPECT_NO_THROW(check_outputs({{f, "--out", Existing::replace}}));
   EXPECT_NO_THROW(check_outputs({{f, "--out", Existing::resume}}));
   EXPECT_NO_THROW(check_outputs({{dir.file("absent.csv"), "--out", Existing::refuse}}));
