@@ -20,7 +20,6 @@
 //   with the buffer's coefficients c (entry j's decay to draft i times the key products) and the drafts' own d.
 // Entries written as the other verify kernels write them (kvbuffer_verify_device.cuh): past the entries for a row
 // that is not due; over entries 0 .. m - 1 for a due row, whose keys the key group's last block writes.
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -42,9 +41,7 @@ using namespace dev;
 
 constexpr int kStK = 128, kStV = 128;          ///< the head dims the kernel takes
 constexpr int kStThreads = 128, kStWarps = 4;  ///< four warps, 32 value columns each
-/// Blocks an SM the kernel's registers allow: five where shared memory holds five (at most 16 key rows: buffer_size
-/// - 1 + draft_tokens <= 16), else four (the registers of a due row's fold without spills).
-constexpr int kStMostBlocks = 5, kStFewestBlocks = 4;
+constexpr int kStMinBlocks = 4;
 static_assert(kStThreads == 32 * kStWarps, "32 value columns a warp");
 constexpr int kStKeyPitch = 136;               ///< bf16 a row of the key tile: 272 bytes, conflict-free ldmatrix
 constexpr int kStXRows = 16;                   ///< drafts' keys at rows 0 .. m - 1, queries at rows 8 .. 8 + m - 1
@@ -60,12 +57,10 @@ constexpr int kStPPitch = kStV + 8;
 /// eight rows of an ldmatrix phase fall in eight distinct bank groups.
 __device__ __forceinline__ uint32_t slice_offset(int k, int c) { return uint32_t(k) * 256u + (uint32_t(c ^ (k & 7)) << 4); }
 
-/// The per-block coefficients in shared memory (floats at StLayout::coef, but ck and cq at StLayout::entry_coef).
+/// The per-block coefficients in shared memory (floats at StLayout::coef).
 template <int M>
 struct StCoef {
-  /// [key_rows][M] entry j's decay to draft i times k^_j . k^_i (ck) or k^_j . q^_i (cq); a row that is not due only,
-  /// over the key tile's entry rows, which nothing reads once the key products and norms are formed.
-  float *ck, *cq;
+  float *ck, *cq;   ///< [key_rows][M] entry j's decay to draft i times k^_j . k^_i (ck) or k^_j . q^_i (cq)
   float *dk, *dq;   ///< [M][M] draft i' (column) to draft i (row): decay times k^_i' . k^_i (i' < i) / . q^_i (<= i)
   float *ek, *eq;   ///< [M] the checkpoint's decay to draft i times 1 / |k_i| (ek) or r_q,i (eq)
   float *beta, *g;  ///< [M] the drafts' gates
@@ -73,13 +68,13 @@ struct StCoef {
   float *rkd, *rqd; ///< [M] the drafts' 1 / |k_i| and r_q,i (the query scale included)
   float *suf, *rk, *wf;  ///< [key_rows] sums of the entries' log-decays after j, 1 / |k_j|, fold weights
   float* misc;      ///< [0]: sum of the entries' log-decays; [1]: 1 when this block writes a due row's keys
-  /// Floats the arrays above take at StLayout::coef (all but ck and cq), in their order below.
-  __host__ __device__ static int floats(int key_rows) { return 2 * M * M + 7 * M + 3 * key_rows + 16; }
-  __device__ StCoef(char* base, char* entry_base, int key_rows) {
-    ck = reinterpret_cast<float*>(entry_base);
-    cq = ck + M * key_rows;
+  /// Floats the arrays above take, in their order below.
+  __host__ __device__ static int floats(int key_rows) { return 2 * M * key_rows + 2 * M * M + 7 * M + 3 * key_rows + 16; }
+  __device__ StCoef(char* base, int key_rows) {
     float* f = reinterpret_cast<float*>(base);
-    dk = f;
+    ck = f;
+    cq = ck + M * key_rows;
+    dk = cq + M * key_rows;
     dq = dk + M * M;
     ek = dq + M * M;
     eq = ek + M;
@@ -100,22 +95,19 @@ template <int M>
 struct StLayout {
   int key_rows;    ///< buffer-key rows of the key tile: cap rounded up to 16
   int gram_pitch;  ///< floats a row of the Gram: 8 or 24 (mod 32), conflict-free 8-byte stores as P's
-  int keys, entry_coef, gram, coef, bytes;
-  // ck and cq (2 M floats an entry row) fit in the entry rows of the key tile they take over.
-  static_assert(2 * M * 4 <= kStKeyPitch * 2, "an entry row of the key tile holds its ck and cq");
+  int keys, gram, coef, bytes;
   __host__ __device__ explicit StLayout(int cap) {
     key_rows = (cap + 15) / 16 * 16;
     gram_pitch = kStXRows + key_rows + 8;
     keys = kStK * kStV * 2;  // after the slice
-    entry_coef = keys + kStXRows * kStKeyPitch * 2;
     gram = keys + (kStXRows + key_rows) * kStKeyPitch * 2;
     coef = gram + kStXRows * gram_pitch * 4;
     bytes = coef + StCoef<M>::floats(key_rows) * 4;
   }
 };
 
-template <int M, int MinBlocks>
-__global__ void __launch_bounds__(kStThreads, MinBlocks)
+template <int M>
+__global__ void __launch_bounds__(kStThreads, kStMinBlocks)
     kvbuffer_verify_staged_kernel(const KVBufferVerifyParams p, const FirstWaveStagger stagger) {
   constexpr int K = kStK, V = kStV;
   extern __shared__ __align__(128) char smem[];
@@ -222,7 +214,7 @@ __global__ void __launch_bounds__(kStThreads, MinBlocks)
 #pragma unroll
   for (int i = 0; i < M; ++i) vals[i] = p.in.v[token_offset + i * delta_stride];
   float* const gram = reinterpret_cast<float*>(smem + lay.gram);
-  const StCoef<M> cf(smem + lay.coef, smem + lay.entry_coef, KR);
+  const StCoef<M> cf(smem + lay.coef, KR);
   // What needs no key: the drafts' gates and their running sums (warp 3), the sums of the entries' log-decays after
   // each entry (warp 2, lane j: entry j).
   if (warp == 3) {
@@ -513,17 +505,13 @@ __global__ void __launch_bounds__(kStThreads, MinBlocks)
 
 template <int M>
 cudaError_t launch_staged(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
+  const auto kernel = kvbuffer_verify_staged_kernel<M>;
   const size_t smem = StLayout<M>(p.pool.capacity).bytes;
-  // The registers of five blocks an SM where shared memory holds five, else those of four.
-  const int smem_blocks = smem_blocks_per_sm(smem);
-  const int blocks = smem_blocks >= kStMostBlocks ? kStMostBlocks : kStFewestBlocks;
-  const auto kernel = blocks == kStMostBlocks ? kvbuffer_verify_staged_kernel<M, kStMostBlocks>
-                                              : kvbuffer_verify_staged_kernel<M, kStFewestBlocks>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   if (describe) {
     describe->kernel = VerifyKernel::staged;
     describe->smem_bytes = smem;
-    describe->predicted_blocks_per_sm = std::min(blocks, smem_blocks);
+    describe->predicted_blocks_per_sm = smem_blocks_per_sm(smem);
     describe->blocks_per_row = p.shape.heads_v;
     return resident_blocks_per_sm(reinterpret_cast<const void*>(kernel), kStThreads, smem,
                                   describe->resident_blocks_per_sm);

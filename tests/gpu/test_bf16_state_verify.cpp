@@ -186,30 +186,6 @@ TEST(Bf16StateVerifyGpu, AutomaticTakesTheTensorCoreKernelPastTheStagedKernelsCa
   EXPECT_TRUE(chk.pass()) << chk.detail;
 }
 
-// The staged kernel's blocks an SM at the Qwen3-Next shape: five where a slot holds at most 16 entries (the key tile's
-// entry rows one k-step: buffer_size - 1 + m <= 16) and shared memory has room for five, four from 17 entries; the
-// prediction the launch describes is the occupancy the runtime reports. The B = 8 tests above run the five-block
-// kernels at every draft count, the B = 16 ones the four-block kernels.
-TEST(Bf16StateVerifyGpu, StagedKernelRunsFiveBlocksAnSmUpTo16Entries) {
-  KVB_REQUIRE_GPU();
-  for (int m = 1; m <= kMaxDraftTokens; ++m) {
-    for (const int B : {2, 8, 9, 12, 13, 16, 24}) {
-      if (B - 1 + m > kStagedVerifyMaxEntries) continue;
-      KVBufferVerifyParams p = test::unread_verify_params(kQwen3Next, 256, m, B, OutputDtype::bf16);
-      p.pool.state_dtype = StateDtype::bf16;
-      p.kernel = VerifyKernel::staged;
-      ASSERT_EQ(validate(p), "") << "m " << m << ", B " << B;
-      KVBufferVerifyLaunch d;
-      ASSERT_EQ(describe_kvbuffer_verify_launch(p, d), cudaSuccess);
-      const std::string where = "m " + std::to_string(m) + ", B " + std::to_string(B) + ", " +
-                                std::to_string(d.smem_bytes) + " bytes";
-      EXPECT_EQ(d.kernel, VerifyKernel::staged) << where;
-      EXPECT_EQ(d.predicted_blocks_per_sm, d.resident_blocks_per_sm) << where;
-      EXPECT_EQ(d.resident_blocks_per_sm, B - 1 + m <= 16 ? 5 : 4) << where;
-    }
-  }
-}
-
 TEST(Bf16StateVerifyGpu, CudaCoreKernelRefusesTheProblemsBf16Checkpoints) {
   KVB_REQUIRE_GPU();
   VerifyProblem prob(bf16_config(8, 4, VerifyKernel::cuda_cores, "all"));
