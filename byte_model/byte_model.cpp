@@ -9,8 +9,9 @@ double state_bytes(const GdnShape& s, StateDtype d) { return double(s.state_byte
 double out_elem_bytes(OutputDtype d) { return d == OutputDtype::bf16 ? 2.0 : 4.0; }
 }  // namespace
 
-double kvbuffer_entry_bytes(const GdnShape& s) {
-  return double(s.heads_qk) * s.head_dim_k * 2 + double(s.heads_v) * s.head_dim_v * 4 + double(s.heads_v) * 4;
+double kvbuffer_entry_bytes(const GdnShape& s, StateDtype delta_dtype) {
+  return double(s.heads_qk) * s.head_dim_k * 2 + double(s.heads_v) * s.head_dim_v * state_elem_bytes(delta_dtype) +
+         double(s.heads_v) * 4;
 }
 
 ByteCount token_io_bytes(const GdnShape& s, int tokens, OutputDtype o_dtype) {
@@ -111,10 +112,11 @@ ByteCount recurrent_accept_bytes(const GdnShape& s, int accepted, StateDtype sta
 }
 
 ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, int buffer_size, OutputDtype o_dtype,
-                                StateDtype state_dtype) {
+                                StateDtype state_dtype, StateDtype delta_dtype) {
   ByteCount b = token_io_bytes(s, draft_tokens, o_dtype);
-  b.read += state_bytes(s, state_dtype) + fill * kvbuffer_entry_bytes(s) + 8;  // checkpoint, entries, slot, fill
-  b.write += draft_tokens * kvbuffer_entry_bytes(s);                // the drafts' entries, into the buffer
+  const double entry = kvbuffer_entry_bytes(s, delta_dtype);
+  b.read += state_bytes(s, state_dtype) + fill * entry + 8;  // checkpoint, entries, slot, fill
+  b.write += draft_tokens * entry;                           // the drafts' entries, into the buffer
   if (fill >= buffer_size) {  // a due row folds its entries into the checkpoint; its key groups count arrivals
     b.write += state_bytes(s, state_dtype) + 4.0 * s.heads_qk;
     b.read += 4.0 * s.heads_qk;

@@ -22,7 +22,8 @@
 //   kvbuffer accept    a entries read from the draft arrays and appended; or, when n + a >= B, the checkpoint read
 //                      and written with all n + a entries read.
 // Every state, checkpoint and intermediate state term counts HV*K*V elements of the state dtype (StateDtype: 4 bytes
-// fp32, the default, or 2 bf16); the buffered entries keep their fp32 deltas and log-decays either way.
+// fp32, the default, or 2 bf16); the buffered entries keep their fp32 deltas and log-decays either way, except in
+// KVBuffer verify, whose deltas may be bf16 (delta_dtype: HV*V*2 an entry).
 // Cycle means: over a whole flush cycle a row sees n = 0 .. B-1 once each: mean entries read (B-1)/2, one checkpoint
 // write and B-1 appends per B steps. This holds for staggered and aligned phases alike.
 #pragma once
@@ -45,8 +46,9 @@ struct ByteCount {
   }
 };
 
-/// Bytes of one buffered entry of one request in one layer (delta form): H*K*2 + HV*V*4 + HV*4.
-double kvbuffer_entry_bytes(const GdnShape& s);
+/// Bytes of one buffered entry of one request in one layer (delta form): H*K*2 + HV*V*d + HV*4, d the deltas' bytes
+/// an element (4 fp32, the default; 2 bf16: KVBufferPool::delta_dtype).
+double kvbuffer_entry_bytes(const GdnShape& s, StateDtype delta_dtype = StateDtype::fp32);
 
 /// Inputs (q, k, v, a, b) and outputs of `tokens` tokens of one layer.
 ByteCount token_io_bytes(const GdnShape& s, int tokens, OutputDtype o_dtype);
@@ -104,8 +106,10 @@ ByteCount recurrent_accept_bytes(const GdnShape& s, int accepted, StateDtype sta
 /// checkpoint, entries, m tokens' inputs and outputs, m entries written into the buffer (kvbuffer_entry_bytes
 /// each); a due row (fill >= B) also writes its checkpoint once, the flush folded into verify, and reads and writes
 /// its H arrival counters. Add gate_param_bytes once per launch; the accept itself is the per-step position move.
+/// Entries read and written count their deltas in `delta_dtype`.
 ByteCount kvbuffer_verify_bytes(const GdnShape& s, int fill, int draft_tokens, int buffer_size, OutputDtype o_dtype,
-                                StateDtype state_dtype = StateDtype::fp32);
+                                StateDtype state_dtype = StateDtype::fp32,
+                                StateDtype delta_dtype = StateDtype::fp32);
 
 /// Floor in microseconds for a kernel moving `b` bytes: each written byte is paired with one read byte at the
 /// measured copy bandwidth (which counts read + write bytes), the remaining reads go at the measured read bandwidth:

@@ -14,6 +14,9 @@ void check_rows(const VerifyBatch& b) {
   if (b.form == BufferForm::raw && b.state_dtype != StateDtype::fp32)  // the raw kernels take fp32 checkpoints only
     throw std::invalid_argument(std::string("VerifyBatch: state_dtype = ") + to_string(b.state_dtype) +
                                 " with form raw (allowed with raw: fp32)");
+  if (b.form == BufferForm::raw && b.delta_dtype != StateDtype::fp32)  // the raw form buffers no deltas
+    throw std::invalid_argument(std::string("VerifyBatch: delta_dtype = ") + to_string(b.delta_dtype) +
+                                " with form raw (allowed with raw: fp32)");
   if (b.fill.size() != b.accepted.size())
     throw std::invalid_argument("VerifyBatch: fill and accepted must hold one value per row");
   const int max_fill = b.form == BufferForm::raw ? b.buffer_size - 1 : b.buffer_size - 1 + b.draft_tokens;
@@ -35,7 +38,7 @@ ByteCount kvbuffer_verify_sum(const VerifyBatch& b, const std::vector<int32_t>& 
   for (int32_t f : fill)
     sum += b.form == BufferForm::raw ? kvbuffer_raw_verify_bytes(b.shape, f, b.draft_tokens, b.o_dtype)
                                      : kvbuffer_verify_bytes(b.shape, f, b.draft_tokens, b.buffer_size, b.o_dtype,
-                                                             b.state_dtype);
+                                                             b.state_dtype, b.delta_dtype);
   return sum;
 }
 

@@ -37,6 +37,9 @@ struct VerifyBatch {
   /// bytes an element for fp32, 2 for bf16 (a due row's checkpoint read and written); the buffered entries do not
   /// change with it.
   StateDtype state_dtype = StateDtype::fp32;
+  /// Element type of the KVBuffer's deltas (delta form): 4 bytes an element for fp32, 2 for bf16, in every entry
+  /// read and written.
+  StateDtype delta_dtype = StateDtype::fp32;
   std::vector<int32_t> fill;      ///< [rows] buffer position of each row before the first step (kvbuffer)
   std::vector<int32_t> accepted;  ///< [rows] accepted drafts of each row, 0 .. m
 };

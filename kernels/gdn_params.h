@@ -90,14 +90,14 @@ constexpr int kMaxBuffer = 256;
 
 /// Per-request KVBuffer in delta form (DESIGN.md section 3): a checkpoint S0 and up to `capacity` buffered entries
 /// (k_j, u_j, g_j). Keys are stored raw (bf16, the exact inputs; l2-normalised in fp32 on use), corrected deltas u_j in
-/// fp32, and the per-step log-decay g_j in fp32 (cumulative sums G_t - G_j are formed in the kernel from the g_j,
+/// fp32 (or bf16: delta_dtype), and the per-step log-decay g_j in fp32 (cumulative sums G_t - G_j are formed in the kernel from the g_j,
 /// which keeps e^(G_t - G_j) accurate however long the buffer). Layout kv only.
 /// fill[slot] is request metadata shared by all layers: kernels only read it; launch_kvbuffer_advance (once per model
 /// step, after every layer) and launch_kvbuffer_clear write it.
 struct KVBufferPool {
   void* checkpoint = nullptr;    ///< [num_slots, HV, K, V] S0 of `state_dtype` elements
   bf16* keys = nullptr;          ///< [num_slots, capacity, H, K] raw keys
-  float* deltas = nullptr;       ///< [num_slots, capacity, HV, V] u_j
+  void* deltas = nullptr;        ///< [num_slots, capacity, HV, V] u_j of `delta_dtype` elements
   float* log_decay = nullptr;    ///< [num_slots, capacity, HV] g_j
   int32_t* fill = nullptr;       ///< [num_slots] entries held, 0 <= fill <= capacity; >= buffer_size: due (verify)
   int num_slots = 0;
@@ -110,7 +110,13 @@ struct KVBufferPool {
   /// (VerifyKernel::automatic or tensor_cores) only; every other kernel of the pool refuses it (validate). The
   /// buffered entries stay as above either way.
   StateDtype state_dtype = StateDtype::fp32;
+  /// The corrected deltas' element type (StateDtype's values: 4 or 2 bytes an element, state_elem_bytes). bf16 (u_j
+  /// rounded to nearest even where a kernel stores it, widened exactly where one reads it): with bf16 checkpoints on
+  /// the staged verify kernel only; every other kernel of the pool refuses it (validate_fp32_deltas).
+  StateDtype delta_dtype = StateDtype::fp32;
 
+  /// The deltas as fp32 elements: for the kernels that take fp32 deltas only (validate_fp32_deltas).
+  KVB_HOST_DEVICE float* fp32_deltas() const { return static_cast<float*>(deltas); }
   /// Rows of `checkpoint`: num_checkpoints, or num_slots when it is 0.
   KVB_HOST_DEVICE int checkpoint_rows() const { return num_checkpoints > 0 ? num_checkpoints : num_slots; }
 };

@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(THREADS, MINB)
   cp_async_commit();
   if constexpr (!kStateless)
     if (has_state && !early) load_slice();
-  tile.load_extra_async(pool.deltas + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
+  tile.load_extra_async(pool.fp32_deltas() + (int64_t(slot) * cap * HV + h) * V, int64_t(HV) * V, n);
   cp_async_commit();
 
   const int lane = threadIdx.x % 32;
@@ -234,7 +234,7 @@ __global__ void __launch_bounds__(THREADS, MINB)
   // Append entry n: u_t (this slice), g_t (one thread per head), the raw key (one block per key head).
   const int64_t e = int64_t(slot) * cap + n;
   if (tile.rg == 0 && tile.active)
-    *reinterpret_cast<float4*>(pool.deltas + (e * HV + h) * V + tile.col) = make_float4(u[0], u[1], u[2], u[3]);
+    *reinterpret_cast<float4*>(pool.fp32_deltas() + (e * HV + h) * V + tile.col) = make_float4(u[0], u[1], u[2], u[3]);
   if (blockIdx.x == 0) {
     if (threadIdx.x == 0) pool.log_decay[e * HV + h] = gate.g;
     if (h == 0 || p.shape.key_head(h - 1) != hk) {  // the key group's first head
@@ -320,11 +320,19 @@ std::string validate_fp32_checkpoint(const KVBufferPool& pool, const char* famil
          " takes fp32 checkpoints (allowed: fp32; bf16 with kvbuffer decode and verify)";
 }
 
+std::string validate_fp32_deltas(const KVBufferPool& pool, const char* family) {
+  if (pool.delta_dtype == StateDtype::fp32) return "";
+  return std::string("delta_dtype = ") + to_string(pool.delta_dtype) + ": " + family +
+         " takes fp32 deltas (allowed: fp32; bf16 with kvbuffer verify on bf16 checkpoints, kernel = automatic or "
+         "staged)";
+}
+
 std::string validate(const KVBufferDecodeParams& p) {
   if (auto e = validate_shape(p.shape); !e.empty()) return e;
   if (auto e = validate_inputs(p.in, p.batch); !e.empty()) return e;
   if (p.in.tokens != 1) return "tokens = " + std::to_string(p.in.tokens) + ": kvbuffer decode takes 1 token per row";
   if (auto e = validate_pool(p.pool); !e.empty()) return e;
+  if (auto e = validate_fp32_deltas(p.pool, "kvbuffer decode"); !e.empty()) return e;
   if (!p.slot || !p.o) return "slot and o must be set";
   if (auto e = validate_tile(p.tile, kvbuffer_decode_tiles(), p.shape, "kvbuffer decode"); !e.empty()) return e;
   if (!p.tile.is_auto() && p.stateless_batch)

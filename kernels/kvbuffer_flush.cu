@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(kThreads) kvbuffer_flush_kernel(const KVBuffer
   const int64_t e0 = int64_t(slot) * pool.capacity;
   Tile tile;
   tile.setup(dyn_smem, v0, V);
-  tile.load_extra_async(pool.deltas + (e0 * HV + h) * V, int64_t(HV) * V, n);
+  tile.load_extra_async(pool.fp32_deltas() + (e0 * HV + h) * V, int64_t(HV) * V, n);
   BufferSmem<K> bs;
   bs.setup(dyn_smem + (K + pool.capacity) * Tile::CG, pool.capacity);
   bs.load_async(pool, H, HV, slot, h, hk, n);
@@ -65,6 +65,7 @@ std::string validate(const KVBufferFlushParams& p) {
   if (p.count < 1) return "count = " + std::to_string(p.count) + " must be >= 1";
   if (!p.slot) return "slot must be set";
   if (auto e = validate_pool(p.pool); !e.empty()) return e;
+  if (auto e = validate_fp32_deltas(p.pool, "kvbuffer flush"); !e.empty()) return e;
   return validate_fp32_checkpoint(p.pool, "kvbuffer flush");
 }
 

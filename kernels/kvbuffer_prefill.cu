@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(kCols) kvbuffer_prefill_kernel(const KVBufferP
       float o = 0.f;
       for (int j = 0; j <= t; ++j) o = fmaf(ps.kq[t * Lmax + j], ucol[j * kCols], o);
       store_output1(p.o, p.o_dtype, vo, o);
-      if (append) p.pool.deltas[((int64_t(slot) * cap + t) * HV + h) * V + col] = ut;
+      if (append) p.pool.fp32_deltas()[((int64_t(slot) * cap + t) * HV + h) * V + col] = ut;
     }
   }
 
@@ -181,6 +181,7 @@ std::string validate(const KVBufferPrefillParams& p) {
            std::to_string(kMaxPrefillTokens) + " prompt tokens per row)";
   if (auto e = validate_pool(p.pool); !e.empty()) return e;
   if (auto e = validate_fp32_checkpoint(p.pool, "kvbuffer prefill"); !e.empty()) return e;
+  if (auto e = validate_fp32_deltas(p.pool, "kvbuffer prefill"); !e.empty()) return e;
   if (!p.slot || !p.prompt_len || !p.o) return "slot, prompt_len and o must be set";
   return "";
 }

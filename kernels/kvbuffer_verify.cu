@@ -343,7 +343,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
   // the raw keys where the coefficients read them from the pool: requested now (into L2, or the first delta into
   // registers, below), so that those reads, after the first barrier, wait on L2 rather than DRAM.
   const VerifyLanes<VB> ln(v0, V);
-  float* deltas = pool.deltas + (int64_t(slot) * cap * HV + h) * V + (ln.active ? ln.col : 0);
+  float* deltas = pool.fp32_deltas() + (int64_t(slot) * cap * HV + h) * V + (ln.active ? ln.col : 0);
   const int64_t delta_stride = int64_t(HV) * V;
   // With the keys in shared memory, this lane's first entry's delta goes straight into registers (used after the
   // coefficients' barrier); the rest, and every delta otherwise, into L2 (keys read from the pool leave no registers
@@ -534,7 +534,7 @@ __global__ void __launch_bounds__(VerifyLanes<VB>::THREADS, verify_min_blocks<VB
     if (kind_a)
 #pragma unroll
       for (int i = 0; i < M; ++i) reinterpret_cast<float*>(&ds.parked(i, ln.c4))[c] = u[i];
-    fold_verify_tile<K, VB>(tile, bs, n, decay0, pool.deltas + (int64_t(slot) * cap * HV + h) * V, delta_stride,
+    fold_verify_tile<K, VB>(tile, bs, n, decay0, pool.fp32_deltas() + (int64_t(slot) * cap * HV + h) * V, delta_stride,
                             static_cast<float*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V, v0, V);
     __syncthreads();
     if (ln.sub == 0 && ln.active)
@@ -649,6 +649,14 @@ std::string validate(const KVBufferVerifyParams& p) {
       p.kernel != VerifyKernel::tensor_cores && p.kernel != VerifyKernel::staged)
     return "kernel = " + std::to_string(int(p.kernel)) + " (allowed: automatic, cuda_cores, tensor_cores, staged)";
   if (p.kernel == VerifyKernel::staged) return validate_staged_verify(p);
+  if (p.pool.delta_dtype != StateDtype::fp32) {  // bf16 deltas: the staged kernel only
+    if (p.kernel != VerifyKernel::automatic)
+      return std::string("delta_dtype = ") + to_string(p.pool.delta_dtype) + ": kernel = " + to_string(p.kernel) +
+             " takes fp32 deltas (allowed with bf16 deltas: kernel = automatic or staged)";
+    if (auto e = validate_staged_verify(p); !e.empty())
+      return std::string("delta_dtype = ") + to_string(p.pool.delta_dtype) + " takes the staged kernel: " + e;
+    return "";
+  }
   if (p.pool.state_dtype != StateDtype::fp32) {  // bf16 checkpoints: the staged and the tensor-core kernels
     if (p.kernel == VerifyKernel::cuda_cores)
       return std::string("state_dtype = ") + to_string(p.pool.state_dtype) +
@@ -674,7 +682,8 @@ cudaError_t dispatch_verify(const KVBufferVerifyParams& p, cudaStream_t stream, 
   // drafts, and at every draft count from 15 (row, value head) items an SM (batch 64 of Qwen3-Next on an H200);
   // else the tensor-core kernel (validate).
   const bool staged_measured_faster = p.in.tokens >= 6 || items >= 15 * int64_t(sm_count());
-  if (p.kernel == VerifyKernel::staged ||
+  // bf16 deltas: the staged kernel, the one that takes them (validate).
+  if (p.kernel == VerifyKernel::staged || p.pool.delta_dtype != StateDtype::fp32 ||
       (p.kernel == VerifyKernel::automatic && p.pool.state_dtype == StateDtype::bf16 && staged_measured_faster &&
        validate_staged_verify(p).empty()))
     return launch_staged_verify(p, stream, describe);

@@ -262,7 +262,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
   const int64_t draft_entry = e0 + (flush ? 0 : n);  // the drafts' first buffer entry
   const int64_t delta_stride = int64_t(HV) * V;
   // This lane's columns of head h0 + hh's entry j's delta (rows 8c + 2t and + 1 of chunk c, as the checkpoint's).
-  const float* const deltas = pool.deltas + (e0 * HV + h0) * V + vb + 4 * g;
+  const float* const deltas = pool.fp32_deltas() + (e0 * HV + h0) * V + vb + 4 * g;
   const auto load_delta = [&](int hh, int j) {
     return j < n ? load4_nc(deltas + hh * V + j * delta_stride) : make_float4(0.f, 0.f, 0.f, 0.f);
   };
@@ -717,7 +717,7 @@ __global__ void __launch_bounds__(kTcThreads, kTcMinBlocks) kvbuffer_verify_tc_k
     // The drafts' deltas: past the entries (nothing reads there), or over a due row's entries 0 .. m - 1, which every
     // lane of this warp has read (the fold), and only this warp reads (its columns of this head).
     __syncwarp();
-    float* const draft_deltas_out = pool.deltas + (draft_entry * HV + h) * V + v;
+    float* const draft_deltas_out = pool.fp32_deltas() + (draft_entry * HV + h) * V + v;
 #pragma unroll
     for (int i = 0; i < M; ++i) draft_deltas_out[i * delta_stride] = u[i];
     if (hh + 1 < HPC) ring_to_next_head();

@@ -19,7 +19,9 @@
 //   o_i = e^{G_i} P_q[i] r_q,i + sum_j c^q_ij u_j + sum_{i'<=i} d^q_ii' u_i',
 //   with the buffer's coefficients c (entry j's decay to draft i times the key products) and the drafts' own d.
 // Entries written as the other verify kernels write them (kvbuffer_verify_device.cuh): past the entries for a row
-// that is not due; over entries 0 .. m - 1 for a due row, whose keys the key group's last block writes.
+// that is not due; over entries 0 .. m - 1 for a due row, whose keys the key group's last block writes. The deltas
+// are fp32 or bf16 (pool.delta_dtype: U, widened where they are read, rounded to nearest even where they are stored;
+// the drafts' outputs take their own deltas unrounded).
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -106,7 +108,20 @@ struct StLayout {
   }
 };
 
-template <int M>
+/// The stored delta of element type U (pool.delta_dtype: float or bf16), widened exactly to fp32.
+__device__ __forceinline__ float widen_delta(float u) { return u; }
+__device__ __forceinline__ float widen_delta(bf16 u) { return __bfloat162float(u); }
+/// u in element type U: itself (float) or rounded to nearest even (bf16), as the pool stores it.
+template <class U>
+__device__ __forceinline__ U narrow_delta(float u) {
+  if constexpr (std::is_same_v<U, bf16>)
+    return __float2bfloat16_rn(u);
+  else
+    return u;
+}
+
+/// U: the deltas' element type (float or bf16, pool.delta_dtype).
+template <int M, class U>
 __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
     kvbuffer_verify_staged_kernel(const KVBufferVerifyParams p, const FirstWaveStagger stagger) {
   constexpr int K = kStK, V = kStV;
@@ -167,7 +182,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   const int64_t draft_entry = e0 + (flush ? 0 : n);  // the drafts' first buffer entry
   const int64_t delta_stride = int64_t(HV) * V;  // one token (entry) to the next, in value-head rows
   const int64_t token_offset = (int64_t(row) * M * HV + h) * V + tid;  // draft 0's column tid, in v and o
-  const float* const deltas = pool.deltas + e0 * delta_stride + int64_t(h) * V;
+  const U* const deltas = static_cast<const U*>(pool.deltas) + e0 * delta_stride + int64_t(h) * V;
 
   // Before the slice: what the first barrier waits for (gate inputs, warp 3, lane i: draft i; the entries'
   // log-decays, warp 2, lane j: entry j) and a row's buffered deltas (its share, or a due row's fold fragments, which
@@ -183,7 +198,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
 #pragma unroll
     for (int j = 0; j < kStMaxEntries; ++j) {
       if (j >= n) break;
-      held[j] = deltas[j * delta_stride + tid];
+      held[j] = widen_delta(deltas[j * delta_stride + tid]);
     }
   } else {
     const int g = lane / 4, t = lane % 4;
@@ -195,7 +210,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
         for (int e = 0; e < 8; ++e) {
           const int v = 32 * warp + 16 * mt + g + 8 * ((e / 2) % 2);
           const int j = 16 * ks + 2 * t + (e % 2) + 8 * (e / 4);
-          held[(mt * 2 + ks) * 8 + e] = j < n ? deltas[j * delta_stride + v] : 0.f;
+          held[(mt * 2 + ks) * 8 + e] = j < n ? widen_delta(deltas[j * delta_stride + v]) : 0.f;
         }
   }
   const bf16* const s0 = static_cast<const bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V;
@@ -470,15 +485,16 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
     for (int ip = 0; ip < i; ++ip) x = fmaf(-cf.dk[i * M + ip], u[ip], x);
     u[i] = cf.beta[i] * x;
   }
-  float* const draft_deltas_out = pool.deltas + draft_entry * delta_stride + int64_t(h) * V + tid;
+  U* const draft_deltas_out = static_cast<U*>(pool.deltas) + draft_entry * delta_stride + int64_t(h) * V + tid;
   float o[M];
 #pragma unroll
   for (int i = 0; i < M; ++i) {
     o[i] = fmaf(cf.eq[i], P[(kStQ0 + i) * kStPPitch + tid], share_q[i]);
 #pragma unroll
     for (int ip = 0; ip <= i; ++ip) o[i] = fmaf(cf.dq[i * M + ip], u[ip], o[i]);
-    // Past the entries (nothing reads there), or over a due row's entries 0 .. m - 1, which only this thread read.
-    draft_deltas_out[i * delta_stride] = u[i];
+    // Past the entries (nothing reads there), or over a due row's entries 0 .. m - 1, which only this thread read;
+    // the outputs above take u unrounded, the pool stores it as U.
+    draft_deltas_out[i * delta_stride] = narrow_delta<U>(u[i]);
   }
   if (p.o_dtype == OutputDtype::fp32) {
     float* const out = static_cast<float*>(p.o) + token_offset;
@@ -505,7 +521,8 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
 
 template <int M>
 cudaError_t launch_staged(const KVBufferVerifyParams& p, cudaStream_t stream, KVBufferVerifyLaunch* describe) {
-  const auto kernel = kvbuffer_verify_staged_kernel<M>;
+  const auto kernel = p.pool.delta_dtype == StateDtype::bf16 ? kvbuffer_verify_staged_kernel<M, bf16>
+                                                              : kvbuffer_verify_staged_kernel<M, float>;
   const size_t smem = StLayout<M>(p.pool.capacity).bytes;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   if (describe) {

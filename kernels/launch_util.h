@@ -37,6 +37,9 @@ std::string validate_pool(const KVBufferPool& pool);
 /// "" when the pool's checkpoints are fp32, else the reason naming state_dtype and `family` (the kernels other than
 /// KVBuffer decode and the tensor-core verify take fp32 checkpoints only).
 std::string validate_fp32_checkpoint(const KVBufferPool& pool, const char* family);
+/// "" when the pool's deltas are fp32, else the reason naming delta_dtype and `family` (every kernel but the staged
+/// verify takes fp32 deltas only).
+std::string validate_fp32_deltas(const KVBufferPool& pool, const char* family);
 
 /// The static shared memory of `kernel` in `bytes`, read with cudaFuncGetAttributes on the first call per kernel and
 /// cached (launchers ask on every launch, which kvb_bench times). Returns that call's error, or cudaSuccess.

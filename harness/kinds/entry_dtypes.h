@@ -15,6 +15,7 @@ namespace kvb {
 /// (spec_verify, capacity) and kvbuffer_decode (capacity); any other variant buffers nothing (recurrent,
 /// recurrent_verify, recurrent_decode, the peers such as fla_recurrent) and gets "" (entry_dtypes_of, which the
 /// validation of result CSVs checks rows against). Never throws.
-std::string entry_dtypes(const std::string& variant, BufferForm form);
+/// delta_dtype: the corrected deltas' element type (KVBufferPool::delta_dtype), u=bf16 for bf16.
+std::string entry_dtypes(const std::string& variant, BufferForm form, StateDtype delta_dtype = StateDtype::fp32);
 
 }  // namespace kvb

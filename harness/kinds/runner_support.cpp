@@ -103,6 +103,41 @@ std::string validate_verify_state_dtype_point(const Point& pt) {
   return "";
 }
 
+AxisSpec delta_dtype_axis() {
+  return {"delta_dtype", {"fp32"}, word_axis("delta_dtype", {"fp32", "bf16"}), /*added_later=*/true};
+}
+
+StateDtype point_delta_dtype(const Point& pt) {
+  for (const auto& [name, value] : pt.axes)
+    if (name == "delta_dtype" && value == "bf16") return StateDtype::bf16;
+  return StateDtype::fp32;
+}
+
+std::string validate_verify_delta_dtype_point(const Point& pt) {
+  if (point_delta_dtype(pt) == StateDtype::fp32) return "";
+  if (pt.get("variant") != "kvbuffer_verify" || point_buffer_form(pt) != BufferForm::delta)
+    return fmt::format("delta_dtype = bf16 is not supported with variant = {}{} (allowed with bf16: kvbuffer_verify "
+                       "in the delta form)", pt.get("variant"),
+                       pt.get("variant") == "kvbuffer_verify" ? " in the raw form" : "");
+  if (point_state_dtype(pt) != StateDtype::bf16)
+    return "delta_dtype = bf16 is not supported with state_dtype = fp32 (allowed with bf16 deltas: state_dtype = "
+           "bf16)";
+  const std::string& kernel = pt.get("verify_kernel");
+  if (kernel != "automatic" && kernel != "staged")
+    return fmt::format("delta_dtype = bf16 is not supported with verify_kernel = {} (allowed with bf16 deltas: "
+                       "automatic or staged)", kernel);
+  KVBufferVerifyParams p;
+  p.shape = point_shape(pt);
+  p.tile = point_tile(pt);
+  p.pool.state_dtype = StateDtype::bf16;
+  p.pool.capacity = int(pt.get_int("buffer_size")) - 1 + int(pt.get_int("draft_tokens"));  // VerifyProblem's
+  if (p.pool.capacity > kStagedVerifyMaxEntries)
+    return fmt::format("delta_dtype = bf16 is not supported with buffer_size - 1 + draft_tokens = {} (allowed with "
+                       "bf16 deltas: at most {}, the staged kernel's)", p.pool.capacity, kStagedVerifyMaxEntries);
+  if (auto e = validate_staged_verify(p); !e.empty()) return "delta_dtype = bf16 takes the staged kernel: " + e;
+  return "";
+}
+
 AxisSpec launch_axis() {
   return {"launch", {"plain"}, word_axis("launch", {"plain", "pdl"}), /*added_later=*/true};
 }

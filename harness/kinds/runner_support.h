@@ -55,6 +55,15 @@ std::string validate_state_dtype_point(const Point& pt);
 /// tensor_cores, tile auto, head dims it takes: validate_tensor_core_verify). Else a one-line reason.
 std::string validate_verify_state_dtype_point(const Point& pt);
 
+/// The delta_dtype axis of the spec_verify kind: fp32 (default) or bf16, the element type of the KVBuffer's corrected
+/// deltas (KVBufferPool::delta_dtype). Added later: a CSV without the column resumes as fp32.
+AxisSpec delta_dtype_axis();
+/// A point's delta dtype: bf16 when its delta_dtype axis says so, else fp32 (also when it has no such axis).
+StateDtype point_delta_dtype(const Point& pt);
+/// "" for fp32 deltas; bf16 only with variant kvbuffer_verify in the delta form, state_dtype bf16 and the staged
+/// kernel (verify_kernel automatic or staged, within its limits: validate_staged_verify). Else a one-line reason.
+std::string validate_verify_delta_dtype_point(const Point& pt);
+
 /// The launch axis of the decode and spec_verify kinds: plain (default; one launch after another) or pdl
 /// (programmatic dependent launch, kernels/pdl.cuh). Read as plain in a CSV written before the column existed.
 AxisSpec launch_axis();

@@ -27,6 +27,7 @@ VerifyConfig verify_config(const Point& pt) {
   c.draft_tokens = int(pt.get_int("draft_tokens"));
   c.accepted = parse_accepted(pt.get("accepted"));
   c.state_dtype = point_state_dtype(pt);
+  c.delta_dtype = point_delta_dtype(pt);
   c.pdl = pt.get("launch") == "pdl";
   const std::string k = pt.get("verify_kernel");
   c.kernel = k == "cuda_cores"     ? VerifyKernel::cuda_cores
@@ -53,7 +54,7 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
   // A forced kernel, or bf16 checkpoints, that the launcher refuses: its one-line reason, before anything runs.
   if (prob.kvbuffer() && !prob.raw() &&
       (cfg.kernel == VerifyKernel::tensor_cores || cfg.kernel == VerifyKernel::staged ||
-       cfg.state_dtype != StateDtype::fp32))
+       cfg.state_dtype != StateDtype::fp32 || cfg.delta_dtype != StateDtype::fp32))
     if (const std::string e = validate(prob.kvbuffer_verify_params(0)); !e.empty()) throw std::invalid_argument(e);
   const LaunchCheck chk = run_check([&] { return check_verify_step(prob, stream.get()); });
 
@@ -92,7 +93,7 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
 
   Row r;
   r.emplace_back("output_dtype", to_string(cfg.o_dtype));
-  r.emplace_back("entry_dtypes", entry_dtypes(pt.get("variant"), cfg.form));
+  r.emplace_back("entry_dtypes", entry_dtypes(pt.get("variant"), cfg.form, cfg.delta_dtype));
   r.emplace_back("kernel", kernel_that_runs(prob));
   r.emplace_back("capacity", prob.kvbuffer() ? std::to_string(prob.capacity()) : "");
   r.emplace_back("mean_accepted", fmt_num(prob.mean_accepted()));
@@ -140,6 +141,7 @@ ExperimentKind spec_verify_experiment_kind() {
   };
   for (AxisSpec& a : model_axes()) k.axes.push_back(std::move(a));
   k.axes.push_back(state_dtype_axis());  // where older CSVs held a result column of the name, always fp32
+  k.axes.push_back(delta_dtype_axis());
   k.result_columns = {
       "output_dtype", "entry_dtypes", "kernel", "capacity", "mean_accepted",
       "verify_us_median", "verify_us_p10", "verify_us_p90", "verify_samples", "verify_noise_pct",
@@ -155,12 +157,14 @@ ExperimentKind spec_verify_experiment_kind() {
       "verify_discarded_samples", "verify_accept_discarded_samples"};
   k.applies = [](const std::string& variant, const std::string& axis) {
     if (variant == "recurrent_verify")
-      return axis != "buffer_size" && axis != "buffer_form" && axis != "phase" && axis != "verify_kernel";
+      return axis != "buffer_size" && axis != "buffer_form" && axis != "phase" && axis != "verify_kernel" &&
+             axis != "delta_dtype";
     return true;
   };
   k.results_added_later = {"kernel", "verify_discarded_samples", "verify_accept_discarded_samples", "entry_dtypes"};
   k.validate = [](const Point& pt) {
     if (auto e = validate_launch_point(pt); !e.empty()) return e;
+    if (auto e = validate_verify_delta_dtype_point(pt); !e.empty()) return e;  // names state_dtype where it must
     if (auto e = validate_verify_state_dtype_point(pt); !e.empty()) return e;
     const std::string kernel = pt.get("verify_kernel");
     if (!kernel.empty() && kernel != "automatic" && point_buffer_form(pt) == BufferForm::raw)

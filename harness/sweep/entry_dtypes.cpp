@@ -3,10 +3,12 @@
 
 namespace kvb {
 
-std::string entry_dtypes_of(const std::string& variant, const std::string& buffer_form) {
+std::string entry_dtypes_of(const std::string& variant, const std::string& buffer_form,
+                            const std::string& delta_dtype) {
   const bool buffered = variant == "kvbuffer" || variant == "kvbuffer_verify" || variant == "kvbuffer_decode";
   if (!buffered) return "";
-  return buffer_form == "raw" ? "k=bf16 v=bf16 a=bf16 b=bf16" : "k=bf16 u=fp32 g=fp32";
+  if (buffer_form == "raw") return "k=bf16 v=bf16 a=bf16 b=bf16";
+  return delta_dtype == "bf16" ? "k=bf16 u=bf16 g=fp32" : "k=bf16 u=fp32 g=fp32";
 }
 
 }  // namespace kvb

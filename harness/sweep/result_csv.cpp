@@ -264,7 +264,8 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
   const size_t stateless = optional_index(t.header, "stateless");
   // What a KVBuffer row buffers per entry (entry_dtypes.h), from its variant and buffer form.
   const size_t entries = optional_index(t.header, "entry_dtypes"), variant_col = optional_index(t.header, "variant"),
-               form_col = optional_index(t.header, "buffer_form");
+               form_col = optional_index(t.header, "buffer_form"),
+               delta_col = optional_index(t.header, "delta_dtype");
   std::map<std::string, size_t> first_line;  // point key -> line
   std::string first_gpu;
   size_t gpu_line = 0;
@@ -328,7 +329,8 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
     if (entries < row.size() && !row[entries].empty()) {  // empty: a failed point, or a row written before it
       const std::string variant = variant_col < row.size() ? row[variant_col] : "";
       const std::string form = form_col < row.size() ? row[form_col] : "";
-      const std::string expected = entry_dtypes_of(variant, form);
+      const std::string delta = delta_col < row.size() ? row[delta_col] : "";
+      const std::string expected = entry_dtypes_of(variant, form, delta);
       if (row[entries] != expected)
         throw UsageError(fmt::format("{}:{}: entry_dtypes = '{}' on a {} row{} (allowed: {}empty)", origin, line,
                                      row[entries], variant, form.empty() ? "" : " in the " + form + " form",

@@ -89,7 +89,7 @@ ref::KVBufferSlot download_kvbuffer_slot(const KVBufferPool& pool, const GdnShap
       const std::vector<double> kh = ref::l2_normalize(raw.data() + size_t(h) * K, K);
       be.k_hat.insert(be.k_hat.end(), kh.begin(), kh.end());
     }
-    be.u = download_double(pool.deltas + e * vv, vv);
+    be.u = download_state(pool.deltas, pool.delta_dtype, e * vv, vv);
     be.g = download_double(pool.log_decay + e * HV, size_t(HV));
     buf.entries.push_back(std::move(be));
   }

@@ -80,7 +80,7 @@ DecodeCheck check_decode_step(const DecodeProblem& p, cudaStream_t stream) {
         out.state_err = std::max(out.state_err, ref::max_rel_err(c.buf.checkpoint, got, HV));
       } else {
         const size_t e = size_t(c.slot) * pool.capacity + c.n;
-        const std::vector<double> u = download_double(pool.deltas + e * vv, vv);
+        const std::vector<double> u = download_double(pool.fp32_deltas() + e * vv, vv);
         out.state_err = std::max(out.state_err, ref::max_rel_err(c.buf.entries.back().u, u, HV));
         const std::string g_bad = log_decay_mismatch(t.g, download_double(pool.log_decay + e * HV, size_t(HV)),
                                                      fmt::format("appended log-decay [HV] of row {}", c.row));

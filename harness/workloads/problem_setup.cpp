@@ -56,14 +56,18 @@ DeviceBuffer<unsigned char> random_states(DeviceFootprint& mem, const GdnShape& 
 }
 
 KVBufferEntrySets::KVBufferEntrySets(DeviceFootprint& mem, const GdnShape& s, int sets, int slots, int capacity,
-                                     const TokenInputSets& gates, FillSeeds& seeds)
-    : shape_(s), slots_(slots), capacity_(capacity) {
+                                     const TokenInputSets& gates, FillSeeds& seeds, StateDtype delta_dtype)
+    : shape_(s), slots_(slots), capacity_(capacity), delta_dtype_(delta_dtype) {
   const size_t entries = size_t(slots) * capacity, HV = s.heads_v;
+  const size_t deltas = sets * entries * HV * s.head_dim_v;
   keys_ = mem.alloc<bf16>(sets * entries * s.heads_qk * s.head_dim_k);
-  deltas_ = mem.alloc<float>(sets * entries * HV * s.head_dim_v);
+  deltas_ = mem.alloc<unsigned char>(deltas * state_elem_bytes(delta_dtype));
   log_decay_ = mem.alloc<float>(sets * entries * HV);
   fill_normal(keys_.get(), keys_.size(), 0.f, 1.f, seeds.next());
-  fill_normal(deltas_.get(), deltas_.size(), 0.f, 0.5f, seeds.next());
+  if (delta_dtype == StateDtype::bf16)
+    fill_normal(reinterpret_cast<bf16*>(deltas_.get()), deltas, 0.f, 0.5f, seeds.next());
+  else
+    fill_normal(reinterpret_cast<float*>(deltas_.get()), deltas, 0.f, 0.5f, seeds.next());
   for (int set = 0; set < sets; ++set)
     fill_log_decay(log_decay_.get() + set * entries * HV, entries * HV, s.heads_v, gates.A_log(set),
                    gates.dt_bias(set), seeds.next());
@@ -76,7 +80,8 @@ KVBufferPool KVBufferEntrySets::pool(int set, void* checkpoints, int32_t* fill, 
   set_pool_rows(p, checkpoints, fill, slots_, capacity_, buffer_size);
   p.state_dtype = state_dtype;
   p.keys = keys_.get() + set * entries * shape_.heads_qk * shape_.head_dim_k;
-  p.deltas = deltas_.get() + set * entries * shape_.heads_v * shape_.head_dim_v;
+  p.delta_dtype = delta_dtype_;
+  p.deltas = deltas_.get() + set * entries * shape_.heads_v * shape_.head_dim_v * state_elem_bytes(delta_dtype_);
   p.log_decay = log_decay_.get() + set * entries * shape_.heads_v;
   return p;
 }

@@ -125,24 +125,27 @@ DeviceBuffer<unsigned char> random_states(DeviceFootprint& mem, const GdnShape& 
                                           FillSeeds& seeds);
 
 /// Buffered entries of KVBuffer pools (delta form, kernels/gdn_params.h KVBufferPool) for `sets` layer sets of
-/// `slots` slots with `capacity` entries each: raw keys bf16 ~ N(0, 1) [sets][slots, capacity, H, K], deltas fp32
-/// ~ N(0, 0.5) [sets][slots, capacity, HV, V], log-decays [sets][slots, capacity, HV] drawn with each set's gates.
+/// `slots` slots with `capacity` entries each: raw keys bf16 ~ N(0, 1) [sets][slots, capacity, H, K], deltas of
+/// `delta_dtype` (fp32, or drawn as bf16) ~ N(0, 0.5) [sets][slots, capacity, HV, V], log-decays [sets][slots,
+/// capacity, HV] drawn with each set's gates.
 class KVBufferEntrySets {
  public:
   KVBufferEntrySets() = default;
   /// Allocates and fills the entries (keys, deltas, then the log-decays set by set, from `seeds`). Throws CudaError.
   KVBufferEntrySets(DeviceFootprint& mem, const GdnShape& s, int sets, int slots, int capacity,
-                    const TokenInputSets& gates, FillSeeds& seeds);
-  /// The pool of one set: its entries, the given checkpoints [slots, HV, K, V] of `state_dtype` elements and buffer
-  /// positions [slots].
+                    const TokenInputSets& gates, FillSeeds& seeds, StateDtype delta_dtype = StateDtype::fp32);
+  /// The pool of one set: its entries (delta_dtype: the constructor's), the given checkpoints [slots, HV, K, V] of
+  /// `state_dtype` elements and buffer positions [slots].
   KVBufferPool pool(int set, void* checkpoints, int32_t* fill, int buffer_size,
                     StateDtype state_dtype = StateDtype::fp32) const;
 
  private:
   GdnShape shape_;
   int slots_ = 0, capacity_ = 0;
+  StateDtype delta_dtype_ = StateDtype::fp32;
   DeviceBuffer<bf16> keys_;
-  DeviceBuffer<float> deltas_, log_decay_;
+  DeviceBuffer<unsigned char> deltas_;  // delta_dtype_ elements
+  DeviceBuffer<float> log_decay_;
 };
 
 /// Slot of each of `rows` rows: a random permutation of 0 .. rows-1 drawn from `rng`, as a scheduler hands them out.

@@ -54,14 +54,17 @@ bool reference_verify(const GdnShape& s, int B, StateDtype d, const std::vector<
 }
 
 /// The bf16-checkpoint part of the verdict: the shared values within the fp32 bar, and no stored element of a folded
-/// checkpoint more than one bf16 unit off. "" or one line.
-std::string bf16_verdict(const KVBufferErrors& e, const Bf16StateUnits& units) {
+/// checkpoint (or, with bf16 deltas, of the drafts' stored deltas) more than one bf16 unit off. "" or one line.
+std::string bf16_verdict(const KVBufferErrors& e, const Bf16StateUnits& units, const Bf16StateUnits& deltas) {
   if (!(e.shared <= tol::kStateFp32))
     return fmt::format("state error {:.3g} above {:.1g} in values computed from the stored bf16 checkpoint ({})",
                        e.shared, tol::kStateFp32, e.shared_at);
   if (units.more > 0)
     return fmt::format("{} of {} stored checkpoint elements more than one bf16 unit from the reference's fold",
                        units.more, units.compared());
+  if (deltas.more > 0)
+    return fmt::format("{} of {} stored bf16 draft deltas more than one bf16 unit from the reference's", deltas.more,
+                       deltas.compared());
   return "";
 }
 
@@ -91,6 +94,11 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
   const int N = cfg.batch, m = cfg.draft_tokens, HV = s.heads_v, B = cfg.buffer_size;
   const size_t vv = size_t(HV) * s.head_dim_v, se = size_t(s.state_elems());
   const bool kvb = p.kvbuffer(), bf16_states = cfg.state_dtype == StateDtype::bf16;
+  // bf16 deltas (with bf16 checkpoints only): the drafts' deltas are stored rounded; the reference rounds its own the
+  // same way before it accepts them, and what the device and the reference then compute from them (the stored
+  // deltas, the state after accept) is held to the bf16 bar, as a fold's values are.
+  const bool bf16_deltas = kvb && cfg.delta_dtype == StateDtype::bf16;
+  const size_t delta_bytes = size_t(state_elem_bytes(cfg.delta_dtype));
   const std::vector<int32_t>& slots = p.host_slots();
   const std::vector<int32_t>& accepted = p.accepted();
   const std::vector<int32_t> fill = kvb ? download(p.fill(0), size_t(N)) : std::vector<int32_t>();
@@ -140,7 +148,8 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     for (const RowCase& c : cases) {
       const int n = n_of(c);
       if (n >= B) continue;
-      fill_bytes(kp.pool.deltas + draft_entry(c.slot, n) * vv, size_t(m) * vv * 4, 0xff, stream);
+      fill_bytes(static_cast<unsigned char*>(kp.pool.deltas) + draft_entry(c.slot, n) * vv * delta_bytes,
+                 size_t(m) * vv * delta_bytes, 0xff, stream);
       fill_bytes(kp.pool.log_decay + draft_entry(c.slot, n) * HV, size_t(m) * HV * 4, 0xff, stream);
       fill_bytes(kp.pool.keys + draft_entry(c.slot, n) * key, size_t(m) * key * 2, 0xff, stream);
     }
@@ -155,11 +164,15 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
   auto verify_row = [&](const RowCase& c, int n, ref::KVBufferSlot& slot, std::vector<double>& o_ref,
                         std::vector<ref::BufferEntry>& entries, bool judge_deltas) {
     const bool due = reference_verify(s, B, cfg.state_dtype, c.drafts, slot, o_ref, entries);
+    if (bf16_deltas)
+      for (ref::BufferEntry& e : entries) ref::round_stored_state(e.u, cfg.delta_dtype);  // as the pool stores them
     const size_t at = draft_entry(c.slot, n);
     if (judge_deltas) {
-      const std::vector<double> u = download_double(kp.pool.deltas + at * vv, m * vv);
-      errs.add(due, ref::max_rel_err(concat(entries, &ref::BufferEntry::u), u, int64_t(m) * HV),
+      const std::vector<double> want = concat(entries, &ref::BufferEntry::u);
+      const std::vector<double> u = download_state(kp.pool.deltas, cfg.delta_dtype, at * vv, m * vv);
+      errs.add(due || bf16_deltas, ref::max_rel_err(want, u, int64_t(m) * HV),
                fmt::format("row {} at {} entries: its drafts' deltas", c.row, n));
+      if (bf16_deltas) out.stored_deltas.add(want, u, int64_t(m) * HV);
     }
     const std::string g_bad =
         log_decay_mismatch(concat(entries, &ref::BufferEntry::g),
@@ -220,7 +233,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     const RowCase& c = cases[i];
     const std::vector<double> got = kvb ? device_state(c, fill_after_commit(c.n, c.a, B))
                                         : download_state(p.state(0), StateDtype::fp32, c.slot * se, se);
-    errs.add(kvb && folded[i], ref::max_rel_err(expected[i], got, HV),
+    errs.add(kvb && (folded[i] || bf16_deltas), ref::max_rel_err(expected[i], got, HV),
              fmt::format("row {} at {} entries: its state after accepting {}", c.row, c.n, c.a));
   }
   if (kvb) {
@@ -264,7 +277,7 @@ VerifyCheck check_verify_step(const VerifyProblem& p, cudaStream_t stream) {
     out.detail = fmt::format("output error {:.3g} above {:.3g} in a row that folded its bf16 checkpoint", o_err_folded,
                              o_tol_folded);
   out.o_err = std::max(out.o_err, o_err_folded);
-  if (out.detail.empty() && bf16_states) out.detail = bf16_verdict(errs, out.folded_checkpoints);
+  if (out.detail.empty() && bf16_states) out.detail = bf16_verdict(errs, out.folded_checkpoints, out.stored_deltas);
   return out;
 }
 

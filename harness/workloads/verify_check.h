@@ -21,6 +21,9 @@ struct VerifyCheck : LaunchCheck {
   /// bf16 checkpoints: the stored checkpoints of the rows that folded, element by element against the reference's
   /// fold rounded the same way (empty with fp32 checkpoints).
   Bf16StateUnits folded_checkpoints;
+  /// bf16 deltas (VerifyConfig::delta_dtype): the drafts' stored deltas of the first verify, element by element against
+  /// the reference's rounded the same way (empty with fp32 deltas).
+  Bf16StateUnits stored_deltas;
 };
 
 /// The row a check compares besides the first and the last, or -1: kvbuffer, the first whose accept from its position
@@ -47,6 +50,9 @@ int verify_check_row(const VerifyProblem& p, const std::vector<int32_t>& fill);
 /// deltas, its state after accept) keep the fp32 bar, 2e-5; a folded row's stored checkpoint, drafts' deltas and
 /// state after accept are within tol::state(bf16) = 2^-7, and every element of its stored checkpoint within one
 /// bf16 unit of the reference's (Bf16StateUnits; folded_checkpoints counts them); outputs as with fp32.
+/// bf16 deltas (VerifyConfig::delta_dtype, with bf16 checkpoints): the reference rounds its drafts' deltas to bf16 as
+/// the pool stores them (their outputs take them unrounded, as the kernel's do); the stored deltas and the state after
+/// accept are within 2^-7 and every stored delta within one bf16 unit of the reference's (stored_deltas counts them).
 /// A raw-form problem is checked by check_raw_verify_step (raw_verify_check.h).
 /// Leaves set 0 with its pools changed and, for kvbuffer, its positions one commit further (timing restores them
 /// with restore_fill). Throws CudaError.

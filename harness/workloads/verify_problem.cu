@@ -31,6 +31,10 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
   if (cfg_.state_dtype != StateDtype::fp32 && raw())
     throw std::invalid_argument(std::string("state_dtype = ") + to_string(cfg_.state_dtype) +
                                 " with buffer_form raw is not supported (allowed with raw: fp32)");
+  if (cfg_.delta_dtype != StateDtype::fp32 && (raw() || cfg_.state_dtype != StateDtype::bf16))
+    throw std::invalid_argument(std::string("delta_dtype = ") + to_string(cfg_.delta_dtype) +
+                                " needs kvbuffer_verify in the delta form with state_dtype = bf16 (allowed otherwise: "
+                                "fp32)");
   if (raw() && cfg_.buffer_size > kMaxRawBuffer)
     throw std::invalid_argument(fmt::format("VerifyProblem: buffer_size = {} is out of range for the raw form "
                                             "(allowed: 1 to {})", cfg_.buffer_size, kMaxRawBuffer));
@@ -47,7 +51,8 @@ VerifyProblem::VerifyProblem(const VerifyConfig& cfg) : cfg_(cfg) {
   inputs_ = TokenInputSets(mem_, s, sets_, cfg_.batch, cfg_.draft_tokens, seeds, rng);
   state_ = random_states(mem_, s, sets * N * size_t(s.state_elems()), cfg_.state_dtype, seeds);
   if (raw()) raw_entries_ = RawKVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), seeds);
-  else if (kvbuffer()) entries_ = KVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), inputs_, seeds);
+  else if (kvbuffer())
+    entries_ = KVBufferEntrySets(mem_, s, sets_, cfg_.batch, capacity(), inputs_, seeds, cfg_.delta_dtype);
   host_slot_ = shuffled_slots(cfg_.batch, rng);
   slot_ = mem_.copy(host_slot_);
   if (kvbuffer())
@@ -212,6 +217,7 @@ static VerifyBatch byte_batch(const VerifyProblem& p) {
   b.layers = c.layers;
   b.o_dtype = c.o_dtype;
   b.state_dtype = c.state_dtype;
+  b.delta_dtype = c.delta_dtype;
   b.accepted = p.accepted();
   if (b.kvbuffer)
     for (int32_t slot : p.host_slots()) b.fill.push_back(p.initial_fill()[size_t(slot)]);

@@ -55,6 +55,10 @@ struct VerifyConfig {
   /// (VerifyProblem throws std::invalid_argument for recurrent verification and the raw form, whose kernels keep fp32
   /// states); the verify kernel itself refuses what it cannot take (validate: kernel = cuda_cores, for one).
   StateDtype state_dtype = StateDtype::fp32;
+  /// Element type of the KVBuffer's corrected deltas (KVBufferPool::delta_dtype). bf16: kvbuffer in the delta form
+  /// with bf16 checkpoints only (VerifyProblem throws std::invalid_argument otherwise), on the staged kernel (the one
+  /// verify kernel that takes them; validate refuses a forced cuda_cores or tensor_cores).
+  StateDtype delta_dtype = StateDtype::fp32;
 };
 
 /// Device memory and launch parameters of one verification workload. Move-only; frees everything on destruction.

@@ -9,7 +9,9 @@
 // the reference's fold rounded the same way or one bf16 unit from it (Bf16StateUnits), nearly all equal; the values
 // computed from a checkpoint both sides hold keep the fp32 bar. Padding rows among the staged kernel's: zeros, the
 // other rows' outputs unchanged. The CUDA-core kernel refuses bf16 checkpoints naming
-// state_dtype. The workload tests skip without a CUDA device; the refusal needs none.
+// state_dtype. With bf16 deltas (VerifyConfig::delta_dtype) the staged kernel stores the drafts' deltas rounded, each
+// the reference's rounded delta or one bf16 unit from it; every other kernel refuses them naming delta_dtype. The
+// workload tests skip without a CUDA device; the refusals need none.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,6 +21,7 @@
 #include "harness/workloads/verify_check.h"
 #include "harness/workloads/verify_problem.h"
 #include "core/tolerances.h"
+#include "kernels/launch_util.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace kvb {
@@ -65,12 +68,14 @@ void run_bf16_rounds(const VerifyConfig& cfg, int rounds) {
   KVBufferVerifyLaunch launch;
   ASSERT_EQ(describe_kvbuffer_verify_launch(prob.kvbuffer_verify_params(0), launch), cudaSuccess);
   // automatic takes the staged kernel for bf16 checkpoints from 6 drafts at this batch (32 rows: too few items an
-  // SM for the rule's every-draft-count half), the tensor-core kernel below.
-  const VerifyKernel automatic = cfg.draft_tokens >= 6 ? VerifyKernel::staged : VerifyKernel::tensor_cores;
+  // SM for the rule's every-draft-count half), the tensor-core kernel below; bf16 deltas always the staged kernel.
+  const bool bf16_deltas = cfg.delta_dtype == StateDtype::bf16;
+  const VerifyKernel automatic =
+      cfg.draft_tokens >= 6 || bf16_deltas ? VerifyKernel::staged : VerifyKernel::tensor_cores;
   EXPECT_EQ(launch.kernel, cfg.kernel == VerifyKernel::automatic ? automatic : cfg.kernel);
   CudaStream stream;
-  Bf16StateUnits units;
-  int folded = 0;
+  Bf16StateUnits units, deltas;
+  int folded = 0, rows = 0;
   for (int round = 0; round < rounds; ++round) {
     const VerifyCheck chk = check_verify_step(prob, stream.get());
     ASSERT_TRUE(chk.pass()) << "round " << round << ": " << chk.detail;
@@ -82,9 +87,13 @@ void run_bf16_rounds(const VerifyConfig& cfg, int rounds) {
     // A folded row's outputs read its rounded fold, as its deltas do: 2^-7 (DESIGN.md section 4).
     EXPECT_LE(chk.o_err, tol::folded_bf16_verify_output(cfg.o_dtype)) << "round " << round;
     folded += chk.folded_rows;
+    rows += chk.rows;
     units.equal += chk.folded_checkpoints.equal;
     units.one += chk.folded_checkpoints.one;
     units.more += chk.folded_checkpoints.more;
+    deltas.equal += chk.stored_deltas.equal;
+    deltas.one += chk.stored_deltas.one;
+    deltas.more += chk.stored_deltas.more;
     // The second verify's outputs and the checked rows' checkpoints hold real values, not zeros.
     const size_t o_elems = prob.o_bytes_per_set() / (cfg.o_dtype == OutputDtype::bf16 ? 2 : 4);
     const std::vector<double> o = test::outputs(prob.o(0), o_elems, cfg.o_dtype);
@@ -101,6 +110,13 @@ void run_bf16_rounds(const VerifyConfig& cfg, int rounds) {
   EXPECT_GT(units.compared(), 0u);
   EXPECT_EQ(units.more, 0u) << "stored checkpoint elements more than one bf16 unit off";
   EXPECT_GE(double(units.equal), 0.999 * double(units.compared()));
+  if (bf16_deltas) {  // every draft's stored delta of the checked rows, rounded as the reference rounds it
+    EXPECT_EQ(deltas.compared(), size_t(rows) * cfg.draft_tokens * cfg.shape.heads_v * cfg.shape.head_dim_v);
+    EXPECT_EQ(deltas.more, 0u) << "stored deltas more than one bf16 unit off";
+    EXPECT_GE(double(deltas.equal), 0.99 * double(deltas.compared()));
+  } else {
+    EXPECT_EQ(deltas.compared(), 0u);
+  }
 }
 
 // Both kernels that take bf16 checkpoints at every draft count: the tensor-core kernel, and the staged one (forced,
@@ -120,6 +136,19 @@ TEST(Bf16StateVerifyGpu, KVBufferVerifyStoresTheRoundedFoldAtB16) {
     run_bf16_rounds(bf16_config(16, m, VerifyKernel::tensor_cores, accepted), 1);
     run_bf16_rounds(bf16_config(16, m, m % 2 ? VerifyKernel::staged : VerifyKernel::automatic, accepted), 1);
   }
+}
+
+// bf16 deltas (VerifyConfig::delta_dtype): the staged kernel, forced or as automatic's only choice, stores the drafts'
+// deltas rounded to bf16 and reads them back exactly; due and not-due rows, every draft count.
+TEST(Bf16StateVerifyGpu, StagedKernelStoresRoundedBf16Deltas) {
+  KVB_REQUIRE_GPU();
+  for (int B : {8, 16})
+    for (int m = 1; m <= kMaxDraftTokens; ++m) {
+      VerifyConfig cfg = bf16_config(B, m, m % 2 ? VerifyKernel::automatic : VerifyKernel::staged,
+                                     B == 16 && m > 4 ? "0.7" : "all");
+      cfg.delta_dtype = StateDtype::bf16;
+      run_bf16_rounds(cfg, 1);
+    }
 }
 
 // fp32 outputs from bf16 checkpoints: the staged kernel stores either output dtype (a due row's drafts too).
@@ -219,6 +248,37 @@ TEST(Bf16StateVerifyValidation, StagedKernelRefusesFp32CheckpointsAndLargeBuffer
   e = validate(p);
   EXPECT_NE(e.find("heads_v = 131072"), std::string::npos) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+TEST(Bf16StateVerifyValidation, OnlyTheStagedVerifyTakesBf16DeltasTheOthersNameDeltaDtype) {
+  KVBufferVerifyParams p = test::unread_verify_params(kQwen3Next, 64, 4, 16, OutputDtype::bf16);
+  p.pool.state_dtype = StateDtype::bf16;
+  p.pool.delta_dtype = StateDtype::bf16;
+  for (VerifyKernel k : {VerifyKernel::automatic, VerifyKernel::staged}) {
+    p.kernel = k;
+    EXPECT_EQ(validate(p), "") << to_string(k);
+  }
+  for (VerifyKernel k : {VerifyKernel::cuda_cores, VerifyKernel::tensor_cores}) {
+    p.kernel = k;
+    const std::string e = validate(p);
+    EXPECT_NE(e.find("delta_dtype = bf16"), std::string::npos) << e;
+    EXPECT_NE(e.find(to_string(k)), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+  p = test::unread_verify_params(kQwen3Next, 64, 4, 32, OutputDtype::bf16);  // 35 entries: past the staged kernel
+  p.pool.state_dtype = StateDtype::bf16;
+  p.pool.delta_dtype = StateDtype::bf16;
+  std::string e = validate(p);
+  EXPECT_NE(e.find("delta_dtype = bf16"), std::string::npos) << e;
+  EXPECT_NE(e.find("pool.capacity = 35"), std::string::npos) << e;
+  // The kernels that read or write a pool's deltas outside verify.
+  KVBufferPool pool = p.pool;
+  pool.buffer_size = 16;
+  pool.capacity = 16;
+  EXPECT_NE(validate_fp32_deltas(pool, "kvbuffer flush").find("delta_dtype = bf16: kvbuffer flush"),
+            std::string::npos);
+  pool.delta_dtype = StateDtype::fp32;
+  EXPECT_EQ(validate_fp32_deltas(pool, "kvbuffer flush"), "");
 }
 
 TEST(Bf16StateVerifyValidation, CudaCoreKernelRefusesBf16CheckpointsNamingStateDtype) {

@@ -155,7 +155,7 @@ StepResult run_verify_steps(const VerifyConfig& cfg, int steps) {
           append_download(r.states, static_cast<const unsigned char*>(p.state(set)), p.state_bytes_per_set());
           if (p.kvbuffer()) {
             const KVBufferPool pool = p.kvbuffer_verify_params(set).pool;
-            append_download(r.deltas, pool.deltas,
+            append_download(r.deltas, pool.fp32_deltas(),
                             N * pool.capacity * cfg.shape.heads_v * cfg.shape.head_dim_v);
           }
         }
