@@ -192,13 +192,14 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
   const float lg_j = warp == 2 && lane < n ? pool.log_decay[(e0 + lane) * HV + h] : 0.f;
   // A row that is not due: the entries' deltas of column tid (the buffer's share). A due row: its fold's A
   // fragments, the weighted deltas of rows v = 32 warp + 16 mt + lane / 4 (+ 8), entries 16 ks + 2 (lane % 4) (+ 1,
-  // + 8, + 9), loaded now, weighted once the weights are known.
-  float held[2 * 2 * 8];  // not due: held[j], j < 32; due: [mt][ks][8]
+  // + 8, + 9), loaded now, weighted once the weights are known. Held as stored (U) and widened where they are used,
+  // so that no widening waits for its load here, where each would hold back the loads after it.
+  U held[2 * 2 * 8];  // not due: held[j], j < 32; due: [mt][ks][8]
   if (!flush) {
 #pragma unroll
     for (int j = 0; j < kStMaxEntries; ++j) {
       if (j >= n) break;
-      held[j] = widen_delta(deltas[j * delta_stride + tid]);
+      held[j] = deltas[j * delta_stride + tid];
     }
   } else {
     const int g = lane / 4, t = lane % 4;
@@ -210,7 +211,7 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
         for (int e = 0; e < 8; ++e) {
           const int v = 32 * warp + 16 * mt + g + 8 * ((e / 2) % 2);
           const int j = 16 * ks + 2 * t + (e % 2) + 8 * (e / 4);
-          held[(mt * 2 + ks) * 8 + e] = j < n ? widen_delta(deltas[j * delta_stride + v]) : 0.f;
+          held[(mt * 2 + ks) * 8 + e] = j < n ? deltas[j * delta_stride + v] : narrow_delta<U>(0.f);
         }
   }
   const bf16* const s0 = static_cast<const bf16*>(pool.checkpoint) + (int64_t(slot) * HV + h) * K * V;
@@ -359,10 +360,11 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
 #pragma unroll
         for (int i = 0; i < M; ++i) ck[i] = cf.ck[j * M + i], cq[i] = cf.cq[j * M + i];
       }
+      const float u = widen_delta(held[j]);
 #pragma unroll
       for (int i = 0; i < M; ++i) {
-        share_k[i] = fmaf(ck[i], held[j], share_k[i]);
-        share_q[i] = fmaf(cq[i], held[j], share_q[i]);
+        share_k[i] = fmaf(ck[i], u, share_k[i]);
+        share_q[i] = fmaf(cq[i], u, share_q[i]);
       }
     }
   cp_async_wait_all();
@@ -379,7 +381,9 @@ __global__ void __launch_bounds__(kStThreads, kStMinBlocks)
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks) {
-        const float* x = held + (mt * 2 + ks) * 8;
+        float x[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) x[e] = widen_delta(held[(mt * 2 + ks) * 8 + e]);
         const int j0 = 16 * ks + 2 * t;
         const float w0 = cf.wf[min(j0, KR - 1)], w1 = cf.wf[min(j0 + 1, KR - 1)];
         const float w8 = cf.wf[min(j0 + 8, KR - 1)], w9 = cf.wf[min(j0 + 9, KR - 1)];
