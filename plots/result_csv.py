@@ -75,13 +75,15 @@ def escaped(message: str) -> str:
     return "".join(_ESCAPES.get(c, c) for c in message)
 
 
-def entry_dtypes_of(variant: str, buffer_form: str) -> str:
+def entry_dtypes_of(variant: str, buffer_form: str, delta_dtype: str = "") -> str:
     """The entry_dtypes value of a row, as kvb's entry_dtypes_of (harness/sweep/entry_dtypes.h) gives it: the element
-    types of a KVBuffer variant's buffered entries in its buffer form ("raw", else the delta form), "" for a variant
-    that buffers nothing."""
+    types of a KVBuffer variant's buffered entries in its buffer form ("raw", else the delta form, whose deltas are
+    bf16 where delta_dtype reads "bf16", else fp32), "" for a variant that buffers nothing."""
     if variant not in ("kvbuffer", "kvbuffer_verify", "kvbuffer_decode"):
         return ""
-    return "k=bf16 v=bf16 a=bf16 b=bf16" if buffer_form == "raw" else "k=bf16 u=fp32 g=fp32"
+    if buffer_form == "raw":
+        return "k=bf16 v=bf16 a=bf16 b=bf16"
+    return "k=bf16 u=bf16 g=fp32" if delta_dtype == "bf16" else "k=bf16 u=fp32 g=fp32"
 
 
 def shown_value(value: str) -> str:
@@ -537,10 +539,14 @@ def validate(header: list[str], rows: list[list[str]], lines: list[int], origin,
         if "stateless" in col and row[col["stateless"]] not in ("", "true", "false"):
             raise CsvError(f"{origin}:{line}: stateless = '{row[col['stateless']]}' (allowed: true or false; empty "
                            f"where the point failed)")
-        if "entry_dtypes" in col and row[col["entry_dtypes"]]:  # empty: a failed point, or written before it
+        delta = row[col["delta_dtype"]] if "delta_dtype" in col else ""
+        # A delta_dtype the axis rules refuse, or an empty one on a kvbuffer_verify row, is theirs to report.
+        delta_unread = "delta_dtype" in col and delta not in ("fp32", "bf16") and (
+            bool(delta) or ("variant" in col and row[col["variant"]] == "kvbuffer_verify"))
+        if "entry_dtypes" in col and row[col["entry_dtypes"]] and not delta_unread:  # empty: failed, or older
             variant = row[col["variant"]] if "variant" in col else ""
             form = row[col["buffer_form"]] if "buffer_form" in col else ""
-            expected = entry_dtypes_of(variant, form)
+            expected = entry_dtypes_of(variant, form, delta)
             if row[col["entry_dtypes"]] != expected:
                 where = f" in the {form} form" if form else ""
                 allowed = f"'{expected}' or " if expected else ""

@@ -326,10 +326,14 @@ const CsvSchema& validate_result_table(const CsvTable& t, const std::vector<CsvS
     if (stateless < row.size() && !row[stateless].empty() && row[stateless] != "true" && row[stateless] != "false")
       throw UsageError(fmt::format("{}:{}: stateless = '{}' (allowed: true or false; empty where the point failed)",
                                    origin, line, row[stateless]));
-    if (entries < row.size() && !row[entries].empty()) {  // empty: a failed point, or a row written before it
+    const std::string delta = delta_col < row.size() ? row[delta_col] : "";
+    // A delta_dtype the axis check refuses (validate_axis_values), or an empty one on a kvbuffer_verify row, is that
+    // check's to report, not an entry_dtypes mismatch.
+    const bool delta_unread = delta_col < row.size() && delta != "fp32" && delta != "bf16" &&
+                              (!delta.empty() || (variant_col < row.size() && row[variant_col] == "kvbuffer_verify"));
+    if (entries < row.size() && !row[entries].empty() && !delta_unread) {  // empty: a failed point, or an older row
       const std::string variant = variant_col < row.size() ? row[variant_col] : "";
       const std::string form = form_col < row.size() ? row[form_col] : "";
-      const std::string delta = delta_col < row.size() ? row[delta_col] : "";
       const std::string expected = entry_dtypes_of(variant, form, delta);
       if (row[entries] != expected)
         throw UsageError(fmt::format("{}:{}: entry_dtypes = '{}' on a {} row{} (allowed: {}empty)", origin, line,

@@ -41,8 +41,9 @@ std::vector<CsvSchema> csv_schemas(const std::vector<ExperimentKind>& kinds);
 ///    > 0 where set; model bytes (ending model_bytes, model_read_bytes, model_write_bytes): finite numbers >= 0;
 ///  - state_dtype, where the kind has it: fp32, bf16, or empty (a row written before the column: fp32);
 ///  - stateless (short_context): true or false, or empty where the point failed;
-///  - entry_dtypes, where set: entry_dtypes_of the row's variant and buffer_form (entry_dtypes.h; empty where the
-///    point failed or the row was written before the column);
+///  - entry_dtypes, where set: entry_dtypes_of the row's variant, buffer_form and delta_dtype (entry_dtypes.h; empty
+///    where the point failed or the row was written before the column; not checked against a delta_dtype value
+///    validate_axis_values refuses);
 ///  - timestamp, where set: a UTC time as YYYY-MM-DDTHH:MM:SSZ (a file cut inside it and given a line end is refused);
 ///  - capacity: where set, bytes_per_request > 0 and max_requests_model, max_requests_measured x bytes_per_request
 ///    <= budget_bytes;

@@ -4,12 +4,17 @@
 // column and the byte model follow it; the kernels other than the staged verify refuse a pool of bf16 deltas.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "byte_model/byte_model.h"
 #include "byte_model/verify_bytes.h"
 #include "harness/kinds/entry_dtypes.h"
+#include "harness/kinds/registry.h"
+#include "harness/sweep/csv.h"
 #include "harness/sweep/entry_dtypes.h"
+#include "harness/sweep/result_csv.h"
 #include "kernels/gdn_params.h"
 #include "test_regression_support.h"
 
@@ -107,6 +112,36 @@ TEST(DeltaDtypeAxis, ByteModelCountsTwoBytesADeltaElement) {
   batch.state_dtype = StateDtype::fp32;
   batch.fill = {3, 1};
   EXPECT_THROW(verify_layer_step_bytes(batch), std::invalid_argument);
+}
+
+// A committed CSV with both delta dtypes: its rows validate; a bf16 row's delta_dtype changed to a value the axis
+// refuses is reported as that axis's value (the file's line), not as an entry_dtypes mismatch.
+TEST(DeltaDtypeAxis, CsvRowsNameABadDeltaDtypeNotTheirEntries) {
+  const std::string path = std::string(KVB_SOURCE_DIR) + "/results/spec_verify_bf16_deltas_h100.csv";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  const ExperimentKind& kind = find_experiment_kind("spec_verify");
+  const CsvTable good = parse_csv(text.str(), "deltas.csv");
+  EXPECT_EQ(validate_result_input(good, result_schemas(), experiment_kinds(), "deltas.csv"), &kind);
+  for (const char* bad : {"fp16", ""}) {
+    std::string edited = text.str();
+    // A bf16-delta row's delta_dtype, output_dtype and entry_dtypes (adjacent columns): the first bf16 is delta_dtype.
+    const size_t at = edited.find(",bf16,bf16,k=bf16 u=bf16 g=fp32,");
+    ASSERT_NE(at, std::string::npos);
+    edited.replace(at + 1, 4, bad);
+    try {
+      validate_result_input(parse_csv(edited, "deltas.csv"), result_schemas(), experiment_kinds(), "deltas.csv");
+      FAIL() << "delta_dtype '" << bad << "' accepted";
+    } catch (const UsageError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("deltas.csv:"), std::string::npos) << m;
+      EXPECT_NE(m.find("delta_dtype"), std::string::npos) << m;
+      EXPECT_EQ(m.find("entry_dtypes ="), std::string::npos) << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    }
+  }
 }
 
 }  // namespace

@@ -1251,6 +1251,19 @@ def test_committed_results_pass_the_rules():
             assert result_csv.read(path), path
 
 
+def test_entry_dtypes_follow_delta_dtype_and_a_bad_one_is_named(tmp_path):
+    assert result_csv.entry_dtypes_of("kvbuffer_verify", "delta", "bf16") == "k=bf16 u=bf16 g=fp32"
+    assert result_csv.entry_dtypes_of("kvbuffer_verify", "delta", "") == "k=bf16 u=fp32 g=fp32"
+    assert result_csv.entry_dtypes_of("kvbuffer_verify", "raw", "bf16") == "k=bf16 v=bf16 a=bf16 b=bf16"
+    text = (RESULTS_DIR / "spec_verify_bf16_deltas_h100.csv").read_text()
+    at = text.index(",bf16,bf16,k=bf16 u=bf16 g=fp32,")  # delta_dtype, output_dtype, entry_dtypes of a bf16 row
+    bad = tmp_path / "deltas.csv"
+    bad.write_text(text[:at + 1] + "fp16" + text[at + 5:])
+    with pytest.raises(result_csv.CsvError) as e:
+        result_csv.read(bad)
+    assert "delta_dtype" in str(e.value) and "entry_dtypes =" not in str(e.value)
+
+
 def _cut(path: Path) -> None:
     data = path.read_bytes()
     path.write_bytes(data[: len(data) - 30])
