@@ -90,8 +90,8 @@ constexpr int kMaxBuffer = 256;
 
 /// Per-request KVBuffer in delta form (DESIGN.md section 3): a checkpoint S0 and up to `capacity` buffered entries
 /// (k_j, u_j, g_j). Keys are stored raw (bf16, the exact inputs; l2-normalised in fp32 on use), corrected deltas u_j in
-/// fp32 (or bf16: delta_dtype), and the per-step log-decay g_j in fp32 (cumulative sums G_t - G_j are formed in the kernel from the g_j,
-/// which keeps e^(G_t - G_j) accurate however long the buffer). Layout kv only.
+/// fp32 (or bf16: delta_dtype), and the per-step log-decay g_j in fp32 (cumulative sums G_t - G_j are formed in the
+/// kernel from the g_j, which keeps e^(G_t - G_j) accurate however long the buffer). Layout kv only.
 /// fill[slot] is request metadata shared by all layers: kernels only read it; launch_kvbuffer_advance (once per model
 /// step, after every layer) and launch_kvbuffer_clear write it.
 struct KVBufferPool {
