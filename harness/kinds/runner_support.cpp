@@ -126,15 +126,21 @@ std::string validate_verify_delta_dtype_point(const Point& pt) {
   if (kernel != "automatic" && kernel != "staged")
     return fmt::format("delta_dtype = bf16 is not supported with verify_kernel = {} (allowed with bf16 deltas: "
                        "automatic or staged)", kernel);
+  return staged_verify_point_refusal(pt, "delta_dtype = bf16", "bf16 deltas",
+                                     "delta_dtype = bf16 takes the staged kernel: ");
+}
+
+std::string staged_verify_point_refusal(const Point& pt, const std::string& subject, const std::string& allowed_with,
+                                        const std::string& prefix) {
   KVBufferVerifyParams p;
   p.shape = point_shape(pt);
   p.tile = point_tile(pt);
   p.pool.state_dtype = StateDtype::bf16;
   p.pool.capacity = int(pt.get_int("buffer_size")) - 1 + int(pt.get_int("draft_tokens"));  // VerifyProblem's
   if (p.pool.capacity > kStagedVerifyMaxEntries)
-    return fmt::format("delta_dtype = bf16 is not supported with buffer_size - 1 + draft_tokens = {} (allowed with "
-                       "bf16 deltas: at most {}, the staged kernel's)", p.pool.capacity, kStagedVerifyMaxEntries);
-  if (auto e = validate_staged_verify(p); !e.empty()) return "delta_dtype = bf16 takes the staged kernel: " + e;
+    return fmt::format("{} is not supported with buffer_size - 1 + draft_tokens = {} (allowed with {}: at most {})",
+                       subject, p.pool.capacity, allowed_with, kStagedVerifyMaxEntries);
+  if (auto e = validate_staged_verify(p); !e.empty()) return prefix + e;
   return "";
 }
 

@@ -63,6 +63,11 @@ StateDtype point_delta_dtype(const Point& pt);
 /// "" for fp32 deltas; bf16 only with variant kvbuffer_verify in the delta form, state_dtype bf16 and the staged
 /// kernel (verify_kernel automatic or staged, within its limits: validate_staged_verify). Else a one-line reason.
 std::string validate_verify_delta_dtype_point(const Point& pt);
+/// The staged verify kernel's limits (validate_staged_verify, bf16 checkpoints) for a spec_verify point, in the axes'
+/// own names: "" when it takes the point, else "SUBJECT is not supported with buffer_size - 1 + draft_tokens = N
+/// (allowed with ALLOWED_WITH: at most 32)" or `prefix` before validate_staged_verify's reason.
+std::string staged_verify_point_refusal(const Point& pt, const std::string& subject, const std::string& allowed_with,
+                                        const std::string& prefix);
 
 /// The launch axis of the decode and spec_verify kinds: plain (default; one launch after another) or pdl
 /// (programmatic dependent launch, kernels/pdl.cuh). Read as plain in a CSV written before the column existed.

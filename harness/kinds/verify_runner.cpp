@@ -54,7 +54,7 @@ Row run_verify_point(const Point& pt, SweepContext& ctx) {
   // A forced kernel, or bf16 checkpoints, that the launcher refuses: its one-line reason, before anything runs.
   if (prob.kvbuffer() && !prob.raw() &&
       (cfg.kernel == VerifyKernel::tensor_cores || cfg.kernel == VerifyKernel::staged ||
-       cfg.state_dtype != StateDtype::fp32 || cfg.delta_dtype != StateDtype::fp32))
+       cfg.state_dtype != StateDtype::fp32))  // bf16 deltas come with bf16 checkpoints (VerifyProblem)
     if (const std::string e = validate(prob.kvbuffer_verify_params(0)); !e.empty()) throw std::invalid_argument(e);
   const LaunchCheck chk = run_check([&] { return check_verify_step(prob, stream.get()); });
 
@@ -178,15 +178,10 @@ ExperimentKind spec_verify_experiment_kind() {
     p.tile = point_tile(pt);
     if (kernel == "tensor_cores") return validate_tensor_core_verify(p);
     // The staged kernel's limits in the axes' own names.
-    p.pool.state_dtype = point_state_dtype(pt);
-    p.pool.capacity = int(pt.get_int("buffer_size")) - 1 + int(pt.get_int("draft_tokens"));  // VerifyProblem's
-    if (p.pool.state_dtype != StateDtype::bf16)
+    if (point_state_dtype(pt) != StateDtype::bf16)
       return fmt::format("verify_kernel = staged is not supported with state_dtype = {} (allowed with staged: "
-                         "state_dtype = bf16)", to_string(p.pool.state_dtype));
-    if (p.pool.capacity > kStagedVerifyMaxEntries)
-      return fmt::format("verify_kernel = staged is not supported with buffer_size - 1 + draft_tokens = {} "
-                         "(allowed with staged: at most {})", p.pool.capacity, kStagedVerifyMaxEntries);
-    return validate_staged_verify(p);
+                         "state_dtype = bf16)", to_string(point_state_dtype(pt)));
+    return staged_verify_point_refusal(pt, "verify_kernel = staged", "staged", "");
   };
   k.run = run_verify_point;
   return k;

@@ -44,30 +44,32 @@ TokenInputs TokenInputSets::inputs(int set) const {
   return in;
 }
 
-DeviceBuffer<unsigned char> random_states(DeviceFootprint& mem, const GdnShape& s, size_t count, StateDtype d,
-                                          FillSeeds& seeds) {
+namespace {
+/// `count` values ~ N(0, std) in StateDtype `d` (bf16: drawn as bf16), as the bytes of `count` elements.
+DeviceBuffer<unsigned char> random_elements(DeviceFootprint& mem, size_t count, StateDtype d, float std,
+                                            FillSeeds& seeds) {
   DeviceBuffer<unsigned char> x = mem.alloc<unsigned char>(count * size_t(state_elem_bytes(d)));
-  const float std = 1.f / std::sqrt(float(s.head_dim_k));
   if (d == StateDtype::bf16)
     fill_normal(reinterpret_cast<bf16*>(x.get()), count, 0.f, std, seeds.next());
   else
     fill_normal(reinterpret_cast<float*>(x.get()), count, 0.f, std, seeds.next());
   return x;
 }
+}  // namespace
+
+DeviceBuffer<unsigned char> random_states(DeviceFootprint& mem, const GdnShape& s, size_t count, StateDtype d,
+                                          FillSeeds& seeds) {
+  return random_elements(mem, count, d, 1.f / std::sqrt(float(s.head_dim_k)), seeds);
+}
 
 KVBufferEntrySets::KVBufferEntrySets(DeviceFootprint& mem, const GdnShape& s, int sets, int slots, int capacity,
                                      const TokenInputSets& gates, FillSeeds& seeds, StateDtype delta_dtype)
     : shape_(s), slots_(slots), capacity_(capacity), delta_dtype_(delta_dtype) {
   const size_t entries = size_t(slots) * capacity, HV = s.heads_v;
-  const size_t deltas = sets * entries * HV * s.head_dim_v;
   keys_ = mem.alloc<bf16>(sets * entries * s.heads_qk * s.head_dim_k);
-  deltas_ = mem.alloc<unsigned char>(deltas * state_elem_bytes(delta_dtype));
-  log_decay_ = mem.alloc<float>(sets * entries * HV);
   fill_normal(keys_.get(), keys_.size(), 0.f, 1.f, seeds.next());
-  if (delta_dtype == StateDtype::bf16)
-    fill_normal(reinterpret_cast<bf16*>(deltas_.get()), deltas, 0.f, 0.5f, seeds.next());
-  else
-    fill_normal(reinterpret_cast<float*>(deltas_.get()), deltas, 0.f, 0.5f, seeds.next());
+  deltas_ = random_elements(mem, sets * entries * HV * s.head_dim_v, delta_dtype, 0.5f, seeds);
+  log_decay_ = mem.alloc<float>(sets * entries * HV);
   for (int set = 0; set < sets; ++set)
     fill_log_decay(log_decay_.get() + set * entries * HV, entries * HV, s.heads_v, gates.A_log(set),
                    gates.dt_bias(set), seeds.next());
