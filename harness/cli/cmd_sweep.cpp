@@ -147,6 +147,15 @@ int run_sweep_command(const SweepCommandOptions& options) {
 
 int run_prepared_sweep(const SweepCommandOptions& options, SweepSetup setup) {
   if (options.dry_run) return dry_run(setup);
+  // Every point already measured (an interrupted run's rerun after it finished): nothing to run, no GPU needed.
+  if (!setup.points.empty()) {
+    const std::vector<bool> done = finished_points(*setup.kind, setup.config.name, setup.points, setup.existing);
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) {
+      fmt::print(stderr, "kvb sweep: all {} point{} of this run are already in {}; nothing to do\n", done.size(),
+                 done.size() == 1 ? "" : "s", shown_escaped_value(line_escaped(setup.out)));
+      return 0;
+    }
+  }
 
   // 2. A GPU (several with --devices), and the peers that can run on it.
   if (!sweep_gpu_present()) return 2;

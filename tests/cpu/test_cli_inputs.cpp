@@ -287,6 +287,20 @@ TEST(CliInputs, ASweepResumesOnlyItsOwnExperimentsCsv) {
   EXPECT_EQ(read_text(out), before);
 }
 
+TEST(CliInputs, ASweepWhosePointsAreAllDoneHasNothingToDoOnAnyMachine) {
+  TempDir dir;
+  // The rerun of a finished sweep: every point of the grid has an ok row in --out, so nothing runs, no GPU is looked
+  // for, and the file is left as it was.
+  const std::string out = dir.file("buffer_form.csv");
+  fs::copy_file(kSource + "/results/buffer_form.csv", out);
+  const std::string before = read_text(out);
+  const Result r = run_kvb(dir, "sweep --config " + shell_quote(kSource + "/experiments/buffer_form.toml") +
+                                    " --out " + shell_quote(out));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(r.err, "kvb sweep: all 20 points of this run are already in " + out + "; nothing to do\n");
+  EXPECT_EQ(read_text(out), before);
+}
+
 TEST(CliInputs, ACapacityCsvIsCalledSoByTheSweepCsvReaders) {
   TempDir dir;
   const std::string cap = shell_quote(kSource + "/results/capacity.csv");
