@@ -30,14 +30,28 @@ ConfigGrid load_config_grid(const std::string& config_path, const std::vector<st
   std::vector<AxisValues> overrides;
   for (const auto& set : sets) overrides.push_back(parse_axis_override(set));
   const auto axes = resolve_axes(*g.kind, g.config, overrides);
+  // Errors about the grid name the config and the overrides; a refused point, the line of the axis its reason names
+  // first where the file gave that axis (and no --set replaced it).
+  const auto source = [&](const std::string& axis) {
+    std::string s = config_path;
+    const bool overridden = std::any_of(overrides.begin(), overrides.end(), [&](const AxisValues& o) {
+      return o.first == axis;
+    });
+    for (size_t a = 0; a < g.config.axes.size() && !overridden; ++a)
+      if (g.config.axes[a].first == axis && a < g.config.axis_lines.size() && g.config.axis_lines[a] > 0)
+        s += ":" + std::to_string(g.config.axis_lines[a]);
+    for (const auto& set : sets) s += " --set " + shown_value(set);
+    return s;
+  };
   try {
     g.grid = make_grid(*g.kind, axes);
-    validate_points(*g.kind, g.grid);
-  } catch (const UsageError& e) {  // a grid too large or a point no kernel takes: named with the config and overrides
-    std::string source = config_path;
-    for (const auto& set : sets) source += " --set " + shown_value(set);
-    throw UsageError(fmt::format("{}: {}", source, e.what()));
+  } catch (const UsageError& e) {  // a grid too large
+    throw UsageError(fmt::format("{}: {}", source(""), e.what()));
   }
+  const PointRefusal refused = first_refused_point(*g.kind, g.grid);
+  if (refused.point)
+    throw UsageError(fmt::format("{}: point {}: {}", source(refused.reason.substr(0, refused.reason.find(" = "))),
+                                 refused.point->label(), refused.reason));
   return g;
 }
 

@@ -45,12 +45,16 @@ std::vector<Point> make_grid(const ExperimentKind& kind, const std::vector<AxisV
   }
 }
 
+PointRefusal first_refused_point(const ExperimentKind& kind, const std::vector<Point>& points) {
+  if (kind.validate)
+    for (const auto& p : points)
+      if (std::string reason = kind.validate(p); !reason.empty()) return {&p, std::move(reason)};
+  return {};
+}
+
 void validate_points(const ExperimentKind& kind, const std::vector<Point>& points) {
-  if (!kind.validate) return;
-  for (const auto& p : points) {
-    const std::string reason = kind.validate(p);
-    if (!reason.empty()) throw UsageError(fmt::format("point {}: {}", p.label(), reason));
-  }
+  const PointRefusal r = first_refused_point(kind, points);
+  if (r.point) throw UsageError(fmt::format("point {}: {}", r.point->label(), r.reason));
 }
 
 }  // namespace kvb

@@ -1,6 +1,7 @@
 // The sweep grid: the Cartesian product of the resolved axes, as a plain list of points.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "harness/sweep/config.h"
@@ -16,6 +17,14 @@ constexpr long long kMaxGridPoints = 1000000;
 /// axis) hold "", and points that thereby repeat an earlier one are dropped; the order of first appearance is kept.
 /// Throws UsageError when the product exceeds kMaxGridPoints.
 std::vector<Point> make_grid(const ExperimentKind& kind, const std::vector<AxisValues>& axes);
+
+/// The first point ExperimentKind::validate refuses, and its reason (which names the refused axis first, as
+/// "AXIS = VALUE ..."); `point` is null when every point is taken.
+struct PointRefusal {
+  const Point* point = nullptr;
+  std::string reason;
+};
+PointRefusal first_refused_point(const ExperimentKind& kind, const std::vector<Point>& points);
 
 /// Runs ExperimentKind::validate on every point before anything runs. Throws UsageError with the point's label and
 /// the reason for the first invalid point.

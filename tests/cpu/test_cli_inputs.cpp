@@ -434,6 +434,23 @@ TEST(CliInputs, MergeChecksTheConfigsPointsAsSweepDoes) {
   EXPECT_FALSE(fs::exists(dir.file("m.csv")));
 }
 
+// A point refused from a config file names the line of the axis its reason names first (the value the file gave),
+// unless a --set replaced that axis, which is then named as before.
+TEST(CliInputs, ARefusedPointNamesTheLineOfItsAxis) {
+  TempDir dir;
+  const std::string config = dir.file("c.toml");
+  write_text(config, "[experiment]\nname = \"c\"\nkind = \"spec_verify\"\n\n[axes]\nvariant = [\"kvbuffer_verify\"]\n"
+                     "batch = [64]\ndraft_tokens = [4]\nbuffer_size = [16]\nstate_dtype = [\"fp32\"]\n"
+                     "delta_dtype = [\"bf16\"]\n");
+  const std::string why = "delta_dtype = bf16 is not supported with state_dtype = fp32";
+  const std::string base = "sweep --dry-run --out " + shell_quote(dir.file("c.csv")) + " --config " + shell_quote(config);
+  expect_refused(run_kvb(dir, base), {config + ":11: point variant=kvbuffer_verify", why}, "sweep");
+  expect_refused(run_kvb(dir, base + " --set batch=256"), {config + ":11 --set batch=256: point", why}, "sweep");
+  expect_refused(run_kvb(dir, base + " --set delta_dtype=bf16"), {config + " --set delta_dtype=bf16: point", why},
+                 "sweep");
+  EXPECT_FALSE(fs::exists(dir.file("c.csv")));
+}
+
 TEST(CliInputs, OverLongOutputPathsAreRefusedBeforeAnyWork) {
   TempDir dir;
   const std::string long_out = shell_quote(dir.file(std::string(300, 'x') + ".csv"));
