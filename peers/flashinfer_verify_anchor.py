@@ -26,9 +26,12 @@ largest output. Above 0.05 the draft count's rows fail unmeasured.
 
 Usage: python3 peers/flashinfer_verify_anchor.py --out FILE.json [--force] [--batch 64,256] [--draft-tokens 4,8]
            [--modes steady,fifth,verify] [--layers 36] [--max-seconds 0.8] [--device 0]
-FILE.json (new, or replaced with --force) is written through a temporary file after every row. Exit status: 0 when
-it was written (a failed row keeps its status); 2 on a bad flag (one line naming it, nothing written); 1 when torch, a
-CUDA device or the kernel is missing (one line, nothing written).
+FILE.json (new, or replaced with --force) is written through a temporary file after every row. An existing FILE.json
+that this script wrote resumes: the same command again measures only the rows it lacks or holds as failed (and the
+check of their draft counts), on the GPU and package version it names (another GPU or version: refused, exit 2).
+Exit status: 0 when it was written (a failed row keeps its status); 2 on a bad flag or an --out this run cannot
+resume (one line naming it, nothing written); 1 when torch, a CUDA device or the kernel is missing (one line,
+nothing written).
 """
 
 from __future__ import annotations
@@ -114,8 +117,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """The flags, checked; raises UsageError naming the flag."""
     p = argparse.ArgumentParser(prog="flashinfer_verify_anchor.py", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
-    p.add_argument("--out", default=None, help="the JSON file to write (required; an existing one needs --force)")
-    p.add_argument("--force", action="store_true", help="replace an existing --out")
+    p.add_argument("--out", default=None, help="the JSON file to write (required; an existing one of this script "
+                                                 "resumes)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out instead of resuming it")
     p.add_argument("--batch", default="64,256")
     p.add_argument("--draft-tokens", default="4,8")
     p.add_argument("--modes", default=",".join(MODES))
@@ -136,8 +140,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parent = os.path.dirname(os.path.abspath(a.out))
     if os.path.isdir(a.out) or not os.path.isdir(parent):
         raise UsageError(f"--out '{a.out}': not a file in an existing folder (allowed: a JSON file to write)")
-    if os.path.exists(a.out) and not a.force:
-        raise UsageError(f"--out '{a.out}': exists (allowed: a new file, or --force to replace it)")
+    a.resume = read_resume(a.out) if os.path.exists(a.out) and not a.force else None
     a.batch = parse_list(a.batch, "--batch", (), most=65536)
     a.draft_tokens = parse_list(a.draft_tokens, "--draft-tokens", DRAFTS)
     a.modes = parse_list(a.modes, "--modes", MODES)
@@ -155,6 +158,63 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise UsageError(f"--device '{a.device[:20]}': not allowed (allowed: a CUDA device number from 0 to 999)")
     a.device = int(a.device)
     return a
+
+
+ANCHOR = "flashinfer_bf16_verify_flush"
+
+
+def read_resume(path: str) -> Dict:
+    """The document an earlier run wrote at `path`, to resume; raises UsageError naming --out when it is not one
+    (not JSON, another file, rows without their keys)."""
+    why = "not a JSON file this script wrote"
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        doc, why = None, f"{why} ({one_line(e)[:80]})"
+    keys = ("mode", "batch", "draft_tokens", "status")
+    if not (isinstance(doc, dict) and doc.get("anchor") == ANCHOR and isinstance(doc.get("rows"), list)
+            and isinstance(doc.get("check"), list)
+            and all(isinstance(r, dict) and all(k in r for k in keys) for r in doc["rows"])
+            and all(isinstance(c, dict) and "draft_tokens" in c for c in doc["check"])):
+        raise UsageError(f"--out '{path}': {why} (allowed: a new file, one an earlier run of this script wrote, to "
+                         "resume, or --force to replace it)")
+    return doc
+
+
+def row_key(row: Dict, layers: int) -> Tuple:
+    """What names a row: mode, batch, draft tokens, layers (a failed row may lack `layers`: the run's)."""
+    return row["mode"], row["batch"], row["draft_tokens"], row.get("layers", layers)
+
+
+def rows_done(doc: Dict, layers: int) -> set:
+    """The keys (row_key) of the rows `doc` holds as measured (status ok)."""
+    return {row_key(r, layers) for r in doc["rows"] if r["status"] == "ok"}
+
+
+def put_row(doc: Dict, row: Dict, layers: int) -> None:
+    """Adds `row` to doc's rows, in place of a row of the same key (a failed one, resumed)."""
+    key = row_key(row, layers)
+    for i, r in enumerate(doc["rows"]):
+        if row_key(r, layers) == key:
+            doc["rows"][i] = row
+            return
+    doc["rows"].append(row)
+
+
+def put_check(doc: Dict, check: Dict) -> None:
+    """Adds a draft count's check to doc, in place of an earlier one of the same draft count."""
+    doc["check"] = [c for c in doc["check"] if c["draft_tokens"] != check["draft_tokens"]] + [check]
+
+
+def resume_refusal(old: Dict, new: Dict, path: str) -> str:
+    """Why `old` (an earlier run's document) cannot take this run's rows (`new`: this run's header), or ""."""
+    for key in ("gpu", "package", "package_version", "shape"):
+        if old.get(key) != new.get(key):
+            return (f"--out '{path}': {key} = {json.dumps(old.get(key))[:80]}, this run's is "
+                    f"{json.dumps(new.get(key))[:80]} (allowed: a file of this GPU and version to resume, a new file, "
+                    "or --force to replace it)")
+    return ""
 
 
 def write_json(path: str, doc: Dict) -> None:
@@ -305,35 +365,45 @@ def main(argv: Sequence[str]) -> int:
         return 1
     torch = bench.torch
     versions = bench.ts.versions(torch, DISTS, sys.modules.get("flashinfer"))
-    doc = {"anchor": "flashinfer_bf16_verify_flush", "kernel": f"{MODULE}.{FUNCTION}", **versions,
+    doc = {"anchor": ANCHOR, "kernel": f"{MODULE}.{FUNCTION}", **versions,
            "gpu": torch.cuda.get_device_name(bench.device),
            "shape": {"heads_qk": HEADS_QK, "heads_v": HEADS_V, "head_dim_k": HEAD_DIM, "head_dim_v": HEAD_DIM,
                      "state_dtype": "bf16", "ring": RING, "window": WINDOW},
            "timing": "one CUDA graph a model step of `layers` layer sets, L2 flushed before each sample, "
                      "peers/protocol.py time_model_steps; microseconds per layer-step",
            "check": [], "rows": []}
+    if args.resume is not None:
+        why = resume_refusal(args.resume, doc, args.out)
+        if why:
+            print(f"flashinfer_verify_anchor: {one_line(why)}", file=sys.stderr)
+            return 2
+        doc = args.resume
+    done = rows_done(doc, args.layers)
     for m in args.draft_tokens:
+        todo = [(rows, mode) for rows in args.batch for mode in args.modes
+                if (mode, rows, m, args.layers) not in done]
+        if not todo:
+            continue
         try:
             c = bench.check(m)
         except Exception as e:  # the kernel raised: its rows fail
             c = {"draft_tokens": m, "ok": False, "error": one_line(f"{type(e).__name__}: {e}")}
-        doc["check"].append(c)
-        for rows in args.batch:
-            for mode in args.modes:
-                if not c["ok"]:
-                    why = c.get("error") or f"max_rel_err_o = {c['max_rel_err_o']:.3g} > {CHECK_BAR}"
-                    row = {"mode": mode, "batch": rows, "draft_tokens": m, "status": f"failed: check failed: {why}"}
-                else:
-                    try:
-                        row = bench.time(mode, rows, m, args.layers, args.max_seconds)
-                    except Exception as e:
-                        traceback.print_exc()
-                        row = {"mode": mode, "batch": rows, "draft_tokens": m,
-                               "status": one_line(f"failed: {type(e).__name__}: {e}")}
-                        torch.cuda.empty_cache()
-                doc["rows"].append(row)
-                print(json.dumps(row), flush=True)
-                write_json(args.out, doc)  # every row: an interrupted run keeps what it measured
+        put_check(doc, c)
+        for rows, mode in todo:
+            if not c["ok"]:
+                why = c.get("error") or f"max_rel_err_o = {c['max_rel_err_o']:.3g} > {CHECK_BAR}"
+                row = {"mode": mode, "batch": rows, "draft_tokens": m, "status": f"failed: check failed: {why}"}
+            else:
+                try:
+                    row = bench.time(mode, rows, m, args.layers, args.max_seconds)
+                except Exception as e:
+                    traceback.print_exc()
+                    row = {"mode": mode, "batch": rows, "draft_tokens": m,
+                           "status": one_line(f"failed: {type(e).__name__}: {e}")}
+                    torch.cuda.empty_cache()
+            put_row(doc, row, args.layers)
+            print(json.dumps(row), flush=True)
+            write_json(args.out, doc)  # every row: an interrupted run keeps what it measured
     return 0
 
 

@@ -7,6 +7,7 @@ Run: python3 -m pytest -q tests/peers   (no torch, no GPU)
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -81,16 +82,57 @@ def test_a_bad_flag_is_refused_in_one_line_and_nothing_is_written(tmp_path, args
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
-def test_out_must_be_a_new_file_in_an_existing_folder(tmp_path):
+def test_out_must_be_a_new_file_in_an_existing_folder_or_one_to_resume(tmp_path):
     (tmp_path / "adir").mkdir()
     (tmp_path / "old.json").write_text("{}")
+    (tmp_path / "cut.json").write_text('{"anchor": "flashinfer_bf16_verify_flush", "rows": [')
+    resume = "(allowed: a new file, one an earlier run of this script wrote, to resume, or --force to replace it)"
     for out, flag in ((tmp_path / "adir", "not a file in an existing folder"),
                       (tmp_path / "nodir" / "fi.json", "not a file in an existing folder"),
-                      (tmp_path / "old.json", "exists (allowed: a new file, or --force to replace it)")):
+                      (tmp_path / "old.json", "not a JSON file this script wrote " + resume),
+                      (tmp_path / "cut.json", "not a JSON file this script wrote (")):
         code, _, stderr = run("--out", out)
         assert code == 2 and stderr.count("\n") == 1 and flag in stderr, stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "old.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "cut.json", "old.json"]
     assert (tmp_path / "old.json").read_text() == "{}"
+
+
+ANCHOR_JSON = Path(__file__).resolve().parents[2] / "results" / "flashinfer_bf16_verify.json"
+
+
+def test_a_resumed_file_keeps_its_measured_rows_and_replaces_failed_ones(tmp_path):
+    out = tmp_path / "fi.json"
+    out.write_text(ANCHOR_JSON.read_text())
+    doc = fva.parse_args(["--out", str(out)]).resume
+    done = fva.rows_done(doc, 36)
+    assert len(done) == len(doc["rows"]) == 12 and ("steady", 256, 8, 36) in done
+    assert ("steady", 256, 8, 12) not in done  # another --layers is another row
+    # A row that failed is not done; measuring it again replaces it in place, a new row goes at the end.
+    doc["rows"][0] = {"mode": "steady", "batch": 64, "draft_tokens": 4, "status": "failed: RuntimeError: x"}
+    assert ("steady", 64, 4, 36) not in fva.rows_done(doc, 36)
+    fva.put_row(doc, {**json.loads(ANCHOR_JSON.read_text())["rows"][0]}, 36)
+    assert doc["rows"][0]["status"] == "ok" and len(doc["rows"]) == 12
+    fva.put_row(doc, {"mode": "verify", "batch": 128, "draft_tokens": 4, "layers": 36, "status": "ok"}, 36)
+    assert len(doc["rows"]) == 13 and doc["rows"][-1]["batch"] == 128
+    fva.put_check(doc, {"draft_tokens": 8, "ok": True, "max_rel_err_o": 0.001})
+    assert [c["draft_tokens"] for c in doc["check"]] == [4, 8] and doc["check"][-1]["max_rel_err_o"] == 0.001
+
+
+def test_a_file_of_another_gpu_or_version_is_not_resumed():
+    old = json.loads(ANCHOR_JSON.read_text())
+    assert fva.resume_refusal(old, dict(old), "fi.json") == ""
+    for key, value in (("gpu", "NVIDIA H100 80GB HBM3"), ("package_version", "0.7.3")):
+        why = fva.resume_refusal(old, {**old, key: value}, "fi.json")
+        assert why.startswith(f"--out 'fi.json': {key} = ") and value in why and "--force" in why, why
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flashinfer") is not None, reason="FlashInfer is installed here")
+def test_a_file_to_resume_is_left_as_it_was_without_the_kernel(tmp_path):
+    out = tmp_path / "fi.json"
+    out.write_text(ANCHOR_JSON.read_text())
+    code, _, stderr = run("--out", out)
+    assert code == 1 and stderr.count("\n") == 1, stderr
+    assert out.read_text() == ANCHOR_JSON.read_text() and sorted(p.name for p in tmp_path.iterdir()) == ["fi.json"]
 
 
 def test_fewer_than_five_rows_are_allowed_without_the_fifth_mode(tmp_path):
