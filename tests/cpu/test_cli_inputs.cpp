@@ -569,6 +569,40 @@ TEST(CliInputs, MergeAndCompareRefuseAxisValuesNoSweepWrites) {
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
+// A row whose values are each allowed but not together (a point the sweep would refuse before running it) is refused
+// by merge and compare too, naming the file's line and the sweep's reason.
+TEST(CliInputs, MergeAndCompareRefuseRowsNoSweepRuns) {
+  TempDir dir;
+  const std::string out = dir.file("out.csv");
+  for (const auto& [name, when_column, when_value, column, value, reason] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::string, std::string, std::string>>{
+           {"spec_verify_bf16_deltas_h100.csv", "delta_dtype", "bf16", "state_dtype", "fp32",
+            "delta_dtype = bf16 is not supported with state_dtype = fp32"},
+           {"buffer_form.csv", "buffer_form", "raw", "launch", "pdl",
+            "launch = pdl is not supported with buffer_form = raw"}}) {
+    CsvTable t = parse_csv(read_text(kSource + "/results/" + name), name);
+    const auto col = [&](const std::string& c) {
+      return size_t(std::find(t.header.begin(), t.header.end(), c) - t.header.begin());
+    };
+    ASSERT_LT(col(when_column), t.header.size());
+    ASSERT_LT(col(column), t.header.size());
+    const auto row = std::find_if(t.rows.begin(), t.rows.end(), [&](const std::vector<std::string>& r) {
+      return r[col(when_column)] == when_value;
+    });
+    ASSERT_NE(row, t.rows.end()) << name;
+    std::vector<std::string> bad_row = *row;
+    bad_row[col(column)] = value;
+    t.rows = {bad_row};
+    const std::string bad = dir.file(column + ".csv");
+    write_text(bad, format_csv(t));
+    const std::vector<std::string> needles = {bad + ":2: " + reason, "(a point no sweep runs)"};
+    expect_refused(run_kvb(dir, "merge " + shell_quote(out) + " " + shell_quote(bad)), needles, "merge " + name);
+    EXPECT_FALSE(fs::exists(out)) << name;
+    expect_refused(run_kvb(dir, "compare " + shell_quote(kSource + "/results/" + name) + " " + shell_quote(bad)),
+                   needles, "compare " + name);
+  }
+}
+
 TEST(CliInputs, CheckGoldenTellsAFileCutShortFromAFailure) {
   TempDir dir;
   const std::string cut = dir.file("cut.gdn");
