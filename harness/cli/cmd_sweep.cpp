@@ -161,7 +161,9 @@ int run_sweep_command(const SweepCommandOptions& options) {
 
 int run_prepared_sweep(const SweepCommandOptions& options, SweepSetup setup) {
   if (options.dry_run) return dry_run(setup);
-  // Every point already measured (an interrupted run's rerun after it finished): nothing to run, no GPU needed.
+  // A shard without points, or every point already measured (an interrupted run's rerun after it finished):
+  // nothing to run, no GPU needed.
+  if (setup.points.empty() && options.devices.empty()) return empty_shard(setup);
   if (!setup.points.empty()) {
     const std::vector<bool> done = finished_points(*setup.kind, setup.config.name, setup.points, setup.existing);
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) {
@@ -184,7 +186,7 @@ int run_prepared_sweep(const SweepCommandOptions& options, SweepSetup setup) {
     return 0;
   }
   if (!options.devices.empty()) return run_sweep_on_devices(options, setup);
-  if (setup.points.empty()) return empty_shard(setup);
+  if (setup.points.empty()) return empty_shard(setup);  // every point of this run a skipped peer's
 
   // 3. Device facts, bandwidth once per sweep, run options.
   const DeviceInfo info = query_device_info(options.device);

@@ -443,7 +443,8 @@ TEST(CliInputs, ARefusedPointNamesTheLineOfItsAxis) {
                      "batch = [64]\ndraft_tokens = [4]\nbuffer_size = [16]\nstate_dtype = [\"fp32\"]\n"
                      "delta_dtype = [\"bf16\"]\n");
   const std::string why = "delta_dtype = bf16 is not supported with state_dtype = fp32";
-  const std::string base = "sweep --dry-run --out " + shell_quote(dir.file("c.csv")) + " --config " + shell_quote(config);
+  const std::string base =
+      "sweep --dry-run --out " + shell_quote(dir.file("c.csv")) + " --config " + shell_quote(config);
   expect_refused(run_kvb(dir, base), {config + ":11: point variant=kvbuffer_verify", why}, "sweep");
   expect_refused(run_kvb(dir, base + " --set batch=256"), {config + ":11 --set batch=256: point", why}, "sweep");
   expect_refused(run_kvb(dir, base + " --set delta_dtype=bf16"), {config + " --set delta_dtype=bf16: point", why},

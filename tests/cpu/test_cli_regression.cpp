@@ -214,6 +214,19 @@ TEST_F(CliShard, RowsOfAnotherGridAreReported) {
   EXPECT_NE(r.err.find("row(s) of " + csv + " are no point of this grid"), std::string::npos) << r.err;
 }
 
+// More shards than points: a shard without points writes the header only, so that merge sees every shard, on any
+// machine (it measures nothing).
+TEST_F(CliShard, AShardWithoutPointsWritesItsHeaderWithoutAGpu) {
+  const std::string csv = dir.file("s.csv");
+  const Result r =
+      sweep("--set batch=1,2 --set variant=recurrent --set launch=plain --shard 2/3 --out " + shell_quote(csv));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("shard 2/3 of a grid of 2 points holds no points"), std::string::npos) << r.err;
+  const CsvTable t = read_csv_file(csv);
+  EXPECT_FALSE(t.header.empty());
+  EXPECT_TRUE(t.rows.empty());
+}
+
 TEST_F(CliShard, NonIntegerAxisValueIsCalledSo) {
   const Result r = sweep("--dry-run --set batch=1e2");
   EXPECT_EQ(r.code, 2);
