@@ -1,5 +1,6 @@
 // `kvb sweep`: validate everything, check for a GPU and the peers, measure the device, run the grid (commands.h).
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -19,6 +20,23 @@
 
 namespace kvb::cli {
 
+namespace {
+
+/// The first of `kind`'s axes that `reason` names as "AXIS = ..." (a whole word before " = "), or "".
+std::string first_axis_named(const ExperimentKind& kind, const std::string& reason) {
+  const auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = reason.find(" = "); at != std::string::npos; at = reason.find(" = ", at + 1)) {
+    size_t begin = at;
+    while (begin > 0 && word_char(reason[begin - 1])) --begin;
+    const std::string word = reason.substr(begin, at - begin);
+    for (const AxisSpec& axis : kind.axes)
+      if (axis.name == word) return word;
+  }
+  return "";
+}
+
+}  // namespace
+
 ConfigGrid load_config_grid(const std::string& config_path, const std::vector<std::string>& sets) {
   ConfigGrid g;
   g.config = load_sweep_config(config_path);
@@ -30,8 +48,8 @@ ConfigGrid load_config_grid(const std::string& config_path, const std::vector<st
   std::vector<AxisValues> overrides;
   for (const auto& set : sets) overrides.push_back(parse_axis_override(set));
   const auto axes = resolve_axes(*g.kind, g.config, overrides);
-  // Errors about the grid name the config and the overrides; a refused point, the line of the axis its reason names
-  // first where the file gave that axis (and no --set replaced it).
+  // Errors about the grid name the config and the overrides; a refused point, the line of the first axis its reason
+  // names ("AXIS = ...") where the file gave that axis (and no --set replaced it).
   const auto source = [&](const std::string& axis) {
     std::string s = config_path;
     const bool overridden = std::any_of(overrides.begin(), overrides.end(), [&](const AxisValues& o) {
@@ -50,7 +68,7 @@ ConfigGrid load_config_grid(const std::string& config_path, const std::vector<st
   }
   const PointRefusal refused = first_refused_point(*g.kind, g.grid);
   if (refused.point)
-    throw UsageError(fmt::format("{}: point {}: {}", source(refused.reason.substr(0, refused.reason.find(" = "))),
+    throw UsageError(fmt::format("{}: point {}: {}", source(first_axis_named(*g.kind, refused.reason)),
                                  refused.point->label(), refused.reason));
   return g;
 }
@@ -166,9 +184,12 @@ int run_prepared_sweep(const SweepCommandOptions& options, SweepSetup setup) {
   if (setup.points.empty() && options.devices.empty()) return empty_shard(setup);
   if (!setup.points.empty()) {
     const std::vector<bool> done = finished_points(*setup.kind, setup.config.name, setup.points, setup.existing);
-    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) {
-      fmt::print(stderr, "kvb sweep: all {} point{} of this run are already in {}; nothing to do\n", done.size(),
-                 done.size() == 1 ? "" : "s", shown_escaped_value(line_escaped(setup.out)));
+    // With --devices, part files an interrupted run left are recovered (and checked) by the run, not skipped.
+    const bool parts_left = !options.devices.empty() && std::filesystem::exists(setup.out + ".parts");
+    if (!parts_left && std::all_of(done.begin(), done.end(), [](bool d) { return d; })) {
+      fmt::print(stderr, "kvb sweep: {} of this run {} already in {}; nothing to do\n",
+                 done.size() == 1 ? std::string("the 1 point") : fmt::format("all {} points", done.size()),
+                 done.size() == 1 ? "is" : "are", shown_escaped_value(line_escaped(setup.out)));
       return 0;
     }
   }

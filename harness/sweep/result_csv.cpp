@@ -411,19 +411,15 @@ void validate_axis_values(const CsvTable& t, const ExperimentKind& kind, const s
     }
   }
   // Each row's values together, as a sweep checks its points before it runs them (ExperimentKind::validate): a row
-  // no sweep writes (bf16 deltas with fp32 states, say) is refused too. An axis the file lacks (added later) takes
-  // its default, which every older row's other values allow.
+  // no sweep writes (bf16 deltas with fp32 states, say) is refused too. An axis the file lacks (added later) reads
+  // as every reader reads it (RowKeyer), which is what merge writes and a resume keys.
   if (!kind.validate) return;
+  std::vector<std::string> names;
+  for (const AxisSpec& axis : kind.axes) names.push_back(axis.name);
+  const RowKeyer keyer(t.header, names, origin, &kind);
   for (size_t r = 0; r < t.rows.size(); ++r) {
     Point p;
-    for (const AxisSpec& axis : kind.axes) {
-      const size_t c = index_of(t.header, axis.name);
-      std::string value = c < t.header.size() ? t.rows[r][c] : axis.defaults.size() == 1 ? axis.defaults[0] : "";
-      if (c == t.header.size() && kind.applies && axis.name != "variant" && variant < t.header.size() &&
-          !kind.applies(t.rows[r][variant], axis.name))
-        value.clear();
-      p.axes.emplace_back(axis.name, value);
-    }
+    p.axes = keyer.axes(t.rows[r]);
     if (const std::string reason = kind.validate(p); !reason.empty())
       throw UsageError(fmt::format("{}:{}: {} (a point no sweep runs)", origin, t.line(r), reason));
   }

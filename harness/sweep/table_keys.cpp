@@ -74,19 +74,34 @@ RowKeyer::RowKeyer(const std::vector<std::string>& header, const std::vector<std
     if (!present && spec && may_be_absent(*spec)) {
       index_.push_back(kAbsent);
       default_.push_back(spec->older_value.empty() ? spec->defaults[0] : spec->older_value);
+      fallback_.push_back(spec->defaults[0]);
       any_absent = true;
       continue;
     }
     index_.push_back(require_column(header, n, origin));
     default_.emplace_back();
+    fallback_.emplace_back();
   }
   if (any_absent) variant_ = require_column(header, "variant", origin);
+  if (kind) {
+    all_axes_ = names_.size() == 1 + kind->axes.size();
+    for (size_t a = 0; all_axes_ && a < kind->axes.size(); ++a) all_axes_ = names_[1 + a] == kind->axes[a].name;
+  }
 }
 
-std::string RowKeyer::value(const std::vector<std::string>& row, size_t i) const {
+std::string RowKeyer::plain_value(const std::vector<std::string>& row, size_t i) const {
   if (index_[i] != kAbsent) return row.at(index_[i]);
   const bool applies = !kind_->applies || kind_->applies(row.at(variant_), names_[i]);
   return applies ? default_[i] : std::string();
+}
+
+std::string RowKeyer::value(const std::vector<std::string>& row, size_t i) const {
+  std::string v = plain_value(row, i);
+  if (index_[i] != kAbsent || v.empty() || v == fallback_[i] || !all_axes_ || !kind_->validate) return v;
+  // An older value the row's point refuses is not what the row measured: the axis's default is.
+  Point p;
+  for (size_t j = 1; j < names_.size(); ++j) p.axes.emplace_back(names_[j], j == i ? v : plain_value(row, j));
+  return kind_->validate(p).empty() ? v : fallback_[i];
 }
 
 std::string key_axis_value(const std::string& axis, const std::string& value) {

@@ -31,8 +31,10 @@ size_t require_column(const std::vector<std::string>& header, const std::string&
 class RowKeyer {
  public:
   /// Looks up "experiment" and `axis_columns` in `header`. An axis column the header lacks takes, when `kind` gained
-  /// that axis later (AxisSpec::added_later, a single default), that default in every row where the kind's `applies` says the axis matters for
-  /// the row's variant (empty elsewhere); otherwise it is missing and throws UsageError naming `origin`.
+  /// that axis later (AxisSpec::added_later, a single default), that default in every row where the kind's `applies`
+  /// says the axis matters for the row's variant (empty elsewhere), or the axis's `older_value` where it has one and
+  /// the row's point with it is one the kind runs (ExperimentKind::validate; a raw-form verify row measured no
+  /// cuda_cores kernel); otherwise it is missing and throws UsageError naming `origin`.
   RowKeyer(const std::vector<std::string>& header, const std::vector<std::string>& axis_columns,
            const std::string& origin, const ExperimentKind* kind = nullptr);
   /// The key of a row of that header ("\x1f"-joined values, the axes' in their one spelling, canonical_axis_value:
@@ -45,10 +47,13 @@ class RowKeyer {
 
  private:
   std::string value(const std::vector<std::string>& row, size_t i) const;  // column i of names_ in `row`
+  std::string plain_value(const std::vector<std::string>& row, size_t i) const;  // value, older_value unchecked
 
   std::vector<std::string> names_;
   std::vector<size_t> index_;         // experiment first, then the axes; kAbsent: a column the header lacks
   std::vector<std::string> default_;  // per name: the value of an absent column where it applies
+  std::vector<std::string> fallback_; // per name: the axis's default where default_ is an older_value the row refuses
+  bool all_axes_ = false;             // names_ are the kind's axes in order (a row's point can be checked)
   const ExperimentKind* kind_ = nullptr;
   size_t variant_ = 0;                // index of the variant column (when a column is absent)
   static constexpr size_t kAbsent = size_t(-1);

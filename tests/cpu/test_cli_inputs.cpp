@@ -299,6 +299,13 @@ TEST(CliInputs, ASweepWhosePointsAreAllDoneHasNothingToDoOnAnyMachine) {
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_EQ(r.err, "kvb sweep: all 20 points of this run are already in " + out + "; nothing to do\n");
   EXPECT_EQ(read_text(out), before);
+  const Result one = run_kvb(dir, "sweep --config " + shell_quote(kSource + "/experiments/buffer_form.toml") +
+                                      " --set batch=64 --set buffer_size=2 --set buffer_form=raw --out " +
+                                      shell_quote(out));
+  EXPECT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.err.find("the 1 point of this run is already in " + out + "; nothing to do\n"), std::string::npos)
+      << one.err;
+  EXPECT_EQ(read_text(out), before);
 }
 
 TEST(CliInputs, ACapacityCsvIsCalledSoByTheSweepCsvReaders) {
@@ -450,6 +457,13 @@ TEST(CliInputs, ARefusedPointNamesTheLineOfItsAxis) {
   expect_refused(run_kvb(dir, base + " --set delta_dtype=bf16"), {config + " --set delta_dtype=bf16: point", why},
                  "sweep");
   EXPECT_FALSE(fs::exists(dir.file("c.csv")));
+  // A reason that opens with a word that is no axis ("kernel = tensor_cores takes head_dim_k = ..."): the first axis
+  // it names.
+  const std::string tc = dir.file("tc.toml");
+  write_text(tc, "[experiment]\nname = \"tc\"\nkind = \"spec_verify\"\n[axes]\nvariant = [\"kvbuffer_verify\"]\n"
+                 "verify_kernel = [\"tensor_cores\"]\nhead_dim_k = [64]\n");
+  expect_refused(run_kvb(dir, "sweep --dry-run --config " + shell_quote(tc)),
+                 {tc + ":7: point", "kernel = tensor_cores takes head_dim_k = head_dim_v = 128"}, "sweep tc");
 }
 
 TEST(CliInputs, OverLongOutputPathsAreRefusedBeforeAnyWork) {
@@ -602,6 +616,31 @@ TEST(CliInputs, MergeAndCompareRefuseRowsNoSweepRuns) {
     expect_refused(run_kvb(dir, "compare " + shell_quote(kSource + "/results/" + name) + " " + shell_quote(bad)),
                    needles, "compare " + name);
   }
+}
+
+// A CSV written before spec_verify gained verify_kernel: its delta-form rows measured the CUDA-core kernel (the
+// axis's older value), its raw-form rows the raw kernel (the default, automatic, the only one the raw form takes).
+// Merge writes them so, and what it writes reads back.
+TEST(CliInputs, AnOlderVerifyCsvMergesIntoOneThatReadsBack) {
+  TempDir dir;
+  const std::string out = dir.file("m.csv");
+  Result r = run_kvb(dir, "merge " + shell_quote(out) + " " + shell_quote(kSource + "/results/buffer_form_verify.csv"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const CsvTable t = parse_csv(read_text(out), out);
+  const auto col = [&](const std::string& c) {
+    return size_t(std::find(t.header.begin(), t.header.end(), c) - t.header.begin());
+  };
+  ASSERT_LT(col("verify_kernel"), t.header.size());
+  size_t raw = 0, delta = 0;
+  for (const auto& row : t.rows) {
+    const bool is_raw = row[col("buffer_form")] == "raw";
+    EXPECT_EQ(row[col("verify_kernel")], is_raw ? "automatic" : "cuda_cores");
+    (is_raw ? raw : delta) += 1;
+  }
+  EXPECT_GT(raw, 0u);
+  EXPECT_GT(delta, 0u);
+  r = run_kvb(dir, "compare " + shell_quote(out) + " " + shell_quote(out));
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 TEST(CliInputs, CheckGoldenTellsAFileCutShortFromAFailure) {
