@@ -1944,7 +1944,9 @@ def _figure_command(fig, tmp_path: Path, out: Path) -> list[str]:
     return [sys.executable, str(PLOTS_DIR / f"{fig.script}.py"), *fig.args(csv_path, out)]
 
 
-PYTHON_START_S = 0.25  # the longest a signal waits for a script's first line (Python's start-up takes about 0.05 s)
+# The longest a signal waits for a script's first line: Python's start-up takes about 0.05 s, but several times that
+# on a loaded two-core machine; the wait ends as soon as the line has run, so a generous bound costs nothing.
+PYTHON_START_S = 5.0
 
 
 def _catches_sigterm(pid: int) -> bool:
