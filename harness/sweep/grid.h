@@ -18,8 +18,8 @@ constexpr long long kMaxGridPoints = 1000000;
 /// Throws UsageError when the product exceeds kMaxGridPoints.
 std::vector<Point> make_grid(const ExperimentKind& kind, const std::vector<AxisValues>& axes);
 
-/// The first point ExperimentKind::validate refuses, and its reason (which names the refused axis first, as
-/// "AXIS = VALUE ..."); `point` is null when every point is taken.
+/// The first point ExperimentKind::validate refuses, and its reason (which names the values it refuses as
+/// "AXIS = VALUE"); `point` is null when every point is taken.
 struct PointRefusal {
   const Point* point = nullptr;
   std::string reason;
