@@ -49,6 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from peers.result import one_line, write_text_atomic  # noqa: E402
 
+ANCHOR = "flashinfer_bf16_verify_flush"  # the document's "anchor" field: a file this script wrote
 MODULE = "flashinfer.gdn_kernels.gdn_decode_bf16_wy_ucache_flush"
 FUNCTION = "gated_delta_rule_mtp_ucache_flush"
 DISTS = ("flashinfer-python", "flashinfer")
@@ -158,9 +159,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise UsageError(f"--device '{a.device[:20]}': not allowed (allowed: a CUDA device number from 0 to 999)")
     a.device = int(a.device)
     return a
-
-
-ANCHOR = "flashinfer_bf16_verify_flush"
 
 
 def read_resume(path: str) -> Dict:
@@ -381,7 +379,7 @@ def main(argv: Sequence[str]) -> int:
     done = rows_done(doc, args.layers)
     for m in args.draft_tokens:
         todo = [(rows, mode) for rows in args.batch for mode in args.modes
-                if (mode, rows, m, args.layers) not in done]
+                if row_key({"mode": mode, "batch": rows, "draft_tokens": m}, args.layers) not in done]
         if not todo:
             continue
         try:

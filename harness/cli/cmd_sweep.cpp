@@ -207,7 +207,6 @@ int run_prepared_sweep(const SweepCommandOptions& options, SweepSetup setup) {
     return 0;
   }
   if (!options.devices.empty()) return run_sweep_on_devices(options, setup);
-  if (setup.points.empty()) return empty_shard(setup);  // every point of this run a skipped peer's
 
   // 3. Device facts, bandwidth once per sweep, run options.
   const DeviceInfo info = query_device_info(options.device);

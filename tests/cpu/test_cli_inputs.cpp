@@ -543,10 +543,15 @@ TEST(CliInputs, ResultCsvsAreJudgedAlikeByEveryCommand) {
 }
 
 /// The header and first row of the committed result CSV `name`, with `column` of that row set to `value`.
+/// The index of `column` in t's header (the header's size when it has none).
+size_t column_of(const CsvTable& t, const std::string& column) {
+  return size_t(std::find(t.header.begin(), t.header.end(), column) - t.header.begin());
+}
+
 std::string first_row_with(const std::string& name, const std::string& column, const std::string& value) {
   CsvTable t = parse_csv(read_text(kSource + "/results/" + name), name);
   t.rows.resize(1);
-  const size_t c = size_t(std::find(t.header.begin(), t.header.end(), column) - t.header.begin());
+  const size_t c = column_of(t, column);
   EXPECT_LT(c, t.header.size()) << name << " has no column " << column;
   if (c < t.header.size()) t.rows[0][c] = value;
   return format_csv(t);
@@ -596,17 +601,14 @@ TEST(CliInputs, MergeAndCompareRefuseRowsNoSweepRuns) {
            {"buffer_form.csv", "buffer_form", "raw", "launch", "pdl",
             "launch = pdl is not supported with buffer_form = raw"}}) {
     CsvTable t = parse_csv(read_text(kSource + "/results/" + name), name);
-    const auto col = [&](const std::string& c) {
-      return size_t(std::find(t.header.begin(), t.header.end(), c) - t.header.begin());
-    };
-    ASSERT_LT(col(when_column), t.header.size());
-    ASSERT_LT(col(column), t.header.size());
+    ASSERT_LT(column_of(t, when_column), t.header.size());
+    ASSERT_LT(column_of(t, column), t.header.size());
     const auto row = std::find_if(t.rows.begin(), t.rows.end(), [&](const std::vector<std::string>& r) {
-      return r[col(when_column)] == when_value;
+      return r[column_of(t, when_column)] == when_value;
     });
     ASSERT_NE(row, t.rows.end()) << name;
     std::vector<std::string> bad_row = *row;
-    bad_row[col(column)] = value;
+    bad_row[column_of(t, column)] = value;
     t.rows = {bad_row};
     const std::string bad = dir.file(column + ".csv");
     write_text(bad, format_csv(t));
@@ -627,14 +629,11 @@ TEST(CliInputs, AnOlderVerifyCsvMergesIntoOneThatReadsBack) {
   Result r = run_kvb(dir, "merge " + shell_quote(out) + " " + shell_quote(kSource + "/results/buffer_form_verify.csv"));
   ASSERT_EQ(r.code, 0) << r.err;
   const CsvTable t = parse_csv(read_text(out), out);
-  const auto col = [&](const std::string& c) {
-    return size_t(std::find(t.header.begin(), t.header.end(), c) - t.header.begin());
-  };
-  ASSERT_LT(col("verify_kernel"), t.header.size());
+  ASSERT_LT(column_of(t, "verify_kernel"), t.header.size());
   size_t raw = 0, delta = 0;
   for (const auto& row : t.rows) {
-    const bool is_raw = row[col("buffer_form")] == "raw";
-    EXPECT_EQ(row[col("verify_kernel")], is_raw ? "automatic" : "cuda_cores");
+    const bool is_raw = row[column_of(t, "buffer_form")] == "raw";
+    EXPECT_EQ(row[column_of(t, "verify_kernel")], is_raw ? "automatic" : "cuda_cores");
     (is_raw ? raw : delta) += 1;
   }
   EXPECT_GT(raw, 0u);
