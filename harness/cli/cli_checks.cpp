@@ -177,9 +177,20 @@ std::string one_line(const std::string& message) {
     const std::string word = out.substr(i, end - i);
     const size_t first = std::min(word.find_first_not_of("'\"("), word.size());
     const size_t last = word.find_last_not_of("'\":,;)");
-    if (last == std::string::npos || last < first) shown += word;
-    else shown +=
-        word.substr(0, first) + shown_escaped_value(word.substr(first, last + 1 - first)) + word.substr(last + 1);
+    if (last == std::string::npos || last < first) {
+      shown += word;
+    } else {
+      // A trailing ":LINE" (or ":LINE:COLUMN") stays whole after a shortened path: it says where to look.
+      size_t cut = last + 1;
+      for (size_t k = cut; k > first;) {
+        size_t d = k;
+        while (d > first && std::isdigit(static_cast<unsigned char>(word[d - 1]))) --d;
+        if (d == k || d == first || word[d - 1] != ':' || d - 1 == first) break;
+        cut = k = d - 1;
+      }
+      shown += word.substr(0, first) + shown_escaped_value(word.substr(first, cut - first)) +
+               word.substr(cut, last + 1 - cut) + word.substr(last + 1);
+    }
     if (end < out.size()) shown += ' ';
     i = end + 1;
   }

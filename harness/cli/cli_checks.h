@@ -42,8 +42,8 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e);
 /// `message` with each line break and control character written as its escape (line_escaped: LF as \n, a NUL byte as
 /// \x00, ...), so that an error stays one line whatever a value it quotes holds (a --set value, a config string or a
 /// CSV cell may hold one), and each run of characters without a space over 80 characters shortened as
-/// shown_escaped_value does (a pasted value, a path, a CSV line; an escape counts as one character). Every error kvb
-/// prints goes through it.
+/// shown_escaped_value does (a pasted value, a path, a CSV line; an escape counts as one character), a trailing
+/// ":LINE" or ":LINE:COLUMN" kept whole after it. Every error kvb prints goes through it.
 std::string one_line(const std::string& message);
 
 }  // namespace kvb::cli

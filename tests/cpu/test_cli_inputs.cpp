@@ -244,6 +244,14 @@ TEST(CliInputs, EveryLongWordOfAnErrorIsShortenedWholeCharactersAndQuotesKept) {
                  "path");
   expect_refused(run_kvb(dir, "sweep" + grid + " --" + x2000), {"... (2002 characters)' (allowed: --help"},
                  "option");
+  // A long config path is shortened, the line of its error kept whole after it.
+  const std::string deep = dir.file(std::string(90, 'd'));
+  fs::create_directories(deep);
+  write_text(deep + "/c.toml", "[experiment]\nname = \"x\"\n[axes]\nbatch = [0]\n");
+  const std::string shown_deep = (deep + "/c.toml").substr(0, 72);
+  expect_refused(run_kvb(dir, "sweep --dry-run --config " + shell_quote(deep + "/c.toml")),
+                 {shown_deep + "... (" + std::to_string(deep.size() + 7) + " characters):4: [axes] batch = '0' is out"},
+                 "long config path");
   // Characters are UTF-8 code points: 51 two-byte ones are quoted whole, 100 three-byte ones cut between two.
   std::string e51 = "a", euro100;
   for (int i = 0; i < 50; ++i) e51 += "\u00e9";
