@@ -61,6 +61,14 @@ std::string option_list(const CLI::App& cmd) {
   return allowed;
 }
 
+/// Where `text`'s trailing ":LINE" or ":LINE:COLUMN" (up to 10 digits each, after at least one other character)
+/// begins, kept whole after a shortened path since it says where to look; text.size() when it has none.
+size_t trailing_line_start(const std::string& text) {
+  static const std::regex kLine("(:[0-9]{1,10}){1,2}$");
+  std::smatch m;
+  return std::regex_search(text, m, kLine) && m.position(0) > 0 ? size_t(m.position(0)) : text.size();
+}
+
 }  // namespace
 
 std::string unknown_option(const CLI::App& app, int argc, const char* const* argv) {
@@ -180,16 +188,10 @@ std::string one_line(const std::string& message) {
     if (last == std::string::npos || last < first) {
       shown += word;
     } else {
-      // A trailing ":LINE" (or ":LINE:COLUMN") stays whole after a shortened path: it says where to look.
-      size_t cut = last + 1;
-      for (size_t k = cut; k > first;) {
-        size_t d = k;
-        while (d > first && std::isdigit(static_cast<unsigned char>(word[d - 1]))) --d;
-        if (d == k || d == first || word[d - 1] != ':' || d - 1 == first) break;
-        cut = k = d - 1;
-      }
-      shown += word.substr(0, first) + shown_escaped_value(word.substr(first, cut - first)) +
-               word.substr(cut, last + 1 - cut) + word.substr(last + 1);
+      const std::string core = word.substr(first, last + 1 - first);
+      const size_t cut = trailing_line_start(core);
+      shown += word.substr(0, first) + shown_escaped_value(core.substr(0, cut)) + core.substr(cut) +
+               word.substr(last + 1);
     }
     if (end < out.size()) shown += ' ';
     i = end + 1;

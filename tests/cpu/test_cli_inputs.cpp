@@ -226,6 +226,9 @@ TEST(CliInputs, AnOverLongValueIsQuotedInPart) {
     expect_refused(r, {"'" + std::string(72, '9') + "... (100000 characters)'"}, set.substr(0, 12));
     EXPECT_LT(r.err.size(), 400u) << r.err.substr(0, 400);
   }
+  // Digits after a colon are shortened too: only a line number's few digits stay whole after a path.
+  expect_refused(run_kvb(dir, "sweep" + grid + " --set batch=a:" + std::string(100000, '9')),
+                 {"'a:" + std::string(70, '9') + "... (100002 characters)'"}, "colon and digits");
   const Result r = run_kvb(dir, "sweep" + grid + " --min-samples " + digits);
   expect_refused(r, {"--min-samples: '" + std::string(72, '9') + "... (100000 characters)'"}, "--min-samples");
 }
@@ -550,12 +553,12 @@ TEST(CliInputs, ResultCsvsAreJudgedAlikeByEveryCommand) {
   }
 }
 
-/// The header and first row of the committed result CSV `name`, with `column` of that row set to `value`.
 /// The index of `column` in t's header (the header's size when it has none).
 size_t column_of(const CsvTable& t, const std::string& column) {
   return size_t(std::find(t.header.begin(), t.header.end(), column) - t.header.begin());
 }
 
+/// The header and first row of the committed result CSV `name`, with `column` of that row set to `value`.
 std::string first_row_with(const std::string& name, const std::string& column, const std::string& value) {
   CsvTable t = parse_csv(read_text(kSource + "/results/" + name), name);
   t.rows.resize(1);
